@@ -1,0 +1,41 @@
+# Two commands do all the set-up on a fresh machine: `make run` and `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+STAMP   = $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+export HF_HUB_OFFLINE = 1
+export TOKENIZERS_PARALLELISM = false
+
+.PHONY: install run test lint proto bench-latency clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# torch first, and exactly 2.13.0: a CPU build of it is on these machines, while letting
+# sentence-transformers pick a torch pulls gigabytes of CUDA packages.
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[server,dev]'
+	rm -f $(VENV)/.installed-* && touch $@
+
+install: $(STAMP)
+
+run: install
+	$(VENV)/bin/celestial serve
+
+test: install
+	$(PY) -m pytest -q -rs
+
+lint: install
+	$(VENV)/bin/ruff check proto server client tests benchmarks
+	$(VENV)/bin/mypy server client
+
+proto: install
+	$(PY) proto/generate.py
+
+bench-latency: install
+	$(PY) benchmarks/grpc_latency.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

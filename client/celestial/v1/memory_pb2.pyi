@@ -1,0 +1,372 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Zone(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ZONE_UNSPECIFIED: _ClassVar[Zone]
+    ZONE_CORE: _ClassVar[Zone]
+    ZONE_INNER: _ClassVar[Zone]
+    ZONE_OUTER: _ClassVar[Zone]
+    ZONE_BELT: _ClassVar[Zone]
+    ZONE_CLOUD: _ClassVar[Zone]
+ZONE_UNSPECIFIED: Zone
+ZONE_CORE: Zone
+ZONE_INNER: Zone
+ZONE_OUTER: Zone
+ZONE_BELT: Zone
+ZONE_CLOUD: Zone
+
+class ScoreBreakdown(_message.Message):
+    __slots__ = ("recall", "freshness", "importance", "context", "total")
+    RECALL_FIELD_NUMBER: _ClassVar[int]
+    FRESHNESS_FIELD_NUMBER: _ClassVar[int]
+    IMPORTANCE_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    recall: float
+    freshness: float
+    importance: float
+    context: float
+    total: float
+    def __init__(self, recall: _Optional[float] = ..., freshness: _Optional[float] = ..., importance: _Optional[float] = ..., context: _Optional[float] = ..., total: _Optional[float] = ...) -> None: ...
+
+class Memory(_message.Message):
+    __slots__ = ("id", "tenant", "content", "zone", "score", "importance", "recall_count", "created_at", "last_recalled_at", "tags", "session_id", "agent_id", "metadata", "pinned", "breakdown")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    ZONE_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    IMPORTANCE_FIELD_NUMBER: _ClassVar[int]
+    RECALL_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_RECALLED_AT_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    PINNED_FIELD_NUMBER: _ClassVar[int]
+    BREAKDOWN_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    tenant: str
+    content: str
+    zone: Zone
+    score: float
+    importance: float
+    recall_count: int
+    created_at: _timestamp_pb2.Timestamp
+    last_recalled_at: _timestamp_pb2.Timestamp
+    tags: _containers.RepeatedScalarFieldContainer[str]
+    session_id: str
+    agent_id: str
+    metadata: _containers.ScalarMap[str, str]
+    pinned: bool
+    breakdown: ScoreBreakdown
+    def __init__(self, id: _Optional[str] = ..., tenant: _Optional[str] = ..., content: _Optional[str] = ..., zone: _Optional[_Union[Zone, str]] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., recall_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_recalled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., pinned: _Optional[bool] = ..., breakdown: _Optional[_Union[ScoreBreakdown, _Mapping]] = ...) -> None: ...
+
+class StoreRequest(_message.Message):
+    __slots__ = ("tenant", "content", "importance", "tags", "session_id", "agent_id", "metadata", "created_at", "vector", "id", "pinned")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    IMPORTANCE_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    PINNED_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    content: str
+    importance: float
+    tags: _containers.RepeatedScalarFieldContainer[str]
+    session_id: str
+    agent_id: str
+    metadata: _containers.ScalarMap[str, str]
+    created_at: _timestamp_pb2.Timestamp
+    vector: _containers.RepeatedScalarFieldContainer[float]
+    id: str
+    pinned: bool
+    def __init__(self, tenant: _Optional[str] = ..., content: _Optional[str] = ..., importance: _Optional[float] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., vector: _Optional[_Iterable[float]] = ..., id: _Optional[str] = ..., pinned: _Optional[bool] = ...) -> None: ...
+
+class StoreResponse(_message.Message):
+    __slots__ = ("memory",)
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    memory: Memory
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ...) -> None: ...
+
+class StoreBatchResponse(_message.Message):
+    __slots__ = ("ids", "stored")
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    STORED_FIELD_NUMBER: _ClassVar[int]
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    stored: int
+    def __init__(self, ids: _Optional[_Iterable[str]] = ..., stored: _Optional[int] = ...) -> None: ...
+
+class RecallFilter(_message.Message):
+    __slots__ = ("zones", "tags_any", "tags_all", "session_id", "agent_id", "created_after", "created_before", "recalled_after", "recalled_before", "min_importance", "metadata")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ZONES_FIELD_NUMBER: _ClassVar[int]
+    TAGS_ANY_FIELD_NUMBER: _ClassVar[int]
+    TAGS_ALL_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AFTER_FIELD_NUMBER: _ClassVar[int]
+    CREATED_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    RECALLED_AFTER_FIELD_NUMBER: _ClassVar[int]
+    RECALLED_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    MIN_IMPORTANCE_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    zones: _containers.RepeatedScalarFieldContainer[Zone]
+    tags_any: _containers.RepeatedScalarFieldContainer[str]
+    tags_all: _containers.RepeatedScalarFieldContainer[str]
+    session_id: str
+    agent_id: str
+    created_after: _timestamp_pb2.Timestamp
+    created_before: _timestamp_pb2.Timestamp
+    recalled_after: _timestamp_pb2.Timestamp
+    recalled_before: _timestamp_pb2.Timestamp
+    min_importance: float
+    metadata: _containers.ScalarMap[str, str]
+    def __init__(self, zones: _Optional[_Iterable[_Union[Zone, str]]] = ..., tags_any: _Optional[_Iterable[str]] = ..., tags_all: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., recalled_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., recalled_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., min_importance: _Optional[float] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class RecallRequest(_message.Message):
+    __slots__ = ("tenant", "query", "limit", "filter", "no_reinforce", "context", "query_vector", "min_relevance")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    NO_REINFORCE_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    QUERY_VECTOR_FIELD_NUMBER: _ClassVar[int]
+    MIN_RELEVANCE_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    query: str
+    limit: int
+    filter: RecallFilter
+    no_reinforce: bool
+    context: str
+    query_vector: _containers.RepeatedScalarFieldContainer[float]
+    min_relevance: float
+    def __init__(self, tenant: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filter: _Optional[_Union[RecallFilter, _Mapping]] = ..., no_reinforce: _Optional[bool] = ..., context: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., min_relevance: _Optional[float] = ...) -> None: ...
+
+class RecallResult(_message.Message):
+    __slots__ = ("memory", "found_in", "relevance", "breakdown")
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    FOUND_IN_FIELD_NUMBER: _ClassVar[int]
+    RELEVANCE_FIELD_NUMBER: _ClassVar[int]
+    BREAKDOWN_FIELD_NUMBER: _ClassVar[int]
+    memory: Memory
+    found_in: Zone
+    relevance: float
+    breakdown: ScoreBreakdown
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., found_in: _Optional[_Union[Zone, str]] = ..., relevance: _Optional[float] = ..., breakdown: _Optional[_Union[ScoreBreakdown, _Mapping]] = ...) -> None: ...
+
+class RecallResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[RecallResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[RecallResult, _Mapping]]] = ...) -> None: ...
+
+class GetRequest(_message.Message):
+    __slots__ = ("tenant", "id")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    id: str
+    def __init__(self, tenant: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
+
+class GetResponse(_message.Message):
+    __slots__ = ("memory",)
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    memory: Memory
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ...) -> None: ...
+
+class UpdateRequest(_message.Message):
+    __slots__ = ("tenant", "id", "content", "importance", "tags", "metadata", "pinned", "vector")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    IMPORTANCE_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    PINNED_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    id: str
+    content: str
+    importance: float
+    tags: StringList
+    metadata: StringMap
+    pinned: bool
+    vector: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, tenant: _Optional[str] = ..., id: _Optional[str] = ..., content: _Optional[str] = ..., importance: _Optional[float] = ..., tags: _Optional[_Union[StringList, _Mapping]] = ..., metadata: _Optional[_Union[StringMap, _Mapping]] = ..., pinned: _Optional[bool] = ..., vector: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class StringList(_message.Message):
+    __slots__ = ("values",)
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    values: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, values: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class StringMap(_message.Message):
+    __slots__ = ("values",)
+    class ValuesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    values: _containers.ScalarMap[str, str]
+    def __init__(self, values: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class UpdateResponse(_message.Message):
+    __slots__ = ("memory",)
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    memory: Memory
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ...) -> None: ...
+
+class DeleteRequest(_message.Message):
+    __slots__ = ("tenant", "id")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    id: str
+    def __init__(self, tenant: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
+
+class DeleteResponse(_message.Message):
+    __slots__ = ("deleted",)
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    deleted: bool
+    def __init__(self, deleted: _Optional[bool] = ...) -> None: ...
+
+class DeleteByFilterRequest(_message.Message):
+    __slots__ = ("tenant", "filter")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    filter: RecallFilter
+    def __init__(self, tenant: _Optional[str] = ..., filter: _Optional[_Union[RecallFilter, _Mapping]] = ...) -> None: ...
+
+class DeleteByFilterResponse(_message.Message):
+    __slots__ = ("deleted",)
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    deleted: int
+    def __init__(self, deleted: _Optional[int] = ...) -> None: ...
+
+class RebalanceRequest(_message.Message):
+    __slots__ = ("tenant", "dry_run")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    dry_run: bool
+    def __init__(self, tenant: _Optional[str] = ..., dry_run: _Optional[bool] = ...) -> None: ...
+
+class ZoneMove(_message.Message):
+    __slots__ = ("from_zone", "to_zone", "count")
+    FROM_ZONE_FIELD_NUMBER: _ClassVar[int]
+    TO_ZONE_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    from_zone: Zone
+    to_zone: Zone
+    count: int
+    def __init__(self, from_zone: _Optional[_Union[Zone, str]] = ..., to_zone: _Optional[_Union[Zone, str]] = ..., count: _Optional[int] = ...) -> None: ...
+
+class RebalanceResponse(_message.Message):
+    __slots__ = ("scanned", "moved", "evicted", "forgotten", "dry_run", "duration_ms")
+    SCANNED_FIELD_NUMBER: _ClassVar[int]
+    MOVED_FIELD_NUMBER: _ClassVar[int]
+    EVICTED_FIELD_NUMBER: _ClassVar[int]
+    FORGOTTEN_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    scanned: int
+    moved: _containers.RepeatedCompositeFieldContainer[ZoneMove]
+    evicted: int
+    forgotten: int
+    dry_run: bool
+    duration_ms: float
+    def __init__(self, scanned: _Optional[int] = ..., moved: _Optional[_Iterable[_Union[ZoneMove, _Mapping]]] = ..., evicted: _Optional[int] = ..., forgotten: _Optional[int] = ..., dry_run: _Optional[bool] = ..., duration_ms: _Optional[float] = ...) -> None: ...
+
+class StatsRequest(_message.Message):
+    __slots__ = ("tenant",)
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ...) -> None: ...
+
+class ZoneStats(_message.Message):
+    __slots__ = ("zone", "count", "capacity", "min_score")
+    ZONE_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    MIN_SCORE_FIELD_NUMBER: _ClassVar[int]
+    zone: Zone
+    count: int
+    capacity: int
+    min_score: float
+    def __init__(self, zone: _Optional[_Union[Zone, str]] = ..., count: _Optional[int] = ..., capacity: _Optional[int] = ..., min_score: _Optional[float] = ...) -> None: ...
+
+class StatsResponse(_message.Message):
+    __slots__ = ("zones", "total", "embedding_model", "dimension", "backend")
+    ZONES_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
+    DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    BACKEND_FIELD_NUMBER: _ClassVar[int]
+    zones: _containers.RepeatedCompositeFieldContainer[ZoneStats]
+    total: int
+    embedding_model: str
+    dimension: int
+    backend: str
+    def __init__(self, zones: _Optional[_Iterable[_Union[ZoneStats, _Mapping]]] = ..., total: _Optional[int] = ..., embedding_model: _Optional[str] = ..., dimension: _Optional[int] = ..., backend: _Optional[str] = ...) -> None: ...
+
+class ExportRequest(_message.Message):
+    __slots__ = ("tenant",)
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ...) -> None: ...
+
+class ExportedMemory(_message.Message):
+    __slots__ = ("memory", "vector")
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_FIELD_NUMBER: _ClassVar[int]
+    memory: Memory
+    vector: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., vector: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class ImportResponse(_message.Message):
+    __slots__ = ("imported",)
+    IMPORTED_FIELD_NUMBER: _ClassVar[int]
+    imported: int
+    def __init__(self, imported: _Optional[int] = ...) -> None: ...

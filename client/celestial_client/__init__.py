@@ -1,0 +1,48 @@
+"""Python client of the Celestial Memory gRPC service (no torch or Qdrant needed)."""
+
+from celestial_client.client import AsyncCelestialClient, CelestialClient
+from celestial_client.errors import (
+    CelestialClientError,
+    DeadlineExceededError,
+    InternalError,
+    InvalidArgumentError,
+    NotFoundError,
+    PermissionDeniedError,
+    ResourceExhaustedError,
+    UnauthenticatedError,
+    UnavailableError,
+    UnimplementedError,
+)
+from celestial_client.types import (
+    Memory,
+    RebalanceReport,
+    RecallResult,
+    ScoreBreakdown,
+    Stats,
+    StoreItem,
+    Zone,
+    ZoneStats,
+)
+
+__all__ = [
+    "AsyncCelestialClient",
+    "CelestialClient",
+    "CelestialClientError",
+    "DeadlineExceededError",
+    "InternalError",
+    "InvalidArgumentError",
+    "Memory",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "RebalanceReport",
+    "RecallResult",
+    "ResourceExhaustedError",
+    "ScoreBreakdown",
+    "Stats",
+    "StoreItem",
+    "UnauthenticatedError",
+    "UnavailableError",
+    "UnimplementedError",
+    "Zone",
+    "ZoneStats",
+]

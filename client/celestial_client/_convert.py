@@ -1,0 +1,166 @@
+"""Request builders and response parsers shared by the sync and async clients."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+
+from celestial.v1 import memory_pb2 as pb
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from celestial_client.types import (
+    Memory,
+    RebalanceReport,
+    RecallResult,
+    ScoreBreakdown,
+    Stats,
+    StoreItem,
+    Zone,
+    ZoneStats,
+)
+
+_ZONES = [Zone.CORE, Zone.INNER, Zone.OUTER, Zone.BELT, Zone.CLOUD]
+TimeLike = datetime | float
+
+
+def zone_to_pb(z: Zone | str) -> int:
+    return _ZONES.index(Zone(z)) + 1
+
+
+def zone_from_pb(v: int) -> Zone:
+    return _ZONES[v - 1]
+
+
+def timestamp(t: TimeLike) -> Timestamp:
+    ts = Timestamp()
+    if isinstance(t, datetime):
+        ts.FromDatetime(t if t.tzinfo else t.replace(tzinfo=UTC))
+    else:
+        seconds = int(t // 1)
+        ts.seconds, ts.nanos = seconds, int(round((t - seconds) * 1e9)) % 1_000_000_000
+    return ts
+
+
+def to_datetime(ts: Timestamp) -> datetime:
+    return ts.ToDatetime(tzinfo=UTC)
+
+
+def store_request(tenant: str, item: StoreItem) -> pb.StoreRequest:
+    req = pb.StoreRequest(
+        tenant=tenant, content=item.content, tags=item.tags, session_id=item.session_id,
+        agent_id=item.agent_id, metadata=item.metadata, vector=item.vector or [], id=item.id,
+        pinned=item.pinned,
+    )
+    if item.importance is not None:
+        req.importance = item.importance
+    if item.created_at is not None:
+        req.created_at.CopyFrom(timestamp(item.created_at))
+    return req
+
+
+def recall_request(
+    tenant: str,
+    query: str,
+    limit: int,
+    *,
+    zones: Iterable[Zone | str] = (),
+    tags_any: Sequence[str] = (),
+    tags_all: Sequence[str] = (),
+    session_id: str = "",
+    agent_id: str = "",
+    created_after: TimeLike | None = None,
+    created_before: TimeLike | None = None,
+    recalled_after: TimeLike | None = None,
+    recalled_before: TimeLike | None = None,
+    min_importance: float | None = None,
+    metadata: Mapping[str, str] | None = None,
+    reinforce: bool = True,
+    context: str = "",
+    query_vector: Sequence[float] | None = None,
+    min_relevance: float | None = None,
+) -> pb.RecallRequest:
+    f = pb.RecallFilter(
+        zones=[zone_to_pb(z) for z in zones], tags_any=tags_any, tags_all=tags_all,
+        session_id=session_id, agent_id=agent_id, metadata=dict(metadata or {}),
+    )
+    for name, value in (
+        ("created_after", created_after), ("created_before", created_before),
+        ("recalled_after", recalled_after), ("recalled_before", recalled_before),
+    ):
+        if value is not None:
+            getattr(f, name).CopyFrom(timestamp(value))
+    if min_importance is not None:
+        f.min_importance = min_importance
+    req = pb.RecallRequest(
+        tenant=tenant, query=query, limit=limit, filter=f, no_reinforce=not reinforce,
+        context=context, query_vector=list(query_vector or []),
+    )
+    if min_relevance is not None:
+        req.min_relevance = min_relevance
+    return req
+
+
+def update_request(
+    tenant: str,
+    memory_id: str,
+    *,
+    content: str | None = None,
+    importance: float | None = None,
+    tags: Sequence[str] | None = None,
+    metadata: Mapping[str, str] | None = None,
+    pinned: bool | None = None,
+    vector: Sequence[float] | None = None,
+) -> pb.UpdateRequest:
+    req = pb.UpdateRequest(tenant=tenant, id=memory_id, vector=list(vector or []))
+    if content is not None:
+        req.content = content
+    if importance is not None:
+        req.importance = importance
+    if tags is not None:
+        req.tags.CopyFrom(pb.StringList(values=list(tags)))
+    if metadata is not None:
+        req.metadata.CopyFrom(pb.StringMap(values=dict(metadata)))
+    if pinned is not None:
+        req.pinned = pinned
+    return req
+
+
+def breakdown(b: pb.ScoreBreakdown) -> ScoreBreakdown:
+    return ScoreBreakdown(b.recall, b.freshness, b.importance, b.context, b.total)
+
+
+def memory(m: pb.Memory) -> Memory:
+    return Memory(
+        id=m.id, tenant=m.tenant, content=m.content, zone=zone_from_pb(m.zone), score=m.score,
+        importance=m.importance, recall_count=m.recall_count,
+        created_at=to_datetime(m.created_at), last_recalled_at=to_datetime(m.last_recalled_at),
+        tags=list(m.tags), session_id=m.session_id, agent_id=m.agent_id,
+        metadata=dict(m.metadata), pinned=m.pinned, breakdown=breakdown(m.breakdown),
+    )
+
+
+def recall_results(resp: pb.RecallResponse) -> list[RecallResult]:
+    return [
+        RecallResult(memory(r.memory), zone_from_pb(r.found_in), r.relevance, breakdown(r.breakdown))
+        for r in resp.results
+    ]
+
+
+def stats(resp: pb.StatsResponse) -> Stats:
+    return Stats(
+        zones=[
+            ZoneStats(zone_from_pb(z.zone), z.count, z.capacity or None, z.min_score)
+            for z in resp.zones
+        ],
+        total=resp.total, embedding_model=resp.embedding_model, dimension=resp.dimension,
+        backend=resp.backend,
+    )
+
+
+def rebalance(resp: pb.RebalanceResponse) -> RebalanceReport:
+    return RebalanceReport(
+        scanned=resp.scanned,
+        moved={(zone_from_pb(m.from_zone), zone_from_pb(m.to_zone)): m.count for m in resp.moved},
+        evicted=resp.evicted, forgotten=resp.forgotten, dry_run=resp.dry_run,
+        duration_ms=resp.duration_ms,
+    )

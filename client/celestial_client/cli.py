@@ -1,0 +1,194 @@
+"""``celestial``: serve, store, recall, get, update, delete, stats, rebalance.
+
+Every command but ``serve`` needs only the client; ``serve`` needs the server extra
+(``pip install 'celestial-memory[server]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from celestial_client.client import CelestialClient
+from celestial_client.errors import CelestialClientError
+from celestial_client.types import Memory, RecallResult, Stats
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    cells = [[str(c) for c in r] for r in rows]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
+    return "\n".join(lines)
+
+
+def _short(text: str, n: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def show_memory(m: Memory) -> str:
+    b = m.breakdown
+    lines = [
+        f"id           {m.id}",
+        f"content      {m.content}",
+        f"zone         {m.zone.value}   score {m.score:.3f}   importance {m.importance:.2f}",
+        f"recalled     {m.recall_count} times, last {m.last_recalled_at:%Y-%m-%d %H:%M:%S}",
+        f"created      {m.created_at:%Y-%m-%d %H:%M:%S}   pinned {m.pinned}",
+    ]
+    if m.tags:
+        lines.append(f"tags         {', '.join(m.tags)}")
+    if m.metadata:
+        lines.append("metadata     " + ", ".join(f"{k}={v}" for k, v in m.metadata.items()))
+    if b is not None:
+        lines.append(
+            f"now          R {b.recall:.3f}  F {b.freshness:.3f}  A {b.importance:.2f}  "
+            f"C {b.context:.3f}  I {b.total:.3f}"
+        )
+    return "\n".join(lines)
+
+
+def show_recall(results: Sequence[RecallResult]) -> str:
+    if not results:
+        return "no memory passed the relevance gate"
+    rows = [
+        (i + 1, r.found_in.value, f"{r.relevance:.3f}", f"{r.breakdown.total:.3f}",
+         r.memory.zone.value, r.memory.recall_count, _short(r.content), r.id)
+        for i, r in enumerate(results)
+    ]
+    return table(["#", "zone", "relev", "score", "now in", "recalls", "content", "id"], rows)
+
+
+def show_stats(s: Stats) -> str:
+    rows = [
+        (z.zone.value, z.count, z.capacity if z.capacity else "-", f"{z.min_score:.2f}")
+        for z in s.zones
+    ]
+    return (
+        table(["zone", "count", "capacity", "min score"], rows)
+        + f"\ntotal {s.total}   model {s.embedding_model} ({s.dimension}d)   backend {s.backend}"
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="celestial", description=__doc__.splitlines()[0])
+    p.add_argument("--target", default=os.environ.get("CELESTIAL_TARGET", "localhost:50051"),
+                   help="server host:port (CELESTIAL_TARGET)")
+    p.add_argument("--tenant", default=os.environ.get("CELESTIAL_TENANT", ""))
+    sub = p.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the server")
+    try:
+        from celestial_memory.main import add_serve_arguments
+    except ImportError:  # client-only install: serve explains itself when run
+        pass
+    else:
+        add_serve_arguments(serve)
+
+    s = sub.add_parser("store", help="store a memory")
+    s.add_argument("content")
+    s.add_argument("--importance", type=float)
+    s.add_argument("--tag", action="append", default=[], dest="tags")
+    s.add_argument("--session")
+    s.add_argument("--agent")
+    s.add_argument("--meta", action="append", default=[], help="key=value")
+    s.add_argument("--pinned", action="store_true")
+
+    r = sub.add_parser("recall", help="recall memories by meaning")
+    r.add_argument("query")
+    r.add_argument("--limit", type=int, default=5)
+    r.add_argument("--zone", action="append", default=[], dest="zones")
+    r.add_argument("--tag", action="append", default=[], dest="tags_any")
+    r.add_argument("--no-reinforce", action="store_true")
+    r.add_argument("--context", default="")
+
+    for name in ("get", "delete"):
+        g = sub.add_parser(name, help=f"{name} a memory by id")
+        g.add_argument("id")
+
+    u = sub.add_parser("update", help="change a memory")
+    u.add_argument("id")
+    u.add_argument("--content")
+    u.add_argument("--importance", type=float)
+    u.add_argument("--tag", action="append", dest="tags")
+    u.add_argument("--pin", action="store_true")
+    u.add_argument("--unpin", action="store_true")
+
+    sub.add_parser("stats", help="per-zone counts")
+    rb = sub.add_parser("rebalance", help="re-place memories now")
+    rb.add_argument("--dry-run", action="store_true")
+    return p
+
+
+def _meta(pairs: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"--meta wants key=value, got {pair!r}")
+        out[key] = value
+    return out
+
+
+def _run(args: argparse.Namespace, client: CelestialClient) -> str:
+    c = args.command
+    if c == "store":
+        m = client.store(
+            args.content, importance=args.importance, tags=args.tags,
+            session_id=args.session or "", agent_id=args.agent or "", metadata=_meta(args.meta),
+            pinned=args.pinned,
+        )
+        return show_memory(m)
+    if c == "recall":
+        results = client.recall(
+            args.query, args.limit, zones=args.zones, tags_any=args.tags_any,
+            reinforce=not args.no_reinforce, context=args.context,
+        )
+        return show_recall(results)
+    if c == "get":
+        return show_memory(client.get(args.id))
+    if c == "delete":
+        return "deleted" if client.delete(args.id) else "no such memory"
+    if c == "update":
+        pinned = True if args.pin else (False if args.unpin else None)
+        changes = {
+            k: v
+            for k, v in (("content", args.content), ("importance", args.importance),
+                         ("tags", args.tags), ("pinned", pinned))
+            if v is not None
+        }
+        return show_memory(client.update(args.id, **changes))  # type: ignore[arg-type]
+    if c == "stats":
+        return show_stats(client.stats())
+    rep = client.rebalance(dry_run=args.dry_run)
+    moves = ", ".join(f"{a.value}→{b.value}: {n}" for (a, b), n in rep.moved.items()) or "none"
+    verb = "would move" if rep.dry_run else "moved"
+    return (
+        f"scanned {rep.scanned} in {rep.duration_ms:.1f} ms; {verb} {moves}; "
+        f"evicted {rep.evicted}; forgotten {rep.forgotten}"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        try:
+            from celestial_memory.main import serve_main
+        except ImportError:
+            print("serve needs the server: pip install 'celestial-memory[server]'", file=sys.stderr)
+            return 2
+        return serve_main(args)
+    with CelestialClient(args.target, tenant=args.tenant) as client:
+        try:
+            print(_run(args, client))
+        except CelestialClientError as err:
+            print(f"error ({err.code.name}): {err.details}", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,194 @@
+"""Typed Python clients for the Celestial Memory service, synchronous and asynchronous.
+
+    with CelestialClient("localhost:50051") as client:
+        m = client.store("Alice prefers espresso", importance=0.8, tags=["prefs"])
+        for r in client.recall("what does Alice drink?", limit=5):
+            print(r.zone, r.relevance, r.content)
+
+Errors are raised as ``celestial_client.errors.CelestialClientError`` subclasses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Self, TypedDict, Unpack
+
+import grpc
+from celestial.v1 import memory_pb2 as pb
+from celestial.v1 import memory_pb2_grpc as pb_grpc
+
+from celestial_client import _convert as cv
+from celestial_client.errors import from_rpc_error
+from celestial_client.types import Memory, RebalanceReport, RecallResult, Stats, StoreItem, Zone
+
+
+class RecallOptions(TypedDict, total=False):
+    zones: Iterable[Zone | str]
+    tags_any: Sequence[str]
+    tags_all: Sequence[str]
+    session_id: str
+    agent_id: str
+    created_after: datetime | float
+    created_before: datetime | float
+    recalled_after: datetime | float
+    recalled_before: datetime | float
+    min_importance: float
+    metadata: Mapping[str, str]
+    reinforce: bool
+    context: str
+    query_vector: Sequence[float]
+    min_relevance: float
+
+
+class UpdateOptions(TypedDict, total=False):
+    content: str
+    importance: float
+    tags: Sequence[str]
+    metadata: Mapping[str, str]
+    pinned: bool
+    vector: Sequence[float]
+
+
+def _item(content: str | StoreItem, fields: Mapping[str, Any]) -> StoreItem:
+    return content if isinstance(content, StoreItem) else StoreItem(content=content, **fields)
+
+
+class CelestialClient:
+    """Blocking client. ``target`` is host:port; ``tenant`` is sent with every call."""
+
+    def __init__(
+        self,
+        target: str = "localhost:50051",
+        *,
+        tenant: str = "",
+        timeout: float | None = 30.0,
+        channel: grpc.Channel | None = None,
+    ) -> None:
+        self._channel = channel or grpc.insecure_channel(target)
+        self._stub = pb_grpc.MemoryServiceStub(self._channel)
+        self.tenant = tenant
+        self.timeout = timeout
+
+    def _call(self, method: str, request: Any) -> Any:
+        try:
+            return getattr(self._stub, method)(request, timeout=self.timeout)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+
+    def store(self, content: str | StoreItem, **fields: Any) -> Memory:
+        """Store one memory. ``fields`` are those of ``StoreItem`` (importance, tags, ...)."""
+        resp = self._call("Store", cv.store_request(self.tenant, _item(content, fields)))
+        return cv.memory(resp.memory)
+
+    def store_batch(self, items: Iterable[str | StoreItem]) -> list[str]:
+        """Store many memories in one stream; all or nothing. Returns their ids in order."""
+        reqs: Iterator[pb.StoreRequest] = (
+            cv.store_request(self.tenant, _item(i, {})) for i in items
+        )
+        return list(self._call("StoreBatch", reqs).ids)
+
+    def recall(self, query: str = "", limit: int = 10, **opts: Unpack[RecallOptions]) -> list[
+        RecallResult
+    ]:
+        resp = self._call("Recall", cv.recall_request(self.tenant, query, limit, **opts))
+        return cv.recall_results(resp)
+
+    def get(self, memory_id: str) -> Memory:
+        return cv.memory(self._call("Get", pb.GetRequest(tenant=self.tenant, id=memory_id)).memory)
+
+    def update(self, memory_id: str, **changes: Unpack[UpdateOptions]) -> Memory:
+        resp = self._call("Update", cv.update_request(self.tenant, memory_id, **changes))
+        return cv.memory(resp.memory)
+
+    def delete(self, memory_id: str) -> bool:
+        return bool(self._call("Delete", pb.DeleteRequest(tenant=self.tenant, id=memory_id)).deleted)
+
+    def stats(self) -> Stats:
+        return cv.stats(self._call("Stats", pb.StatsRequest(tenant=self.tenant)))
+
+    def rebalance(self, dry_run: bool = False) -> RebalanceReport:
+        req = pb.RebalanceRequest(tenant=self.tenant, dry_run=dry_run)
+        return cv.rebalance(self._call("Rebalance", req))
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class AsyncCelestialClient:
+    """asyncio client with the same methods as ``CelestialClient``, awaited."""
+
+    def __init__(
+        self,
+        target: str = "localhost:50051",
+        *,
+        tenant: str = "",
+        timeout: float | None = 30.0,
+        channel: grpc.aio.Channel | None = None,
+    ) -> None:
+        self._channel = channel or grpc.aio.insecure_channel(target)
+        self._stub = pb_grpc.MemoryServiceStub(self._channel)
+        self.tenant = tenant
+        self.timeout = timeout
+
+    async def _call(self, method: str, request: Any) -> Any:
+        try:
+            return await getattr(self._stub, method)(request, timeout=self.timeout)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+
+    async def store(self, content: str | StoreItem, **fields: Any) -> Memory:
+        resp = await self._call("Store", cv.store_request(self.tenant, _item(content, fields)))
+        return cv.memory(resp.memory)
+
+    async def store_batch(self, items: Iterable[str | StoreItem]) -> list[str]:
+        async def requests() -> AsyncIterator[pb.StoreRequest]:
+            for i in items:
+                yield cv.store_request(self.tenant, _item(i, {}))
+
+        return list((await self._call("StoreBatch", requests())).ids)
+
+    async def recall(
+        self, query: str = "", limit: int = 10, **opts: Unpack[RecallOptions]
+    ) -> list[RecallResult]:
+        resp = await self._call("Recall", cv.recall_request(self.tenant, query, limit, **opts))
+        return cv.recall_results(resp)
+
+    async def get(self, memory_id: str) -> Memory:
+        resp = await self._call("Get", pb.GetRequest(tenant=self.tenant, id=memory_id))
+        return cv.memory(resp.memory)
+
+    async def update(self, memory_id: str, **changes: Unpack[UpdateOptions]) -> Memory:
+        resp = await self._call("Update", cv.update_request(self.tenant, memory_id, **changes))
+        return cv.memory(resp.memory)
+
+    async def delete(self, memory_id: str) -> bool:
+        resp = await self._call("Delete", pb.DeleteRequest(tenant=self.tenant, id=memory_id))
+        return bool(resp.deleted)
+
+    async def stats(self) -> Stats:
+        return cv.stats(await self._call("Stats", pb.StatsRequest(tenant=self.tenant)))
+
+    async def rebalance(self, dry_run: bool = False) -> RebalanceReport:
+        req = pb.RebalanceRequest(tenant=self.tenant, dry_run=dry_run)
+        return cv.rebalance(await self._call("Rebalance", req))
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()

@@ -1,0 +1,107 @@
+"""What the client returns: plain dataclasses, no protobuf."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+
+
+class Zone(str, Enum):
+    CORE = "core"
+    INNER = "inner"
+    OUTER = "outer"
+    BELT = "belt"
+    CLOUD = "cloud"
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreBreakdown:
+    recall: float
+    freshness: float
+    importance: float
+    context: float
+    total: float
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    id: str
+    tenant: str
+    content: str
+    zone: Zone
+    score: float
+    importance: float
+    recall_count: int
+    created_at: datetime
+    last_recalled_at: datetime
+    tags: list[str] = field(default_factory=list)
+    session_id: str = ""
+    agent_id: str = ""
+    metadata: dict[str, str] = field(default_factory=dict)
+    pinned: bool = False
+    breakdown: ScoreBreakdown | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    memory: Memory
+    found_in: Zone
+    relevance: float
+    breakdown: ScoreBreakdown
+
+    # Shortcuts for the common reads.
+    @property
+    def id(self) -> str:
+        return self.memory.id
+
+    @property
+    def content(self) -> str:
+        return self.memory.content
+
+    @property
+    def zone(self) -> Zone:
+        return self.memory.zone
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneStats:
+    zone: Zone
+    count: int
+    capacity: int | None
+    min_score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    zones: list[ZoneStats]
+    total: int
+    embedding_model: str
+    dimension: int
+    backend: str
+
+
+@dataclass(frozen=True, slots=True)
+class RebalanceReport:
+    scanned: int
+    moved: dict[tuple[Zone, Zone], int]
+    evicted: int
+    forgotten: int
+    dry_run: bool
+    duration_ms: float
+
+
+@dataclass(slots=True)
+class StoreItem:
+    """One item of ``store_batch``."""
+
+    content: str
+    importance: float | None = None
+    tags: list[str] = field(default_factory=list)
+    session_id: str = ""
+    agent_id: str = ""
+    metadata: dict[str, str] = field(default_factory=dict)
+    created_at: datetime | float | None = None
+    vector: list[float] | None = None
+    id: str = ""
+    pinned: bool = False

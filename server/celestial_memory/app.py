@@ -1,0 +1,35 @@
+"""Wiring: settings -> store, embedder, evaluator, clock -> MemoryService."""
+
+from __future__ import annotations
+
+from celestial_memory.clock import Clock, SystemClock
+from celestial_memory.config import Settings
+from celestial_memory.domain.importance import evaluator_from_settings
+from celestial_memory.embedding import Embedder, SentenceTransformerEmbedder
+from celestial_memory.service import MemoryService
+from celestial_memory.store.base import MemoryStore
+
+
+def open_store(settings: Settings, dimension: int) -> MemoryStore:
+    collection = settings.collection_name(dimension)
+    if settings.backend == "edge":
+        from celestial_memory.store.edge_store import EdgeStore
+
+        return EdgeStore(settings.data_dir / collection, dimension)
+    from celestial_memory.store.qdrant_store import QdrantStore
+
+    return QdrantStore(settings.qdrant_url, dimension, collection, settings.qdrant_api_key)
+
+
+def build_service(
+    settings: Settings,
+    *,
+    embedder: Embedder | None = None,
+    store: MemoryStore | None = None,
+    clock: Clock | None = None,
+) -> MemoryService:
+    embedder = embedder or SentenceTransformerEmbedder(settings.model, settings.device)
+    store = store or open_store(settings, embedder.dimension)
+    return MemoryService(
+        settings, store, embedder, clock or SystemClock(), evaluator_from_settings(settings)
+    )

@@ -1,0 +1,92 @@
+"""One typed settings object, built once at the edge (CLI or tests) and passed down.
+
+Every field reads from a ``CELESTIAL_``-prefixed environment variable (lists as JSON, e.g.
+``CELESTIAL_ZONE_CAPACITIES='[20,100,1000,0,0]'``) and can be overridden by a CLI flag of
+``celestial serve``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+BUNDLED_MODEL = "all-MiniLM-L6-v2"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CELESTIAL_", extra="ignore")
+
+    # Serving
+    address: str = Field("localhost:50051", description="host:port the gRPC server binds")
+    grace_seconds: float = Field(5.0, ge=0, description="graceful shutdown period")
+
+    # Storage
+    backend: Literal["edge", "qdrant"] = Field("edge", description="edge (embedded) or qdrant")
+    data_dir: Path = Field(Path("./data"), description="where the embedded store keeps its files")
+    qdrant_url: str = Field(":memory:", description="qdrant backend: URL, or :memory: (local)")
+    qdrant_api_key: str | None = Field(None, description="qdrant backend: API key")
+    collection: str | None = Field(None, description="collection name; default from the model")
+
+    # Embeddings
+    model: str = Field(BUNDLED_MODEL, description="sentence-transformers name or path")
+    device: str = Field("cpu", description="torch device for the embedding model")
+
+    # Memory function (DESIGN.md §1)
+    w_recall: float = Field(0.25, ge=0)
+    w_freshness: float = Field(0.30, ge=0)
+    w_importance: float = Field(0.25, ge=0)
+    w_context: float = Field(0.20, ge=0)
+    recall_cap: int = Field(1000, gt=0, description="recall count at which R saturates")
+    freshness_alpha: float = Field(0.001, gt=0, description="freshness decay per second")
+    freshness_floor: float = Field(-86.4, lt=0, description="raw freshness floor")
+
+    # Zones: thresholds on I for core, inner, outer, belt (cloud takes the rest) and
+    # capacities for all five (0 = unbounded).
+    zone_thresholds: list[float] = Field(default_factory=lambda: [0.50, 0.30, 0.10, -0.10])
+    zone_capacities: list[int] = Field(default_factory=lambda: [20, 100, 1000, 0, 0])
+
+    # Importance
+    importance_evaluator: Literal["rules", "default"] = "rules"
+    default_importance: float = Field(0.5, ge=0, le=1)
+
+    # Recall
+    min_relevance: float = Field(0.2, ge=0, le=1, description="relevance gate for a match")
+    default_recall_limit: int = Field(10, gt=0)
+    max_recall_limit: int = Field(100, gt=0)
+
+    # Input limits
+    max_content_chars: int = Field(32_768, gt=0)
+    max_batch: int = Field(10_000, gt=0, description="most items in one StoreBatch")
+    max_tags: int = Field(64, gt=0)
+    max_metadata_entries: int = Field(64, gt=0)
+
+    # Rebalance
+    rebalance_interval_s: float = Field(300.0, ge=0, description="0 disables the schedule")
+    auto_forget_days: float = Field(90.0, gt=0)
+
+    default_tenant: str = "default"
+    log_level: str = "INFO"
+
+    @model_validator(mode="after")
+    def _check_zones(self) -> Settings:
+        t = self.zone_thresholds
+        if len(t) != 4 or any(not math.isfinite(x) for x in t):
+            raise ValueError("zone_thresholds needs 4 finite values (core, inner, outer, belt)")
+        if any(a <= b for a, b in zip(t, t[1:], strict=False)):
+            raise ValueError("zone_thresholds must be strictly decreasing")
+        c = self.zone_capacities
+        if len(c) != 5 or any(x < 0 for x in c):
+            raise ValueError("zone_capacities needs 5 values >= 0 (0 = unbounded)")
+        if self.default_recall_limit > self.max_recall_limit:
+            raise ValueError("default_recall_limit exceeds max_recall_limit")
+        return self
+
+    def collection_name(self, dimension: int) -> str:
+        if self.collection:
+            return self.collection
+        slug = "".join(ch if ch.isalnum() else "_" for ch in Path(self.model).name.lower())
+        return f"memories_{slug}_{dimension}"

@@ -1,0 +1,105 @@
+"""Domain types passed between the service and the storage backends (no protobuf here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from celestial_memory.domain.scoring import ScoreBreakdown
+from celestial_memory.domain.zones import Zone
+
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass(slots=True)
+class Memory:
+    """One memory: what Qdrant keeps as one point's payload (plus, optionally, its vector)."""
+
+    id: str
+    tenant: str
+    content: str
+    zone: Zone
+    score: float
+    importance: float
+    recall_count: int
+    created_at: float
+    last_recalled_at: float
+    context_score: float = 0.0
+    tags: list[str] = field(default_factory=list)
+    session_id: str = ""
+    agent_id: str = ""
+    metadata: dict[str, str] = field(default_factory=dict)
+    pinned: bool = False
+    content_hash: str = ""
+    vector: Vector | None = None
+
+
+@dataclass(slots=True)
+class Hit:
+    """A memory found by a search, with the similarity the search computed."""
+
+    memory: Memory
+    similarity: float
+
+
+@dataclass(slots=True)
+class MemoryFilter:
+    """Restrictions on a search, a count or a delete; empty fields do not restrict."""
+
+    zones: list[Zone] = field(default_factory=list)
+    tags_any: list[str] = field(default_factory=list)
+    tags_all: list[str] = field(default_factory=list)
+    session_id: str = ""
+    agent_id: str = ""
+    created_after: float | None = None
+    created_before: float | None = None
+    recalled_after: float | None = None
+    recalled_before: float | None = None
+    min_importance: float | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    def is_empty(self) -> bool:
+        return not (
+            self.zones or self.tags_any or self.tags_all or self.session_id or self.agent_id
+            or self.metadata or self.min_importance is not None
+            or any(t is not None for t in (
+                self.created_after, self.created_before, self.recalled_after, self.recalled_before
+            ))
+        )
+
+
+@dataclass(slots=True)
+class RecallResult:
+    memory: Memory
+    found_in: Zone
+    relevance: float
+    breakdown: ScoreBreakdown
+
+
+@dataclass(slots=True)
+class RebalanceReport:
+    scanned: int
+    moved: dict[tuple[Zone, Zone], int]
+    evicted: int
+    forgotten: int
+    dry_run: bool
+    duration_ms: float
+
+
+@dataclass(slots=True)
+class ZoneCount:
+    zone: Zone
+    count: int
+    capacity: int
+    min_score: float
+
+
+@dataclass(slots=True)
+class Stats:
+    zones: list[ZoneCount]
+    total: int
+    embedding_model: str
+    dimension: int
+    backend: str

@@ -1,0 +1,89 @@
+"""The memory function I(m) = w_r·R + w_f·F + w_a·A + w_c·C (DESIGN.md §1, corrected).
+
+Scoring is vectorised: callers pass numpy arrays (or scalars) and get arrays back, so a
+rebalance scores 100,000 memories in one pass. ``breakdown`` is the one-memory view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from celestial_memory.config import Settings
+
+FloatArray = npt.NDArray[np.float64]
+ArrayLike = npt.ArrayLike
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreBreakdown:
+    recall: float
+    freshness: float
+    importance: float
+    context: float
+    total: float
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryFunction:
+    w_recall: float = 0.25
+    w_freshness: float = 0.30
+    w_importance: float = 0.25
+    w_context: float = 0.20
+    recall_cap: int = 1000
+    alpha: float = 0.001
+    floor: float = -86.4
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> MemoryFunction:
+        return cls(
+            s.w_recall, s.w_freshness, s.w_importance, s.w_context,
+            s.recall_cap, s.freshness_alpha, s.freshness_floor,
+        )
+
+    def recall_score(self, recall_count: ArrayLike) -> FloatArray:
+        """R = min(1, ln(1+n)/ln(1+cap)): the log alone does not bound it for n > cap."""
+        n = np.maximum(np.asarray(recall_count, dtype=np.float64), 0.0)
+        return np.minimum(1.0, np.log1p(n) / np.log1p(self.recall_cap))
+
+    def freshness(self, last_recalled_at: ArrayLike, now: float) -> FloatArray:
+        """F = max(-alpha·Δt, floor)/|floor|: 0 at recall, -1 after |floor|/alpha seconds."""
+        dt = np.maximum(now - np.asarray(last_recalled_at, dtype=np.float64), 0.0)
+        return np.maximum(-self.alpha * dt, self.floor) / abs(self.floor)
+
+    def total(
+        self,
+        recall_count: ArrayLike,
+        last_recalled_at: ArrayLike,
+        importance: ArrayLike,
+        context: ArrayLike,
+        now: float,
+    ) -> FloatArray:
+        return self._combine(
+            self.recall_score(recall_count),
+            self.freshness(last_recalled_at, now),
+            np.asarray(importance, dtype=np.float64),
+            np.clip(np.asarray(context, dtype=np.float64), 0.0, 1.0),
+        )
+
+    def _combine(self, r: FloatArray, f: FloatArray, a: FloatArray, c: FloatArray) -> FloatArray:
+        return (
+            self.w_recall * r + self.w_freshness * f + self.w_importance * a + self.w_context * c
+        )
+
+    def breakdown(
+        self,
+        recall_count: int,
+        last_recalled_at: float,
+        importance: float,
+        context: float,
+        now: float,
+    ) -> ScoreBreakdown:
+        r = float(self.recall_score(recall_count))
+        f = float(self.freshness(last_recalled_at, now))
+        c = min(max(float(context), 0.0), 1.0)
+        total = self.w_recall * r + self.w_freshness * f + self.w_importance * importance
+        total += self.w_context * c
+        return ScoreBreakdown(r, f, importance, c, total)

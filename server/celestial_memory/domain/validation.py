@@ -1,0 +1,92 @@
+"""Input checks. Each raises InvalidArgument naming the request field, before anything is written."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from celestial_memory.config import Settings
+from celestial_memory.domain.models import MemoryFilter, Vector
+from celestial_memory.errors import InvalidArgument
+
+
+def content(value: str, s: Settings, field: str = "content") -> str:
+    if not value or not value.strip():
+        raise InvalidArgument(field, "must not be empty or only white space")
+    if len(value) > s.max_content_chars:
+        raise InvalidArgument(field, f"longer than {s.max_content_chars} characters")
+    return value
+
+
+def unit_interval(value: float | None, field: str) -> float | None:
+    if value is None:
+        return None
+    if math.isnan(value) or not 0.0 <= value <= 1.0:
+        raise InvalidArgument(field, f"must be in [0, 1], got {value}")
+    return float(value)
+
+
+def limit(value: int, s: Settings) -> int:
+    if value == 0:
+        return s.default_recall_limit
+    if value < 0 or value > s.max_recall_limit:
+        raise InvalidArgument("limit", f"must be 1 to {s.max_recall_limit}, got {value}")
+    return value
+
+
+def memory_id(value: str, field: str = "id") -> str:
+    try:
+        return str(uuid.UUID(value))
+    except (ValueError, AttributeError, TypeError):
+        raise InvalidArgument(field, f"not a UUID: {value!r}") from None
+
+
+def vector(values: Sequence[float] | Vector, dimension: int, field: str) -> Vector:
+    v = np.asarray(values, dtype=np.float32)
+    if v.ndim != 1 or v.shape[0] != dimension:
+        raise InvalidArgument(field, f"must have {dimension} dimensions, got {v.size}")
+    if not np.all(np.isfinite(v)):
+        raise InvalidArgument(field, "contains NaN or infinity")
+    if not np.any(v):
+        raise InvalidArgument(field, "is all zeros")
+    return v
+
+
+def tags(values: Sequence[str], s: Settings, field: str = "tags") -> list[str]:
+    if len(values) > s.max_tags:
+        raise InvalidArgument(field, f"more than {s.max_tags} tags")
+    if any(not t.strip() for t in values):
+        raise InvalidArgument(field, "a tag is empty")
+    return list(values)
+
+
+def metadata(values: Mapping[str, str], s: Settings, field: str = "metadata") -> dict[str, str]:
+    if len(values) > s.max_metadata_entries:
+        raise InvalidArgument(field, f"more than {s.max_metadata_entries} entries")
+    for key in values:
+        # Keys become payload paths (metadata.<key>): dots and brackets would change the path.
+        if not key or any(ch in key for ch in ".[]\"") or key != key.strip():
+            raise InvalidArgument(field, f"bad key {key!r}: no dots, brackets, quotes or padding")
+    return dict(values)
+
+
+def timestamp(value: float | None, field: str) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise InvalidArgument(field, "is not a finite time")
+    return value
+
+
+def memory_filter(flt: MemoryFilter, s: Settings, field: str = "filter") -> MemoryFilter:
+    unit_interval(flt.min_importance, f"{field}.min_importance")
+    tags(flt.tags_any, s, f"{field}.tags_any")
+    tags(flt.tags_all, s, f"{field}.tags_all")
+    metadata(flt.metadata, s, f"{field}.metadata")
+    for name in ("created", "recalled"):
+        lo = getattr(flt, f"{name}_after")
+        hi = getattr(flt, f"{name}_before")
+        if lo is not None and hi is not None and lo >= hi:
+            raise InvalidArgument(f"{field}.{name}_after", f"must be before {field}.{name}_before")
+    return flt

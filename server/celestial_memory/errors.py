@@ -1,0 +1,48 @@
+"""The service's one exception tree. ``grpc_api/status.py`` maps it to status codes, in one place.
+
+    CelestialError                    INTERNAL (message not leaked)
+    ├── InvalidArgument(field)        INVALID_ARGUMENT
+    ├── NotFound                      NOT_FOUND
+    ├── Unauthenticated               UNAUTHENTICATED
+    ├── PermissionDenied              PERMISSION_DENIED
+    ├── ResourceExhausted             RESOURCE_EXHAUSTED
+    ├── Unimplemented                 UNIMPLEMENTED
+    └── StoreUnavailable              UNAVAILABLE
+"""
+
+from __future__ import annotations
+
+
+class CelestialError(Exception):
+    """Root of every error the service raises on purpose."""
+
+
+class InvalidArgument(CelestialError):
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+
+class NotFound(CelestialError):
+    pass
+
+
+class Unauthenticated(CelestialError):
+    pass
+
+
+class PermissionDenied(CelestialError):
+    pass
+
+
+class ResourceExhausted(CelestialError):
+    pass
+
+
+class Unimplemented(CelestialError):
+    pass
+
+
+class StoreUnavailable(CelestialError):
+    """The storage backend cannot be reached or refused the operation."""

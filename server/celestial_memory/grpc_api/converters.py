@@ -1,0 +1,132 @@
+"""Protobuf <-> domain translation. No logic beyond shape; validation lives in the domain."""
+
+from __future__ import annotations
+
+from celestial.v1 import memory_pb2 as pb
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from celestial_memory.domain.models import Memory, MemoryFilter, RebalanceReport, RecallResult, Stats
+from celestial_memory.domain.scoring import ScoreBreakdown
+from celestial_memory.domain.zones import Zone
+from celestial_memory.errors import InvalidArgument
+from celestial_memory.service import MemoryChanges, NewMemory, RecallQuery
+
+
+def zone_to_pb(z: Zone) -> pb.Zone.ValueType:
+    return pb.Zone.ValueType(int(z) + 1)
+
+
+def zone_from_pb(value: int, field: str) -> Zone:
+    if not int(pb.ZONE_CORE) <= value <= int(pb.ZONE_CLOUD):
+        raise InvalidArgument(field, f"unknown zone {value}")
+    return Zone(value - 1)
+
+
+def ts_to_pb(t: float) -> Timestamp:
+    ts = Timestamp()
+    seconds = int(t // 1)
+    ts.seconds = seconds
+    ts.nanos = int(round((t - seconds) * 1e9)) % 1_000_000_000
+    return ts
+
+
+def ts_from_pb(owner: Message, name: str, field: str) -> float | None:
+    """The optional Timestamp ``owner.name`` in seconds; ``field`` names it in errors."""
+    if not owner.HasField(name):
+        return None
+    ts: Timestamp = getattr(owner, name)
+    if not 0 <= ts.nanos < 1_000_000_000:
+        raise InvalidArgument(field, "nanos out of range")
+    return ts.seconds + ts.nanos / 1e9
+
+
+def breakdown_to_pb(b: ScoreBreakdown) -> pb.ScoreBreakdown:
+    return pb.ScoreBreakdown(
+        recall=b.recall, freshness=b.freshness, importance=b.importance,
+        context=b.context, total=b.total,
+    )
+
+
+def memory_to_pb(m: Memory, b: ScoreBreakdown) -> pb.Memory:
+    return pb.Memory(
+        id=m.id, tenant=m.tenant, content=m.content, zone=zone_to_pb(m.zone), score=m.score,
+        importance=m.importance, recall_count=m.recall_count,
+        created_at=ts_to_pb(m.created_at), last_recalled_at=ts_to_pb(m.last_recalled_at),
+        tags=m.tags, session_id=m.session_id, agent_id=m.agent_id, metadata=m.metadata,
+        pinned=m.pinned, breakdown=breakdown_to_pb(b),
+    )
+
+
+def new_memory_from_pb(r: pb.StoreRequest) -> NewMemory:
+    return NewMemory(
+        content=r.content,
+        importance=r.importance if r.HasField("importance") else None,
+        tags=list(r.tags), session_id=r.session_id, agent_id=r.agent_id,
+        metadata=dict(r.metadata), created_at=ts_from_pb(r, "created_at", "created_at"),
+        vector=list(r.vector) or None, id=r.id, pinned=r.pinned,
+    )
+
+
+def filter_from_pb(f: pb.RecallFilter, prefix: str = "filter") -> MemoryFilter:
+    return MemoryFilter(
+        zones=[zone_from_pb(z, f"{prefix}.zones") for z in f.zones],
+        tags_any=list(f.tags_any), tags_all=list(f.tags_all),
+        session_id=f.session_id, agent_id=f.agent_id,
+        created_after=ts_from_pb(f, "created_after", f"{prefix}.created_after"),
+        created_before=ts_from_pb(f, "created_before", f"{prefix}.created_before"),
+        recalled_after=ts_from_pb(f, "recalled_after", f"{prefix}.recalled_after"),
+        recalled_before=ts_from_pb(f, "recalled_before", f"{prefix}.recalled_before"),
+        min_importance=f.min_importance if f.HasField("min_importance") else None,
+        metadata=dict(f.metadata),
+    )
+
+
+def recall_query_from_pb(r: pb.RecallRequest) -> RecallQuery:
+    return RecallQuery(
+        query=r.query, limit=r.limit, filter=filter_from_pb(r.filter),
+        reinforce=not r.no_reinforce, context=r.context,
+        query_vector=list(r.query_vector) or None,
+        min_relevance=r.min_relevance if r.HasField("min_relevance") else None,
+    )
+
+
+def recall_result_to_pb(r: RecallResult, now_breakdown: ScoreBreakdown) -> pb.RecallResult:
+    return pb.RecallResult(
+        memory=memory_to_pb(r.memory, now_breakdown), found_in=zone_to_pb(r.found_in),
+        relevance=r.relevance, breakdown=breakdown_to_pb(r.breakdown),
+    )
+
+
+def changes_from_pb(r: pb.UpdateRequest) -> MemoryChanges:
+    return MemoryChanges(
+        content=r.content if r.HasField("content") else None,
+        importance=r.importance if r.HasField("importance") else None,
+        tags=list(r.tags.values) if r.HasField("tags") else None,
+        metadata=dict(r.metadata.values) if r.HasField("metadata") else None,
+        pinned=r.pinned if r.HasField("pinned") else None,
+        vector=list(r.vector) or None,
+    )
+
+
+def rebalance_to_pb(rep: RebalanceReport) -> pb.RebalanceResponse:
+    moved = [
+        pb.ZoneMove(from_zone=zone_to_pb(a), to_zone=zone_to_pb(b), count=n)
+        for (a, b), n in sorted(rep.moved.items())
+    ]
+    return pb.RebalanceResponse(
+        scanned=rep.scanned, moved=moved, evicted=rep.evicted, forgotten=rep.forgotten,
+        dry_run=rep.dry_run, duration_ms=rep.duration_ms,
+    )
+
+
+def stats_to_pb(s: Stats) -> pb.StatsResponse:
+    return pb.StatsResponse(
+        zones=[
+            pb.ZoneStats(zone=zone_to_pb(z.zone), count=z.count, capacity=z.capacity,
+                         min_score=z.min_score)
+            for z in s.zones
+        ],
+        total=s.total, embedding_model=s.embedding_model, dimension=s.dimension,
+        backend=s.backend,
+    )

@@ -1,0 +1,92 @@
+"""The grpc.aio server: the memory service, health checking, reflection, the periodic
+rebalance, and a graceful stop on SIGTERM/SIGINT (in-flight calls finish, the store is flushed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+
+import grpc
+from celestial.v1 import memory_pb2, memory_pb2_grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from celestial_memory.grpc_api.servicer import MemoryServicer
+from celestial_memory.service import MemoryService
+
+log = logging.getLogger(__name__)
+SERVICE_NAME = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
+
+
+class MemoryServer:
+    """One running server. ``start`` binds (port 0 picks a free port); ``stop`` drains."""
+
+    def __init__(self, service: MemoryService, address: str | None = None) -> None:
+        self.service = service
+        self.address = address or service.settings.address
+        self._server = grpc.aio.server()
+        self._health = health.aio.HealthServicer()  # type: ignore[no-untyped-call]
+        self._rebalance_task: asyncio.Task[None] | None = None
+        self.port = 0
+
+    async def start(self) -> int:
+        memory_pb2_grpc.add_MemoryServiceServicer_to_server(
+            MemoryServicer(self.service), self._server
+        )
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
+        reflection.enable_server_reflection(
+            (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
+        )
+        self.port = self._server.add_insecure_port(self.address)
+        if self.port == 0:
+            raise RuntimeError(f"could not bind {self.address}")
+        await self._server.start()
+        for name in ("", SERVICE_NAME):
+            await self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        interval = self.service.settings.rebalance_interval_s
+        if interval > 0:
+            self._rebalance_task = asyncio.create_task(self._rebalance_loop(interval))
+        log.info("serving on %s (port %d)", self.address, self.port)
+        return self.port
+
+    async def _rebalance_loop(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                for tenant in await asyncio.to_thread(self.service.store.tenants):
+                    rep = await asyncio.to_thread(self.service.rebalance, tenant)
+                    log.info(
+                        "rebalance %s: %d scanned, %d moved",
+                        tenant, rep.scanned, sum(rep.moved.values()),
+                    )
+            except Exception:
+                log.exception("periodic rebalance failed")
+
+    async def stop(self, grace: float | None = None) -> None:
+        await self._health.enter_graceful_shutdown()  # type: ignore[no-untyped-call]
+        if self._rebalance_task is not None:
+            self._rebalance_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._rebalance_task
+        g = self.service.settings.grace_seconds if grace is None else grace
+        await self._server.stop(g)
+        self.service.store.close()
+        log.info("stopped; store flushed and closed")
+
+    async def wait(self) -> None:
+        await self._server.wait_for_termination()
+
+
+async def serve(service: MemoryService) -> None:
+    server = MemoryServer(service)
+    await server.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("signal received: draining")
+    await server.stop()

@@ -1,0 +1,123 @@
+"""The gRPC servicer: a thin translation layer, protobuf -> domain -> service -> protobuf.
+
+Service calls are synchronous (the embedding model and the embedded store are CPU work), so
+each runs in a worker thread, keeping the event loop free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
+
+import grpc
+from celestial.v1 import memory_pb2 as pb
+from celestial.v1 import memory_pb2_grpc as pb_grpc
+
+from celestial_memory.errors import InvalidArgument, Unimplemented
+from celestial_memory.grpc_api import converters as cv
+from celestial_memory.grpc_api.status import mapped
+from celestial_memory.service import MemoryService
+
+T = TypeVar("T")
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+class MemoryServicer(pb_grpc.MemoryServiceServicer):
+    def __init__(self, service: MemoryService) -> None:
+        self._service = service
+
+    def _tenant(self, requested: str) -> str:
+        return requested or self._service.settings.default_tenant
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.to_thread(fn, *args)
+
+    def _memory(self, m: Any) -> pb.Memory:
+        return cv.memory_to_pb(m, self._service.breakdown(m))
+
+    @mapped
+    async def Store(self, request: pb.StoreRequest, context: Context) -> pb.StoreResponse:
+        item = cv.new_memory_from_pb(request)
+        m = await self._run(self._service.store_memory, self._tenant(request.tenant), item)
+        return pb.StoreResponse(memory=self._memory(m))
+
+    @mapped
+    async def StoreBatch(
+        self, request_iterator: AsyncIterator[pb.StoreRequest], context: Context
+    ) -> pb.StoreBatchResponse:
+        limit = self._service.settings.max_batch
+        items = []
+        tenant: str | None = None
+        async for req in request_iterator:
+            if len(items) >= limit:
+                raise InvalidArgument("requests", f"more than {limit} items in one batch")
+            t = self._tenant(req.tenant)
+            if tenant is not None and t != tenant:
+                raise InvalidArgument(f"requests[{len(items)}].tenant", "differs within a batch")
+            tenant = t
+            items.append(cv.new_memory_from_pb(req))
+        if tenant is None:
+            return pb.StoreBatchResponse(ids=[], stored=0)
+        stored = await self._run(self._service.store_many, tenant, items)
+        return pb.StoreBatchResponse(ids=[m.id for m in stored], stored=len(stored))
+
+    @mapped
+    async def Recall(self, request: pb.RecallRequest, context: Context) -> pb.RecallResponse:
+        q = cv.recall_query_from_pb(request)
+        results = await self._run(self._service.recall, self._tenant(request.tenant), q)
+        return pb.RecallResponse(
+            results=[
+                cv.recall_result_to_pb(r, self._service.breakdown(r.memory)) for r in results
+            ]
+        )
+
+    @mapped
+    async def Get(self, request: pb.GetRequest, context: Context) -> pb.GetResponse:
+        m = await self._run(self._service.get, self._tenant(request.tenant), request.id)
+        return pb.GetResponse(memory=self._memory(m))
+
+    @mapped
+    async def Update(self, request: pb.UpdateRequest, context: Context) -> pb.UpdateResponse:
+        ch = cv.changes_from_pb(request)
+        m = await self._run(self._service.update, self._tenant(request.tenant), request.id, ch)
+        return pb.UpdateResponse(memory=self._memory(m))
+
+    @mapped
+    async def Delete(self, request: pb.DeleteRequest, context: Context) -> pb.DeleteResponse:
+        ok = await self._run(self._service.delete, self._tenant(request.tenant), request.id)
+        return pb.DeleteResponse(deleted=ok)
+
+    @mapped
+    async def DeleteByFilter(
+        self, request: pb.DeleteByFilterRequest, context: Context
+    ) -> pb.DeleteByFilterResponse:
+        flt = cv.filter_from_pb(request.filter)
+        n = await self._run(self._service.delete_by_filter, self._tenant(request.tenant), flt)
+        return pb.DeleteByFilterResponse(deleted=n)
+
+    @mapped
+    async def Rebalance(
+        self, request: pb.RebalanceRequest, context: Context
+    ) -> pb.RebalanceResponse:
+        rep = await self._run(
+            self._service.rebalance, self._tenant(request.tenant), request.dry_run
+        )
+        return cv.rebalance_to_pb(rep)
+
+    @mapped
+    async def Stats(self, request: pb.StatsRequest, context: Context) -> pb.StatsResponse:
+        s = await self._run(self._service.stats, self._tenant(request.tenant))
+        return cv.stats_to_pb(s)
+
+    async def Export(
+        self, request: pb.ExportRequest, context: Context
+    ) -> AsyncIterator[pb.ExportedMemory]:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "Export arrives with the remote-backend issue")
+        yield pb.ExportedMemory()  # pragma: no cover - makes this an async generator
+
+    @mapped
+    async def Import(
+        self, request_iterator: AsyncIterator[pb.ExportedMemory], context: Context
+    ) -> pb.ImportResponse:
+        raise Unimplemented("Import arrives with the remote-backend issue")

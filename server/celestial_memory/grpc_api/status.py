@@ -1,0 +1,60 @@
+"""The one place where service errors become gRPC status codes."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, NoReturn, TypeVar
+
+import grpc
+
+from celestial_memory import errors
+
+log = logging.getLogger(__name__)
+
+STATUS: dict[type[errors.CelestialError], grpc.StatusCode] = {
+    errors.InvalidArgument: grpc.StatusCode.INVALID_ARGUMENT,
+    errors.NotFound: grpc.StatusCode.NOT_FOUND,
+    errors.Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
+    errors.PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
+    errors.ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    errors.Unimplemented: grpc.StatusCode.UNIMPLEMENTED,
+    errors.StoreUnavailable: grpc.StatusCode.UNAVAILABLE,
+}
+
+
+def code_for(exc: BaseException) -> grpc.StatusCode:
+    for cls in type(exc).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]
+    return grpc.StatusCode.INTERNAL
+
+
+async def abort(context: grpc.aio.ServicerContext[Any, Any], exc: BaseException) -> NoReturn:
+    code = code_for(exc)
+    if code == grpc.StatusCode.INTERNAL:
+        # Unexpected: log it whole, tell the caller nothing about internals.
+        log.exception("internal error", exc_info=exc)
+        await context.abort(code, "internal error")
+    await context.abort(code, str(exc))
+
+
+T = TypeVar("T")
+Handler = Callable[..., Awaitable[T]]
+
+
+def mapped(fn: Handler[T]) -> Handler[T]:
+    """Decorate a unary servicer method so any exception becomes the right status."""
+
+    async def wrapper(self: Any, request: Any, context: Any) -> T:
+        try:
+            return await fn(self, request, context)
+        except grpc.aio.AbortError:
+            raise
+        except Exception as exc:
+            await abort(context, exc)
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+

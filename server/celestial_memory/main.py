@@ -1,0 +1,79 @@
+"""``celestial serve``: build the settings (env, then CLI flags), the service, and serve."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from celestial_memory.config import Settings
+
+
+def _floats(text: str) -> list[float]:
+    return [float(x) for x in text.split(",")]
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",")]
+
+
+def add_serve_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--address", help="host:port to bind (CELESTIAL_ADDRESS)")
+    p.add_argument("--backend", choices=["edge", "qdrant"], help="CELESTIAL_BACKEND")
+    p.add_argument("--data-dir", help="embedded store folder (CELESTIAL_DATA_DIR)")
+    p.add_argument("--qdrant-url", help="qdrant backend URL or :memory: (CELESTIAL_QDRANT_URL)")
+    p.add_argument("--model", help="embedding model name or path (CELESTIAL_MODEL)")
+    p.add_argument("--weights", type=_floats, help="w_recall,w_freshness,w_importance,w_context")
+    p.add_argument("--thresholds", type=_floats, help="core,inner,outer,belt minimum scores")
+    p.add_argument("--capacities", type=_ints, help="five zone capacities, 0 = unbounded")
+    p.add_argument("--min-relevance", type=float, help="recall relevance gate")
+    p.add_argument("--rebalance-interval", type=float, help="seconds; 0 disables")
+    p.add_argument("--log-level", help="DEBUG, INFO, WARNING")
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, Any] = {}
+    simple = {
+        "address": "address", "backend": "backend", "data_dir": "data_dir",
+        "qdrant_url": "qdrant_url", "model": "model", "min_relevance": "min_relevance",
+        "rebalance_interval": "rebalance_interval_s", "log_level": "log_level",
+        "thresholds": "zone_thresholds", "capacities": "zone_capacities",
+    }
+    for arg, field in simple.items():
+        value = getattr(args, arg, None)
+        if value is not None:
+            overrides[field] = value
+    if args.weights is not None:
+        if len(args.weights) != 4:
+            raise SystemExit("--weights needs four comma-separated numbers")
+        keys = ("w_recall", "w_freshness", "w_importance", "w_context")
+        overrides.update(zip(keys, args.weights, strict=True))
+    return Settings(**overrides)
+
+
+def serve_main(args: argparse.Namespace) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    settings = settings_from_args(args)
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    from celestial_memory.app import build_service
+    from celestial_memory.grpc_api.server import serve
+
+    service = build_service(settings)
+    asyncio.run(serve(service))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="celestial-server")
+    add_serve_arguments(parser)
+    return serve_main(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,318 @@
+"""The domain service: store, recall (Core to Cloud, with reinforcement), get, update, delete,
+stats and rebalance. Front ends (the gRPC servicer, tests) call it with domain types only.
+
+Every method validates its whole input before it writes anything. Methods are synchronous and
+thread-safe: read-modify-write sequences (reinforcement, update, capacity enforcement, rebalance)
+run under one lock; the gRPC layer calls them from worker threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from celestial_memory.clock import Clock
+from celestial_memory.config import Settings
+from celestial_memory.domain import validation as check
+from celestial_memory.domain.importance import ImportanceEvaluator
+from celestial_memory.domain.models import (
+    Memory,
+    MemoryFilter,
+    RebalanceReport,
+    RecallResult,
+    Stats,
+    Vector,
+    ZoneCount,
+)
+from celestial_memory.domain.scoring import MemoryFunction, ScoreBreakdown
+from celestial_memory.domain.zones import Zone, ZoneTable
+from celestial_memory.embedding import Embedder
+from celestial_memory.errors import InvalidArgument, NotFound
+from celestial_memory.rebalancer import Rebalancer
+from celestial_memory.store.base import MemoryStore
+
+
+@dataclass(slots=True)
+class NewMemory:
+    content: str
+    importance: float | None = None
+    tags: list[str] = field(default_factory=list)
+    session_id: str = ""
+    agent_id: str = ""
+    metadata: dict[str, str] = field(default_factory=dict)
+    created_at: float | None = None
+    vector: Sequence[float] | None = None
+    id: str = ""
+    pinned: bool = False
+
+
+@dataclass(slots=True)
+class RecallQuery:
+    query: str = ""
+    limit: int = 0
+    filter: MemoryFilter = field(default_factory=MemoryFilter)
+    reinforce: bool = True
+    context: str = ""
+    query_vector: Sequence[float] | None = None
+    min_relevance: float | None = None
+
+
+@dataclass(slots=True)
+class MemoryChanges:
+    content: str | None = None
+    importance: float | None = None
+    tags: list[str] | None = None
+    metadata: dict[str, str] | None = None
+    pinned: bool | None = None
+    vector: Sequence[float] | None = None
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+class MemoryService:
+    def __init__(
+        self,
+        settings: Settings,
+        store: MemoryStore,
+        embedder: Embedder,
+        clock: Clock,
+        evaluator: ImportanceEvaluator,
+    ) -> None:
+        if store.dimension != embedder.dimension:
+            raise ValueError(
+                f"store dimension {store.dimension} != model dimension {embedder.dimension}"
+            )
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        self.clock = clock
+        self.fn = MemoryFunction.from_settings(settings)
+        self.zones = ZoneTable.from_settings(settings)
+        self._evaluator = evaluator
+        self._lock = threading.RLock()
+        self.rebalancer = Rebalancer(store, self.fn, self.zones, clock, self._lock)
+
+    # -- store ---------------------------------------------------------------------------
+
+    def store_memory(self, tenant: str, item: NewMemory) -> Memory:
+        return self.store_many(tenant, [item])[0]
+
+    def store_many(self, tenant: str, items: Sequence[NewMemory]) -> list[Memory]:
+        if len(items) > self.settings.max_batch:
+            raise InvalidArgument("requests", f"more than {self.settings.max_batch} items")
+        checked = [self._check_new(item, i, len(items) > 1) for i, item in enumerate(items)]
+        missing = [i for i, it in enumerate(checked) if it.vector is None]
+        vectors: dict[int, Vector] = {}
+        if missing:
+            embedded = self.embedder.embed([checked[i].content for i in missing])
+            vectors = dict(zip(missing, embedded, strict=True))
+        now = self.clock.now()
+        memories = []
+        for i, it in enumerate(checked):
+            importance = it.importance
+            if importance is None:
+                importance = self._evaluator.evaluate(it.content)
+            created = it.created_at if it.created_at is not None else now
+            score = float(self.fn.total(0, created, importance, 0.0, now))
+            vec = it.vector if it.vector is not None else vectors[i]
+            memories.append(
+                Memory(
+                    id=it.id or str(uuid.uuid4()), tenant=tenant, content=it.content,
+                    zone=self.zones.zone_of_score(score), score=score, importance=importance,
+                    recall_count=0, created_at=created, last_recalled_at=created,
+                    tags=it.tags, session_id=it.session_id, agent_id=it.agent_id,
+                    metadata=it.metadata, pinned=it.pinned, content_hash=content_hash(it.content),
+                    vector=np.asarray(vec, dtype=np.float32),
+                )
+            )
+        with self._lock:
+            self.store.upsert(memories)
+            moved = self.rebalancer.enforce_capacity(tenant)
+        for m in memories:
+            m.zone = moved.get(m.id, m.zone)
+            m.vector = None
+        return memories
+
+    def _check_new(self, item: NewMemory, index: int, batch: bool) -> NewMemory:
+        p = f"requests[{index}]." if batch else ""
+        s = self.settings
+        vec = None
+        if item.vector is not None and len(item.vector) > 0:
+            vec = check.vector(item.vector, self.store.dimension, f"{p}vector")
+        return replace(
+            item,
+            content=check.content(item.content, s, f"{p}content"),
+            importance=check.unit_interval(item.importance, f"{p}importance"),
+            tags=check.tags(item.tags, s, f"{p}tags"),
+            metadata=check.metadata(item.metadata, s, f"{p}metadata"),
+            created_at=check.timestamp(item.created_at, f"{p}created_at"),
+            id=check.memory_id(item.id, f"{p}id") if item.id else "",
+            vector=vec,
+        )
+
+    # -- recall --------------------------------------------------------------------------
+
+    def recall(self, tenant: str, q: RecallQuery) -> list[RecallResult]:
+        s = self.settings
+        limit = check.limit(q.limit, s)
+        flt = check.memory_filter(q.filter, s)
+        gate = check.unit_interval(q.min_relevance, "min_relevance")
+        gate = s.min_relevance if gate is None else gate
+        if q.query_vector is not None and len(q.query_vector) > 0:
+            qvec = check.vector(q.query_vector, self.store.dimension, "query_vector")
+        else:
+            qvec = self.embedder.embed([check.content(q.query, s, "query")])[0]
+        zones = sorted(set(flt.zones)) if flt.zones else list(Zone)
+
+        per_zone = self.store.search_zones(tenant, qvec, zones, flt, limit, gate)
+        hits = [(zone, h) for zone, zh in zip(zones, per_zone, strict=True) for h in zh][:limit]
+        if not hits:
+            return []
+        ids = [h.memory.id for _, h in hits]
+        if q.context.strip():
+            cvec = self.embedder.embed([check.content(q.context, s, "context")])[0]
+            context = self.store.similarities(tenant, cvec, ids)
+        else:
+            context = {h.memory.id: h.similarity for _, h in hits}
+
+        with self._lock:
+            now = self.clock.now()
+            results = []
+            updates = []
+            for zone, hit in hits:
+                m = hit.memory
+                c = max(context.get(m.id, 0.0), 0.0)
+                if q.reinforce:
+                    m.recall_count += 1
+                    m.last_recalled_at = now
+                    m.context_score = c
+                b = self.fn.breakdown(m.recall_count, m.last_recalled_at, m.importance, c, now)
+                if q.reinforce:
+                    # A recall never moves what it returns outward.
+                    m.zone = min(zone, self.zones.zone_of_score(b.total))
+                    m.score = b.total
+                    updates.append((m.id, _reinforced_fields(m)))
+                results.append(RecallResult(m, zone, hit.similarity, b))
+            if updates:
+                self.store.set_fields(tenant, updates)
+                moved = self.rebalancer.enforce_capacity(tenant, keep_ids=set(ids))
+                for r in results:
+                    r.memory.zone = moved.get(r.memory.id, r.memory.zone)
+        return results
+
+    # -- get / update / delete -------------------------------------------------------------
+
+    def get(self, tenant: str, memory_id: str) -> Memory:
+        mid = check.memory_id(memory_id)
+        found = self.store.get(tenant, [mid])
+        if mid not in found:
+            raise NotFound(f"memory {mid} not found")
+        return found[mid]
+
+    def update(self, tenant: str, memory_id: str, ch: MemoryChanges) -> Memory:
+        s = self.settings
+        mid = check.memory_id(memory_id)
+        new_content = check.content(ch.content, s) if ch.content is not None else None
+        importance = check.unit_interval(ch.importance, "importance")
+        tags = check.tags(ch.tags, s) if ch.tags is not None else None
+        metadata = check.metadata(ch.metadata, s) if ch.metadata is not None else None
+        vec = None
+        if ch.vector is not None and len(ch.vector) > 0:
+            if new_content is None:
+                raise InvalidArgument("vector", "may only be given with new content")
+            vec = check.vector(ch.vector, self.store.dimension, "vector")
+        if new_content is not None and vec is None:
+            vec = self.embedder.embed([new_content])[0]
+
+        with self._lock:
+            m = self.get(tenant, mid)
+            if new_content is not None:
+                m.content = new_content
+                m.content_hash = content_hash(new_content)
+            if tags is not None:
+                m.tags = tags
+            if metadata is not None:
+                m.metadata = metadata
+            if ch.pinned is not None:
+                m.pinned = ch.pinned
+            if importance is not None:
+                # A new importance re-places the memory by its current score.
+                m.importance = importance
+                now = self.clock.now()
+                m.score = float(
+                    self.fn.total(m.recall_count, m.last_recalled_at, importance,
+                                  m.context_score, now)
+                )
+                target = self.zones.zone_of_score(m.score)
+                m.zone = min(m.zone, target) if m.pinned else target
+            if vec is not None:
+                m.vector = vec
+                self.store.upsert([m])
+                m.vector = None
+            else:
+                self.store.set_fields(tenant, [(m.id, _editable_fields(m))])
+            moved = self.rebalancer.enforce_capacity(tenant, keep_ids={m.id})
+            m.zone = moved.get(m.id, m.zone)
+        return m
+
+    def delete(self, tenant: str, memory_id: str) -> bool:
+        mid = check.memory_id(memory_id)
+        with self._lock:
+            return self.store.delete(tenant, [mid]) > 0
+
+    def delete_by_filter(self, tenant: str, flt: MemoryFilter) -> int:
+        check.memory_filter(flt, self.settings)
+        if flt.is_empty():
+            raise InvalidArgument("filter", "is empty: refusing to delete the whole tenant")
+        with self._lock:
+            return self.store.delete_by_filter(tenant, flt)
+
+    # -- stats / rebalance ------------------------------------------------------------------
+
+    def stats(self, tenant: str) -> Stats:
+        counts = self.store.count_by_zone(tenant)
+        zones = [
+            ZoneCount(z, counts[z], self.zones.capacity_of(z), self.zones.min_score(z))
+            for z in Zone
+        ]
+        return Stats(
+            zones=zones, total=sum(counts.values()), embedding_model=self.embedder.name,
+            dimension=self.embedder.dimension, backend=self.store.backend_name,
+        )
+
+    def rebalance(self, tenant: str, dry_run: bool = False) -> RebalanceReport:
+        return self.rebalancer.rebalance(tenant, dry_run)
+
+    def breakdown(self, m: Memory) -> ScoreBreakdown:
+        """The memory function's terms for ``m`` now, with C from its last recall."""
+        return self.fn.breakdown(
+            m.recall_count, m.last_recalled_at, m.importance, m.context_score, self.clock.now()
+        )
+
+
+def _reinforced_fields(m: Memory) -> Mapping[str, object]:
+    return {
+        "recall_count": m.recall_count,
+        "last_recalled_at": m.last_recalled_at,
+        "context_score": m.context_score,
+        "score": m.score,
+        "zone": int(m.zone),
+    }
+
+
+def _editable_fields(m: Memory) -> Mapping[str, object]:
+    return {
+        "tags": m.tags,
+        "metadata": m.metadata,
+        "pinned": int(m.pinned),
+        "importance": m.importance,
+        "score": m.score,
+        "zone": int(m.zone),
+    }

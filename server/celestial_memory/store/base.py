@@ -1,0 +1,75 @@
+"""The one small interface every storage backend implements.
+
+Every call is scoped to one tenant, and every call that touches many memories is one batched
+round trip (or an in-process batch for the embedded store). The scenario suite in
+``tests/scenarios`` runs against every backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Protocol
+
+from celestial_memory.domain.models import Hit, Memory, MemoryFilter, Vector
+from celestial_memory.domain.zones import Zone
+
+
+class MemoryStore(Protocol):
+    backend_name: str
+    dimension: int
+
+    def upsert(self, memories: Sequence[Memory]) -> None:
+        """Insert or replace memories; each must carry its vector."""
+        ...
+
+    def get(
+        self, tenant: str, ids: Sequence[str], with_vectors: bool = False
+    ) -> dict[str, Memory]:
+        """The memories of ``tenant`` among ``ids`` (missing ones are absent)."""
+        ...
+
+    def set_fields(self, tenant: str, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """Overwrite payload fields of many memories in one batch: (id, {field: value})."""
+        ...
+
+    def delete(self, tenant: str, ids: Sequence[str]) -> int:
+        """Delete memories of ``tenant``; returns how many existed."""
+        ...
+
+    def delete_by_filter(self, tenant: str, flt: MemoryFilter) -> int:
+        ...
+
+    def search_zones(
+        self,
+        tenant: str,
+        vector: Vector,
+        zones: Sequence[Zone],
+        flt: MemoryFilter,
+        limit: int,
+        min_similarity: float,
+    ) -> list[list[Hit]]:
+        """One query per zone, sent as one batch; results per zone by similarity."""
+        ...
+
+    def similarities(self, tenant: str, vector: Vector, ids: Sequence[str]) -> dict[str, float]:
+        """Cosine similarity of ``vector`` to each of ``ids``, computed by the engine."""
+        ...
+
+    def count_by_zone(self, tenant: str) -> dict[Zone, int]:
+        ...
+
+    def tenants(self) -> list[str]:
+        """Every tenant that has at least one memory."""
+        ...
+
+    def scan(
+        self, tenant: str, flt: MemoryFilter, page_size: int = 1024
+    ) -> Iterator[list[Memory]]:
+        """Every matching memory of ``tenant`` (without vectors), page by page."""
+        ...
+
+    def flush(self) -> None:
+        ...
+
+    def close(self) -> None:
+        ...

@@ -1,0 +1,124 @@
+"""The Qdrant data model shared by every backend: payload layout, indexes and filters.
+
+Flags are stored as integers: Qdrant Edge 0.9.0's ``MatchValue(True)`` matches nothing on
+booleans. Times are POSIX seconds (float) so ranges and the memory function use them directly.
+Filters are built here as backend-neutral conditions that each backend translates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from celestial_memory.domain.models import Memory, MemoryFilter
+from celestial_memory.domain.zones import Zone
+
+DENSE = "dense"
+
+# Payload indexes: field -> kind. The tenant index is an is_tenant keyword index.
+INDEXES: dict[str, str] = {
+    "tenant": "tenant",
+    "zone": "integer",
+    "score": "float",
+    "created_at": "float",
+    "last_recalled_at": "float",
+    "importance": "float",
+    "pinned": "integer",
+    "tags": "keyword",
+    "session_id": "keyword",
+    "agent_id": "keyword",
+    "content_hash": "keyword",
+}
+
+
+def to_payload(m: Memory) -> dict[str, Any]:
+    return {
+        "tenant": m.tenant,
+        "content": m.content,
+        "zone": int(m.zone),
+        "score": float(m.score),
+        "importance": float(m.importance),
+        "recall_count": int(m.recall_count),
+        "created_at": float(m.created_at),
+        "last_recalled_at": float(m.last_recalled_at),
+        "context_score": float(m.context_score),
+        "tags": list(m.tags),
+        "session_id": m.session_id,
+        "agent_id": m.agent_id,
+        "metadata": dict(m.metadata),
+        "pinned": int(m.pinned),
+        "content_hash": m.content_hash,
+    }
+
+
+def from_payload(point_id: object, p: dict[str, Any], vector: Any = None) -> Memory:
+    return Memory(
+        id=str(point_id),
+        tenant=p["tenant"],
+        content=p["content"],
+        zone=Zone(int(p["zone"])),
+        score=float(p["score"]),
+        importance=float(p["importance"]),
+        recall_count=int(p["recall_count"]),
+        created_at=float(p["created_at"]),
+        last_recalled_at=float(p["last_recalled_at"]),
+        context_score=float(p.get("context_score", 0.0)),
+        tags=list(p.get("tags") or []),
+        session_id=p.get("session_id", ""),
+        agent_id=p.get("agent_id", ""),
+        metadata=dict(p.get("metadata") or {}),
+        pinned=bool(p.get("pinned", 0)),
+        content_hash=p.get("content_hash", ""),
+        vector=vector,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Eq:
+    key: str
+    value: str | int
+
+
+@dataclass(frozen=True, slots=True)
+class AnyOf:
+    key: str
+    values: tuple[str, ...] | tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Between:
+    key: str
+    gte: float | None = None
+    lt: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ids:
+    ids: tuple[str, ...]
+
+
+Condition = Eq | AnyOf | Between | Ids
+
+
+def conditions(tenant: str, flt: MemoryFilter | None = None) -> list[Condition]:
+    """The conjunction a request means: the tenant always, then every set filter field."""
+    out: list[Condition] = [Eq("tenant", tenant)]
+    if flt is None:
+        return out
+    if flt.zones:
+        out.append(AnyOf("zone", tuple(int(z) for z in flt.zones)))
+    if flt.tags_any:
+        out.append(AnyOf("tags", tuple(flt.tags_any)))
+    out.extend(Eq("tags", t) for t in flt.tags_all)
+    if flt.session_id:
+        out.append(Eq("session_id", flt.session_id))
+    if flt.agent_id:
+        out.append(Eq("agent_id", flt.agent_id))
+    if flt.created_after is not None or flt.created_before is not None:
+        out.append(Between("created_at", flt.created_after, flt.created_before))
+    if flt.recalled_after is not None or flt.recalled_before is not None:
+        out.append(Between("last_recalled_at", flt.recalled_after, flt.recalled_before))
+    if flt.min_importance is not None:
+        out.append(Between("importance", gte=flt.min_importance))
+    out.extend(Eq(f"metadata.{k}", v) for k, v in sorted(flt.metadata.items()))
+    return out
