@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -74,8 +75,11 @@ class QdrantStore:
                         DENSE: models.VectorParams(size=dimension, distance=models.Distance.COSINE)
                     },
                 )
-            for field, kind in INDEXES.items():
-                self._client.create_payload_index(collection, field, _SCHEMAS[kind])
+            with warnings.catch_warnings():
+                # Local mode ignores payload indexes and says so; the server needs them.
+                warnings.filterwarnings("ignore", "Payload indexes have no effect")
+                for field, kind in INDEXES.items():
+                    self._client.create_payload_index(collection, field, _SCHEMAS[kind])
         except (ResponseHandlingException, UnexpectedResponse, ConnectionError) as exc:
             raise StoreUnavailable(f"cannot reach Qdrant at {url}: {exc}") from exc
 

@@ -1,0 +1,63 @@
+"""Shared fixtures. The bundled model is loaded once per session (about 5 s)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from celestial_memory.app import build_service  # noqa: E402
+from celestial_memory.clock import ManualClock  # noqa: E402
+from celestial_memory.config import Settings  # noqa: E402
+from celestial_memory.embedding import SentenceTransformerEmbedder  # noqa: E402
+from celestial_memory.service import MemoryService  # noqa: E402
+from celestial_memory.store.base import MemoryStore  # noqa: E402
+from celestial_memory.store.edge_store import EdgeStore  # noqa: E402
+from celestial_memory.store.qdrant_store import QdrantStore  # noqa: E402
+
+DIM = 384
+
+
+@pytest.fixture(scope="session")
+def embedder() -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder()
+
+
+def open_backend(kind: str, path: Path, dimension: int = DIM) -> MemoryStore:
+    if kind == "edge":
+        return EdgeStore(path / "edge", dimension)
+    return QdrantStore(":memory:", dimension, "memories_test")
+
+
+@pytest.fixture(params=["edge", "qdrant-local"])
+def backend_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(1_700_000_000.0)
+
+
+@pytest.fixture
+def service(
+    tmp_path: Path, backend_kind: str, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> Iterator[MemoryService]:
+    settings = Settings(data_dir=tmp_path, rebalance_interval_s=0)
+    svc = build_service(
+        settings, embedder=embedder, store=open_backend(backend_kind, tmp_path), clock=clock
+    )
+    yield svc
+    svc.store.close()
+
+
+def unit_vectors(n: int, dim: int = DIM, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal((n, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)

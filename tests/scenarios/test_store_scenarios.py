@@ -1,0 +1,202 @@
+"""One storage scenario suite, run against every backend: Qdrant Edge, qdrant-client
+``:memory:``, and a real Qdrant server through testcontainers where a Docker engine answers.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from celestial_memory.domain.models import Memory, MemoryFilter
+from celestial_memory.domain.zones import Zone
+from celestial_memory.store.base import MemoryStore
+from celestial_memory.store.edge_store import EdgeStore
+from celestial_memory.store.qdrant_store import QdrantStore
+from tests.conftest import unit_vectors
+
+DIM = 16
+QDRANT_IMAGE = "qdrant/qdrant:v1.15.4"
+
+
+def _docker_available() -> bool:
+    try:
+        import docker
+
+        docker.from_env().ping()
+        return True
+    except Exception:
+        return False
+
+
+@pytest.fixture(scope="module")
+def qdrant_server_url() -> Iterator[str]:
+    if not _docker_available():
+        pytest.skip("no Docker engine answers here: the real-Qdrant run is skipped")
+    from testcontainers.qdrant import QdrantContainer
+
+    with QdrantContainer(QDRANT_IMAGE) as q:
+        yield f"http://{q.get_container_host_ip()}:{q.exposed_rest_port}"
+
+
+@pytest.fixture(
+    params=["edge", "qdrant-local", pytest.param("qdrant-server", marks=pytest.mark.docker)]
+)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryStore]:
+    kind = request.param
+    s: MemoryStore
+    if kind == "edge":
+        s = EdgeStore(tmp_path / "shard", DIM)
+    elif kind == "qdrant-local":
+        s = QdrantStore(":memory:", DIM, "scenario")
+    else:
+        url = request.getfixturevalue("qdrant_server_url")
+        s = QdrantStore(url, DIM, f"scenario_{uuid.uuid4().hex[:8]}")
+    yield s
+    s.close()
+
+
+def mem(
+    tenant: str = "a",
+    zone: Zone = Zone.OUTER,
+    vector: np.ndarray | None = None,
+    **kw: object,
+) -> Memory:
+    fields: dict[str, object] = {
+        "content": "some text", "score": 0.2, "importance": 0.5, "recall_count": 0,
+        "created_at": 1000.0, "last_recalled_at": 1000.0,
+    }
+    fields.update(kw)
+    v = vector if vector is not None else unit_vectors(1, DIM, seed=hash(str(kw)) % 1000)[0]
+    return Memory(id=str(uuid.uuid4()), tenant=tenant, zone=zone, vector=v, **fields)  # type: ignore[arg-type]
+
+
+def test_upsert_then_get_round_trips_every_field(store: MemoryStore) -> None:
+    m = mem(tags=["x", "y"], session_id="s1", agent_id="ag", metadata={"k": "v"}, pinned=True,
+            content_hash="abc", context_score=0.4)
+    store.upsert([m])
+    got = store.get("a", [m.id], with_vectors=True)[m.id]
+    for name in ("content", "zone", "score", "importance", "recall_count", "created_at",
+                 "last_recalled_at", "tags", "session_id", "agent_id", "metadata", "pinned",
+                 "content_hash", "context_score"):
+        assert getattr(got, name) == getattr(m, name), name
+    assert got.vector is not None
+    np.testing.assert_allclose(got.vector, m.vector, atol=1e-6)
+
+
+def test_get_omits_missing_and_foreign_ids(store: MemoryStore) -> None:
+    mine, theirs = mem("a"), mem("b")
+    store.upsert([mine, theirs])
+    got = store.get("a", [mine.id, theirs.id, str(uuid.uuid4())])
+    assert set(got) == {mine.id}
+
+
+def test_set_fields_changes_only_the_tenants_memories(store: MemoryStore) -> None:
+    mine, theirs = mem("a"), mem("b")
+    store.upsert([mine, theirs])
+    store.set_fields("a", [(mine.id, {"zone": 0, "score": 0.6}), (theirs.id, {"zone": 0})])
+    assert store.get("a", [mine.id])[mine.id].zone == Zone.CORE
+    assert store.get("a", [mine.id])[mine.id].score == 0.6
+    assert store.get("b", [theirs.id])[theirs.id].zone == Zone.OUTER
+
+
+def test_delete_is_scoped_and_counts(store: MemoryStore) -> None:
+    mine, theirs = mem("a"), mem("b")
+    store.upsert([mine, theirs])
+    assert store.delete("a", [theirs.id]) == 0
+    assert store.delete("a", [mine.id]) == 1
+    assert store.delete("a", [mine.id]) == 0
+    assert store.get("b", [theirs.id])
+
+
+def test_search_zones_is_one_query_per_zone_with_threshold(store: MemoryStore) -> None:
+    q = unit_vectors(1, DIM, seed=42)[0]
+    near = q + 0.05 * unit_vectors(1, DIM, seed=1)[0]
+    far = -q
+    store.upsert([
+        mem(zone=Zone.CORE, vector=near), mem(zone=Zone.BELT, vector=q),
+        mem(zone=Zone.BELT, vector=far), mem("b", zone=Zone.CORE, vector=q),
+    ])
+    zones = list(Zone)
+    res = store.search_zones("a", q, zones, MemoryFilter(), limit=5, min_similarity=0.5)
+    assert [len(r) for r in res] == [1, 0, 0, 1, 0]
+    assert res[3][0].similarity == pytest.approx(1.0, abs=1e-5)
+    assert 0.5 < res[0][0].similarity < 1.0
+
+
+def test_search_orders_by_similarity_and_limits(store: MemoryStore) -> None:
+    q = unit_vectors(1, DIM, seed=3)[0]
+    noise = unit_vectors(6, DIM, seed=4)
+    memories = [mem(vector=q + 0.1 * (i + 1) * noise[i]) for i in range(6)]
+    store.upsert(memories)
+    (hits,) = store.search_zones("a", q, [Zone.OUTER], MemoryFilter(), 3, 0.0)
+    sims = [h.similarity for h in hits]
+    assert len(hits) == 3 and sims == sorted(sims, reverse=True)
+
+
+def test_filters_restrict_search_and_delete(store: MemoryStore) -> None:
+    q = unit_vectors(1, DIM, seed=5)[0]
+    a = mem(vector=q, tags=["x", "y"], session_id="s1", agent_id="bot", importance=0.9,
+            created_at=100.0, last_recalled_at=500.0, metadata={"lang": "en"})
+    b = mem(vector=q, tags=["y"], session_id="s2", agent_id="bot", importance=0.2,
+            created_at=200.0, last_recalled_at=200.0, metadata={"lang": "ko"})
+    store.upsert([a, b])
+
+    def found(f: MemoryFilter) -> set[str]:
+        (hits,) = store.search_zones("a", q, [Zone.OUTER], f, 10, 0.0)
+        return {h.memory.id for h in hits}
+
+    assert found(MemoryFilter(tags_any=["x"])) == {a.id}
+    assert found(MemoryFilter(tags_any=["x", "y"])) == {a.id, b.id}
+    assert found(MemoryFilter(tags_all=["x", "y"])) == {a.id}
+    assert found(MemoryFilter(session_id="s2")) == {b.id}
+    assert found(MemoryFilter(agent_id="bot")) == {a.id, b.id}
+    assert found(MemoryFilter(min_importance=0.5)) == {a.id}
+    assert found(MemoryFilter(created_after=150.0)) == {b.id}
+    assert found(MemoryFilter(created_before=150.0)) == {a.id}
+    assert found(MemoryFilter(recalled_after=300.0)) == {a.id}
+    assert found(MemoryFilter(metadata={"lang": "ko"})) == {b.id}
+    assert found(MemoryFilter(agent_id="bot", session_id="s1", min_importance=0.5)) == {a.id}
+    assert found(MemoryFilter(tags_any=["y"], metadata={"lang": "en"}, created_after=150)) == set()
+    assert store.delete_by_filter("a", MemoryFilter(session_id="s1")) == 1
+    assert found(MemoryFilter()) == {b.id}
+
+
+def test_similarities_come_from_the_engine(store: MemoryStore) -> None:
+    q = unit_vectors(1, DIM, seed=9)[0]
+    a, b = mem(vector=q), mem(vector=-q)
+    store.upsert([a, b, mem("b", vector=q)])
+    sims = store.similarities("a", q, [a.id, b.id])
+    assert sims[a.id] == pytest.approx(1.0, abs=1e-5)
+    assert sims[b.id] == pytest.approx(-1.0, abs=1e-5)
+
+
+def test_count_by_zone_and_tenants(store: MemoryStore) -> None:
+    store.upsert([mem(zone=Zone.CORE), mem(zone=Zone.CORE), mem(zone=Zone.CLOUD), mem("b")])
+    counts = store.count_by_zone("a")
+    assert counts == {Zone.CORE: 2, Zone.INNER: 0, Zone.OUTER: 0, Zone.BELT: 0, Zone.CLOUD: 1}
+    assert store.tenants() == ["a", "b"]
+
+
+def test_scan_pages_through_everything(store: MemoryStore) -> None:
+    store.upsert([mem(zone=Zone(i % 5)) for i in range(25)] + [mem("b")])
+    pages = list(store.scan("a", MemoryFilter(), page_size=10))
+    assert [len(p) for p in pages] == [10, 10, 5]
+    assert len({m.id for p in pages for m in p}) == 25
+    core = [m for p in store.scan("a", MemoryFilter(zones=[Zone.CORE])) for m in p]
+    assert len(core) == 5 and all(m.zone == Zone.CORE for m in core)
+
+
+def test_edge_store_survives_reopening(tmp_path: Path) -> None:
+    s = EdgeStore(tmp_path / "shard", DIM)
+    m = mem()
+    s.upsert([m])
+    s.set_fields("a", [(m.id, {"recall_count": 3})])
+    s.close()
+    again = EdgeStore(tmp_path / "shard", DIM)
+    assert again.get("a", [m.id])[m.id].recall_count == 3
+    assert again.count_by_zone("a")[Zone.OUTER] == 1
+    again.close()
