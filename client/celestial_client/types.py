@@ -14,6 +14,11 @@ class Zone(str, Enum):
     BELT = "belt"
     CLOUD = "cloud"
 
+    @property
+    def rank(self) -> int:
+        """0 for core to 4 for cloud: sort by this, not by the name."""
+        return list(Zone).index(self)
+
 
 @dataclass(frozen=True, slots=True)
 class ScoreBreakdown:

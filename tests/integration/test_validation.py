@@ -1,0 +1,145 @@
+"""Bad input is INVALID_ARGUMENT naming the field; a missing id is NOT_FOUND; a rejected request
+writes nothing. Requests go through the raw stub so that anything a caller could send is sent."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import AsyncIterator
+
+import grpc
+import pytest
+from celestial.v1 import memory_pb2 as pb
+from celestial.v1 import memory_pb2_grpc as pb_grpc
+
+from celestial_memory.grpc_api.server import MemoryServer
+
+T = "val"
+
+
+@pytest.fixture
+async def stub(server: MemoryServer) -> AsyncIterator[pb_grpc.MemoryServiceStub]:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as ch:
+        yield pb_grpc.MemoryServiceStub(ch)
+
+
+async def total(stub: pb_grpc.MemoryServiceStub) -> int:
+    return int((await stub.Stats(pb.StatsRequest(tenant=T))).total)
+
+
+async def expect(call: object, code: grpc.StatusCode, field: str) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as exc:
+        await call  # type: ignore[misc]
+    assert exc.value.code() == code, exc.value.details()
+    assert field in (exc.value.details() or ""), exc.value.details()
+
+
+STORE_CASES = [
+    (pb.StoreRequest(tenant=T, content=""), "content"),
+    (pb.StoreRequest(tenant=T, content="   \n\t "), "content"),
+    (pb.StoreRequest(tenant=T, content="x", importance=1.5), "importance"),
+    (pb.StoreRequest(tenant=T, content="x", importance=-0.1), "importance"),
+    (pb.StoreRequest(tenant=T, content="x", importance=math.nan), "importance"),
+    (pb.StoreRequest(tenant=T, content="x", vector=[0.1] * 10), "vector"),
+    (pb.StoreRequest(tenant=T, content="x", vector=[math.nan] * 384), "vector"),
+    (pb.StoreRequest(tenant=T, content="x", id="not-a-uuid"), "id"),
+    (pb.StoreRequest(tenant=T, content="x", tags=["ok", " "]), "tags"),
+    (pb.StoreRequest(tenant=T, content="x", metadata={"a.b": "1"}), "metadata"),
+    (pb.StoreRequest(tenant=T, content="x" * 40_000), "content"),
+]
+
+
+@pytest.mark.parametrize(("request_", "field"), STORE_CASES)
+async def test_bad_store_is_rejected_and_writes_nothing(
+    stub: pb_grpc.MemoryServiceStub, request_: pb.StoreRequest, field: str
+) -> None:
+    await expect(stub.Store(request_), grpc.StatusCode.INVALID_ARGUMENT, field)
+    assert await total(stub) == 0
+
+
+async def test_one_bad_item_rejects_the_whole_batch(stub: pb_grpc.MemoryServiceStub) -> None:
+    async def items() -> AsyncIterator[pb.StoreRequest]:
+        yield pb.StoreRequest(tenant=T, content="fine one")
+        yield pb.StoreRequest(tenant=T, content="fine two")
+        yield pb.StoreRequest(tenant=T, content=" ")
+
+    await expect(stub.StoreBatch(items()), grpc.StatusCode.INVALID_ARGUMENT, "requests[2].content")
+    assert await total(stub) == 0
+
+
+RECALL_CASES = [
+    (pb.RecallRequest(tenant=T, query=""), "query"),
+    (pb.RecallRequest(tenant=T, query="  "), "query"),
+    (pb.RecallRequest(tenant=T, query="x", limit=101), "limit"),
+    (pb.RecallRequest(tenant=T, query="x", filter=pb.RecallFilter(zones=[0])), "filter.zones"),
+    (pb.RecallRequest(tenant=T, query="x", filter=pb.RecallFilter(zones=[9])), "filter.zones"),
+    (pb.RecallRequest(tenant=T, query="x", filter=pb.RecallFilter(min_importance=2)),
+     "filter.min_importance"),
+    (pb.RecallRequest(tenant=T, query="x", min_relevance=math.nan), "min_relevance"),
+    (pb.RecallRequest(tenant=T, query_vector=[1.0, 2.0]), "query_vector"),
+]
+
+
+@pytest.mark.parametrize(("request_", "field"), RECALL_CASES)
+async def test_bad_recall_is_rejected_and_writes_nothing(
+    stub: pb_grpc.MemoryServiceStub, request_: pb.RecallRequest, field: str
+) -> None:
+    m = (await stub.Store(pb.StoreRequest(tenant=T, content="x marks the spot"))).memory
+    await expect(stub.Recall(request_), grpc.StatusCode.INVALID_ARGUMENT, field)
+    after = (await stub.Get(pb.GetRequest(tenant=T, id=m.id))).memory
+    assert after.recall_count == 0 and after.last_recalled_at == m.last_recalled_at
+
+
+async def test_limit_zero_means_the_default(stub: pb_grpc.MemoryServiceStub) -> None:
+    resp = await stub.Recall(pb.RecallRequest(tenant=T, query="anything", limit=0))
+    assert len(resp.results) == 0
+
+
+async def test_malformed_ids_are_invalid_everywhere(stub: pb_grpc.MemoryServiceStub) -> None:
+    await expect(stub.Get(pb.GetRequest(tenant=T, id="12")), grpc.StatusCode.INVALID_ARGUMENT, "id")
+    await expect(stub.Delete(pb.DeleteRequest(tenant=T, id="")), grpc.StatusCode.INVALID_ARGUMENT,
+                 "id")
+    await expect(stub.Update(pb.UpdateRequest(tenant=T, id="zz", importance=0.5)),
+                 grpc.StatusCode.INVALID_ARGUMENT, "id")
+
+
+async def test_missing_ids_are_not_found(stub: pb_grpc.MemoryServiceStub) -> None:
+    missing = str(uuid.uuid4())
+    await expect(stub.Get(pb.GetRequest(tenant=T, id=missing)), grpc.StatusCode.NOT_FOUND, missing)
+    await expect(stub.Update(pb.UpdateRequest(tenant=T, id=missing, importance=0.5)),
+                 grpc.StatusCode.NOT_FOUND, missing)
+    assert (await stub.Delete(pb.DeleteRequest(tenant=T, id=missing))).deleted is False
+
+
+async def test_bad_update_changes_nothing(stub: pb_grpc.MemoryServiceStub) -> None:
+    m = (await stub.Store(pb.StoreRequest(tenant=T, content="keep me", importance=0.3))).memory
+    bad = [
+        (pb.UpdateRequest(tenant=T, id=m.id, importance=3, tags=pb.StringList(values=["n"])),
+         "importance"),
+        (pb.UpdateRequest(tenant=T, id=m.id, content=" ", importance=0.9), "content"),
+        (pb.UpdateRequest(tenant=T, id=m.id, vector=[0.1] * 384), "vector"),
+    ]
+    for req, field in bad:
+        await expect(stub.Update(req), grpc.StatusCode.INVALID_ARGUMENT, field)
+    after = (await stub.Get(pb.GetRequest(tenant=T, id=m.id))).memory
+    assert (after.content, after.importance, list(after.tags)) == ("keep me", 0.3, [])
+
+
+async def test_delete_by_filter_refuses_an_empty_filter(stub: pb_grpc.MemoryServiceStub) -> None:
+    await stub.Store(pb.StoreRequest(tenant=T, content="stays", session_id="s"))
+    await expect(stub.DeleteByFilter(pb.DeleteByFilterRequest(tenant=T)),
+                 grpc.StatusCode.INVALID_ARGUMENT, "filter")
+    assert await total(stub) == 1
+    resp = await stub.DeleteByFilter(
+        pb.DeleteByFilterRequest(tenant=T, filter=pb.RecallFilter(session_id="s"))
+    )
+    assert resp.deleted == 1 and await total(stub) == 0
+
+
+async def test_export_and_import_are_unimplemented_for_now(
+    stub: pb_grpc.MemoryServiceStub,
+) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as exc:
+        async for _ in stub.Export(pb.ExportRequest(tenant=T)):
+            pass
+    assert exc.value.code() == grpc.StatusCode.UNIMPLEMENTED
