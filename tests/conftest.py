@@ -12,14 +12,14 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from celestial_memory.app import build_service  # noqa: E402
-from celestial_memory.clock import ManualClock  # noqa: E402
-from celestial_memory.config import Settings  # noqa: E402
-from celestial_memory.embedding import SentenceTransformerEmbedder  # noqa: E402
-from celestial_memory.service import MemoryService  # noqa: E402
-from celestial_memory.store.base import MemoryStore  # noqa: E402
-from celestial_memory.store.edge_store import EdgeStore  # noqa: E402
-from celestial_memory.store.qdrant_store import QdrantStore  # noqa: E402
+from celestial_memory.app import build_service
+from celestial_memory.clock import ManualClock
+from celestial_memory.config import Settings
+from celestial_memory.embedding import SentenceTransformerEmbedder
+from celestial_memory.service import MemoryService
+from celestial_memory.store.base import MemoryStore
+from celestial_memory.store.edge_store import EdgeStore
+from celestial_memory.store.qdrant_store import QdrantStore
 
 DIM = 384
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from typing import cast
 
 from celestial.v1 import memory_pb2 as pb
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -23,8 +24,8 @@ _ZONES = [Zone.CORE, Zone.INNER, Zone.OUTER, Zone.BELT, Zone.CLOUD]
 TimeLike = datetime | float
 
 
-def zone_to_pb(z: Zone | str) -> int:
-    return _ZONES.index(Zone(z)) + 1
+def zone_to_pb(z: Zone | str) -> pb.Zone:
+    return cast(pb.Zone, _ZONES.index(Zone(z)) + 1)
 
 
 def zone_from_pb(v: int) -> Zone:
@@ -37,7 +38,7 @@ def timestamp(t: TimeLike) -> Timestamp:
         ts.FromDatetime(t if t.tzinfo else t.replace(tzinfo=UTC))
     else:
         seconds = int(t // 1)
-        ts.seconds, ts.nanos = seconds, int(round((t - seconds) * 1e9)) % 1_000_000_000
+        ts.seconds, ts.nanos = seconds, round((t - seconds) * 1e9) % 1_000_000_000
     return ts
 
 

@@ -183,7 +183,7 @@ class AsyncCelestialClient:
         return cv.rebalance(await self._call("Rebalance", req))
 
     async def close(self) -> None:
-        await self._channel.close()
+        await self._channel.close(None)
 
     async def __aenter__(self) -> Self:
         return self

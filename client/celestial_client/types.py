@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import Enum
+from enum import StrEnum
 
 
-class Zone(str, Enum):
+class Zone(StrEnum):
     CORE = "core"
     INNER = "inner"
     OUTER = "outer"

@@ -7,6 +7,7 @@ Every field reads from a ``CELESTIAL_``-prefixed environment variable (lists as 
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 from typing import Literal
@@ -76,7 +77,7 @@ class Settings(BaseSettings):
         t = self.zone_thresholds
         if len(t) != 4 or any(not math.isfinite(x) for x in t):
             raise ValueError("zone_thresholds needs 4 finite values (core, inner, outer, belt)")
-        if any(a <= b for a, b in zip(t, t[1:], strict=False)):
+        if any(a <= b for a, b in itertools.pairwise(t)):
             raise ValueError("zone_thresholds must be strictly decreasing")
         c = self.zone_capacities
         if len(c) != 5 or any(x < 0 for x in c):

@@ -15,7 +15,6 @@ from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
-
 from celestial_memory.config import BUNDLED_MODEL
 
 log = logging.getLogger(__name__)
@@ -48,9 +47,9 @@ class SentenceTransformerEmbedder:
         log.info("loading embedding model %s from %s", model, path)
         self._model = SentenceTransformer(path, device=device)
         self.name = model if model == BUNDLED_MODEL else Path(model).name
-        get_dim = getattr(self._model, "get_embedding_dimension", None) or getattr(
-            self._model, "get_sentence_embedding_dimension"
-        )
+        # Renamed in sentence-transformers 6; older releases have only the long name.
+        get_dim = getattr(self._model, "get_embedding_dimension", None)
+        get_dim = get_dim or self._model.get_sentence_embedding_dimension
         dim = get_dim()
         if dim is None:
             raise ValueError(f"model {model} does not report its embedding dimension")

@@ -14,7 +14,6 @@ from collections import Counter
 from collections.abc import Collection
 
 import numpy as np
-
 from celestial_memory.clock import Clock
 from celestial_memory.domain.models import Memory, MemoryFilter, RebalanceReport
 from celestial_memory.domain.scoring import MemoryFunction

@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-
 from celestial_memory.clock import Clock
 from celestial_memory.config import Settings
 from celestial_memory.domain import validation as check
@@ -46,7 +45,7 @@ class NewMemory:
     agent_id: str = ""
     metadata: dict[str, str] = field(default_factory=dict)
     created_at: float | None = None
-    vector: Sequence[float] | None = None
+    vector: Sequence[float] | Vector | None = None
     id: str = ""
     pinned: bool = False
 

@@ -6,7 +6,6 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-
 from celestial_client import AsyncCelestialClient, CelestialClient
 from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock

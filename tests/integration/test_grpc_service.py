@@ -7,8 +7,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-
 from celestial_client import (
     AsyncCelestialClient,
     CelestialClient,
@@ -22,6 +20,7 @@ from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.embedding import SentenceTransformerEmbedder
 from celestial_memory.grpc_api.server import MemoryServer
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 DAY = 86_400.0
 

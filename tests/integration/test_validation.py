@@ -11,7 +11,6 @@ import grpc
 import pytest
 from celestial.v1 import memory_pb2 as pb
 from celestial.v1 import memory_pb2_grpc as pb_grpc
-
 from celestial_memory.grpc_api.server import MemoryServer
 
 T = "val"

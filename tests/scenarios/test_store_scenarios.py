@@ -10,12 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from celestial_memory.domain.models import Memory, MemoryFilter
 from celestial_memory.domain.zones import Zone
 from celestial_memory.store.base import MemoryStore
 from celestial_memory.store.edge_store import EdgeStore
 from celestial_memory.store.qdrant_store import QdrantStore
+
 from tests.conftest import unit_vectors
 
 DIM = 16

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pytest
-
 from celestial_memory.config import Settings
 from celestial_memory.domain.importance import (
     DefaultEvaluator,

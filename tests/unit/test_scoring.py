@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-
 from celestial_memory.domain.scoring import MemoryFunction
 
 fn = MemoryFunction()

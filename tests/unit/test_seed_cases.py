@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-
 from celestial_memory.clock import ManualClock
 from celestial_memory.domain.scoring import MemoryFunction
 from celestial_memory.domain.zones import Zone, ZoneTable
 from celestial_memory.service import MemoryService, NewMemory, RecallQuery
+
 from tests.conftest import unit_vectors
 
 fn = MemoryFunction()

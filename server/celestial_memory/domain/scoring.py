@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-
 from celestial_memory.config import Settings
 
 FloatArray = npt.NDArray[np.float64]
@@ -46,7 +45,7 @@ class MemoryFunction:
     def recall_score(self, recall_count: ArrayLike) -> FloatArray:
         """R = min(1, ln(1+n)/ln(1+cap)): the log alone does not bound it for n > cap."""
         n = np.maximum(np.asarray(recall_count, dtype=np.float64), 0.0)
-        return np.minimum(1.0, np.log1p(n) / np.log1p(self.recall_cap))
+        return np.asarray(np.minimum(1.0, np.log1p(n) / np.log1p(self.recall_cap)), np.float64)
 
     def freshness(self, last_recalled_at: ArrayLike, now: float) -> FloatArray:
         """F = max(-alpha·Δt, floor)/|floor|: 0 at recall, -1 after |floor|/alpha seconds."""

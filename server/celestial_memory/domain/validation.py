@@ -7,7 +7,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-
 from celestial_memory.config import Settings
 from celestial_memory.domain.models import MemoryFilter, Vector
 from celestial_memory.errors import InvalidArgument

@@ -14,7 +14,6 @@ from enum import IntEnum
 
 import numpy as np
 import numpy.typing as npt
-
 from celestial_memory.config import Settings
 
 IntArray = npt.NDArray[np.int64]
@@ -52,7 +51,8 @@ class ZoneTable:
         """Zone id of each score (vectorised)."""
         s = np.asarray(scores, dtype=np.float64)
         # thresholds are decreasing; count how many a score fails to reach.
-        return np.sum(s[..., None] < np.asarray(self.thresholds), axis=-1).astype(np.int64)
+        below = s[..., None] < np.asarray(self.thresholds)
+        return np.asarray(np.sum(below, axis=-1), dtype=np.int64)
 
     def zone_of_score(self, score: float) -> Zone:
         return Zone(int(self.zone_of(score)))

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
-from celestial.v1 import memory_pb2 as pb
-from google.protobuf.message import Message
-from google.protobuf.timestamp_pb2 import Timestamp
+from typing import cast
 
-from celestial_memory.domain.models import Memory, MemoryFilter, RebalanceReport, RecallResult, Stats
+from celestial.v1 import memory_pb2 as pb
+from celestial_memory.domain.models import (
+    Memory,
+    MemoryFilter,
+    RebalanceReport,
+    RecallResult,
+    Stats,
+)
 from celestial_memory.domain.scoring import ScoreBreakdown
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import InvalidArgument
 from celestial_memory.service import MemoryChanges, NewMemory, RecallQuery
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
 
 
-def zone_to_pb(z: Zone) -> pb.Zone.ValueType:
-    return pb.Zone.ValueType(int(z) + 1)
+def zone_to_pb(z: Zone) -> pb.Zone:
+    return cast(pb.Zone, int(z) + 1)
 
 
 def zone_from_pb(value: int, field: str) -> Zone:
@@ -27,7 +34,7 @@ def ts_to_pb(t: float) -> Timestamp:
     ts = Timestamp()
     seconds = int(t // 1)
     ts.seconds = seconds
-    ts.nanos = int(round((t - seconds) * 1e9)) % 1_000_000_000
+    ts.nanos = round((t - seconds) * 1e9) % 1_000_000_000
     return ts
 
 

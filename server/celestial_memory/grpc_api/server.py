@@ -11,11 +11,10 @@ import signal
 
 import grpc
 from celestial.v1 import memory_pb2, memory_pb2_grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
-
 from celestial_memory.grpc_api.servicer import MemoryServicer
 from celestial_memory.service import MemoryService
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
 
 log = logging.getLogger(__name__)
 SERVICE_NAME = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
@@ -28,7 +27,7 @@ class MemoryServer:
         self.service = service
         self.address = address or service.settings.address
         self._server = grpc.aio.server()
-        self._health = health.aio.HealthServicer()  # type: ignore[no-untyped-call]
+        self._health = health.aio.HealthServicer()  # type: ignore[attr-defined]
         self._rebalance_task: asyncio.Task[None] | None = None
         self.port = 0
 
@@ -66,7 +65,7 @@ class MemoryServer:
                 log.exception("periodic rebalance failed")
 
     async def stop(self, grace: float | None = None) -> None:
-        await self._health.enter_graceful_shutdown()  # type: ignore[no-untyped-call]
+        await self._health.enter_graceful_shutdown()
         if self._rebalance_task is not None:
             self._rebalance_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

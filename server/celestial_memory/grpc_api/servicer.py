@@ -13,11 +13,10 @@ from typing import Any, TypeVar
 import grpc
 from celestial.v1 import memory_pb2 as pb
 from celestial.v1 import memory_pb2_grpc as pb_grpc
-
 from celestial_memory.errors import InvalidArgument, Unimplemented
 from celestial_memory.grpc_api import converters as cv
 from celestial_memory.grpc_api.status import mapped
-from celestial_memory.service import MemoryService
+from celestial_memory.service import MemoryService, NewMemory
 
 T = TypeVar("T")
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -47,7 +46,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self, request_iterator: AsyncIterator[pb.StoreRequest], context: Context
     ) -> pb.StoreBatchResponse:
         limit = self._service.settings.max_batch
-        items = []
+        items: list[NewMemory] = []
         tenant: str | None = None
         async for req in request_iterator:
             if len(items) >= limit:

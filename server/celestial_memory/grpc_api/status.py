@@ -7,7 +7,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn, TypeVar
 
 import grpc
-
 from celestial_memory import errors
 
 log = logging.getLogger(__name__)

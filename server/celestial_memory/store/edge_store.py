@@ -6,14 +6,13 @@ Only one process may open a shard directory (Qdrant Edge 0.9.0); the shard is fl
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import qdrant_edge as qe
-
 from celestial_memory.domain.models import Hit, Memory, MemoryFilter, Vector
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import StoreUnavailable
@@ -42,7 +41,7 @@ def _condition(c: Condition) -> Any:
     if isinstance(c, Eq):
         return qe.FieldCondition(c.key, match=qe.MatchValue(c.value))
     if isinstance(c, AnyOf):
-        return qe.FieldCondition(c.key, match=qe.MatchAny(list(c.values)))
+        return qe.FieldCondition(c.key, match=qe.MatchAny(cast(Any, list(c.values))))
     if isinstance(c, Between):
         return qe.FieldCondition(c.key, range=qe.RangeFloat(gte=c.gte, lt=c.lt))
     return qe.HasIdCondition(set(c.ids))
@@ -109,7 +108,7 @@ class EdgeStore:
                 continue
             vec = None
             if with_vectors and r.vector is not None:
-                vec = np.asarray(r.vector[DENSE], dtype=np.float32)
+                vec = np.asarray(cast(dict[str, Any], r.vector)[DENSE], dtype=np.float32)
             m = from_payload(r.id, r.payload, vec)
             out[m.id] = m
         return out
@@ -160,7 +159,10 @@ class EdgeStore:
                 )
             )
         batches = self._shard.query_batch(qe.QueryBatchRequest(requests))
-        return [[Hit(from_payload(p.id, p.payload), float(p.score)) for p in b] for b in batches]
+        return [
+            [Hit(from_payload(p.id, p.payload or {}), float(p.score)) for p in b]
+            for b in batches
+        ]
 
     def similarities(self, tenant: str, vector: Vector, ids: Sequence[str]) -> dict[str, float]:
         if not ids:
@@ -196,7 +198,7 @@ class EdgeStore:
                 qe.ScrollRequest(offset=offset, limit=page_size, filter=f, with_payload=True)
             )
             if records:
-                yield [from_payload(r.id, r.payload) for r in records]
+                yield [from_payload(r.id, r.payload or {}) for r in records]
             if offset is None:
                 return
 

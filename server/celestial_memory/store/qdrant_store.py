@@ -7,12 +7,9 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
-from qdrant_client import QdrantClient, models
-from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
-
 from celestial_memory.domain.models import Hit, Memory, MemoryFilter, Vector
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import StoreUnavailable
@@ -28,6 +25,8 @@ from celestial_memory.store.payload import (
     from_payload,
     to_payload,
 )
+from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 _SCHEMAS: dict[str, Any] = {
     "tenant": models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True),
@@ -43,7 +42,7 @@ def _condition(c: Condition) -> Any:
     if isinstance(c, Eq):
         return models.FieldCondition(key=c.key, match=models.MatchValue(value=c.value))
     if isinstance(c, AnyOf):
-        return models.FieldCondition(key=c.key, match=models.MatchAny(any=list(c.values)))
+        return models.FieldCondition(key=c.key, match=models.MatchAny(any=cast(Any, list(c.values))))
     if isinstance(c, Between):
         return models.FieldCondition(key=c.key, range=models.Range(gte=c.gte, lt=c.lt))
     return models.HasIdCondition(has_id=list(c.ids))

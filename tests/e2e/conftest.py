@@ -1,0 +1,3 @@
+from tests.integration.conftest import aclient, client, server
+
+__all__ = ["aclient", "client", "server"]

@@ -1,0 +1,45 @@
+"""The ``celestial`` CLI against a real server (run in a worker thread: it blocks)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from celestial_client.cli import main
+from celestial_memory.grpc_api.server import MemoryServer
+
+
+async def cli(server: MemoryServer, capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    code = await asyncio.to_thread(main, ["--target", f"127.0.0.1:{server.port}", *argv])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return out.out
+
+
+async def test_cli_round_trip(server: MemoryServer, capsys: pytest.CaptureFixture[str]) -> None:
+    out = await cli(server, capsys, "store", "The team offsite is in Lisbon in June",
+                    "--importance", "0.8", "--tag", "travel", "--meta", "src=cli")
+    assert "zone         outer" in out and "tags         travel" in out
+    memory_id = out.split()[1]
+    out = await cli(server, capsys, "recall", "where is the offsite?")
+    header, _, first = out.splitlines()[:3]
+    assert header.split()[:4] == ["#", "zone", "relev", "score"]
+    assert "Lisbon" in first and memory_id in first
+    out = await cli(server, capsys, "get", memory_id)
+    assert "recalled     1 times" in out and "src=cli" in out
+    out = await cli(server, capsys, "update", memory_id, "--pin")
+    assert "pinned True" in out
+    out = await cli(server, capsys, "stats")
+    assert out.splitlines()[2].split()[:3] == ["core", "0", "20"]
+    assert "total 1" in out and "backend edge" in out
+    out = await cli(server, capsys, "rebalance", "--dry-run")
+    assert out.startswith("scanned 1") and "would move" in out
+    assert (await cli(server, capsys, "delete", memory_id)).strip() == "deleted"
+
+
+async def test_cli_reports_errors(server: MemoryServer, capsys: pytest.CaptureFixture[str]) -> None:
+    code = await asyncio.to_thread(
+        main, ["--target", f"127.0.0.1:{server.port}", "store", "  "]
+    )
+    assert code == 1
+    assert "INVALID_ARGUMENT" in capsys.readouterr().err

@@ -1,0 +1,47 @@
+"""The client's public surface is pinned: a change here is a change to users."""
+
+from __future__ import annotations
+
+import inspect
+
+import celestial_client
+from celestial_client import AsyncCelestialClient, CelestialClient
+
+METHODS = ["close", "delete", "get", "rebalance", "recall", "stats", "store", "store_batch",
+           "update"]
+
+
+def test_exports_are_pinned() -> None:
+    assert sorted(celestial_client.__all__) == [
+        "AsyncCelestialClient", "CelestialClient", "CelestialClientError",
+        "DeadlineExceededError", "InternalError", "InvalidArgumentError", "Memory",
+        "NotFoundError", "PermissionDeniedError", "RebalanceReport", "RecallResult",
+        "ResourceExhaustedError", "ScoreBreakdown", "Stats", "StoreItem",
+        "UnauthenticatedError", "UnavailableError", "UnimplementedError", "Zone", "ZoneStats",
+    ]
+
+
+def test_sync_and_async_clients_have_the_same_methods() -> None:
+    for cls in (CelestialClient, AsyncCelestialClient):
+        public = sorted(n for n, _ in inspect.getmembers(cls) if not n.startswith("_"))
+        assert public == METHODS, cls
+    for name in METHODS:
+        sync_params = list(inspect.signature(getattr(CelestialClient, name)).parameters)
+        async_params = list(inspect.signature(getattr(AsyncCelestialClient, name)).parameters)
+        assert sync_params == async_params, name
+
+
+def test_errors_mirror_status_codes() -> None:
+    import grpc
+    from celestial_client.errors import from_rpc_error
+
+    class Fake(grpc.RpcError):
+        def code(self) -> grpc.StatusCode:
+            return grpc.StatusCode.NOT_FOUND
+
+        def details(self) -> str:
+            return "memory x not found"
+
+    err = from_rpc_error(Fake())
+    assert isinstance(err, celestial_client.NotFoundError)
+    assert err.code == grpc.StatusCode.NOT_FOUND and err.details == "memory x not found"
