@@ -26,12 +26,13 @@ class MemoryServer:
     def __init__(self, service: MemoryService, address: str | None = None) -> None:
         self.service = service
         self.address = address or service.settings.address
-        self._server = grpc.aio.server()
-        self._health = health.aio.HealthServicer()  # type: ignore[attr-defined]
         self._rebalance_task: asyncio.Task[None] | None = None
         self.port = 0
 
     async def start(self) -> int:
+        # Built here, not in __init__: a grpc.aio server belongs to the loop that creates it.
+        self._server = grpc.aio.server()
+        self._health = health.aio.HealthServicer()  # type: ignore[attr-defined]
         memory_pb2_grpc.add_MemoryServiceServicer_to_server(
             MemoryServicer(self.service), self._server
         )
