@@ -192,3 +192,23 @@ async def test_bad_request_is_invalid_argument_not_internal(
 ) -> None:
     with pytest.raises(InvalidArgumentError, match="content"):
         await aclient.store("")
+
+
+async def test_periodic_rebalance_runs_on_its_schedule(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> None:
+    settings = Settings(data_dir=tmp_path, rebalance_interval_s=0.2, grace_seconds=1)
+    srv = MemoryServer(build_service(settings, embedder=embedder, clock=clock), "127.0.0.1:0")
+    port = await srv.start()
+    try:
+        async with AsyncCelestialClient(f"127.0.0.1:{port}", tenant="p") as c:
+            await c.store("a note that will fade", importance=0.8)
+            assert (await c.stats()).zones[2].count == 1
+            clock.advance(DAY)
+            for _ in range(50):
+                await asyncio.sleep(0.1)
+                if (await c.stats()).zones[3].count == 1:
+                    break
+            assert (await c.stats()).zones[3].count == 1  # outer -> belt without being asked
+    finally:
+        await srv.stop()

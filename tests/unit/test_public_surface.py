@@ -45,3 +45,16 @@ def test_errors_mirror_status_codes() -> None:
     err = from_rpc_error(Fake())
     assert isinstance(err, celestial_client.NotFoundError)
     assert err.code == grpc.StatusCode.NOT_FOUND and err.details == "memory x not found"
+
+
+def test_client_imports_without_server_dependencies() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, celestial_client, celestial_client.cli\n"
+        "heavy = {'torch', 'qdrant_client', 'qdrant_edge', 'sentence_transformers', 'numpy'}\n"
+        "print(sorted(heavy & set(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

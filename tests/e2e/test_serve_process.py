@@ -1,0 +1,71 @@
+"""`celestial serve` as a real process: health, store, SIGTERM drains and exits 0, and the
+memories are there after a restart on the same data folder."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from celestial_client import CelestialClient
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "CELESTIAL_REBALANCE_INTERVAL_S": "0"}
+    cmd = [sys.executable, "-m", "celestial_client.cli", "serve",
+           "--address", f"127.0.0.1:{port}", "--data-dir", str(data_dir)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+        stub = health_pb2_grpc.HealthStub(ch)
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+            try:
+                resp = stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
+                if resp.status == health_pb2.HealthCheckResponse.SERVING:
+                    return proc
+            except grpc.RpcError:
+                time.sleep(0.3)
+    proc.kill()
+    raise AssertionError("server did not become healthy")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> str:
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out.decode()
+    return out.decode()
+
+
+def test_sigterm_drains_and_memories_survive_a_restart(tmp_path: Path) -> None:
+    port = free_port()
+    proc = start(tmp_path, port)
+    try:
+        with CelestialClient(f"127.0.0.1:{port}") as c:
+            m = c.store("the boiler was serviced on 3 March", importance=0.6)
+            assert c.recall("when was the boiler serviced?", limit=1)[0].id == m.id
+    finally:
+        log = stop(proc)
+    assert "store flushed and closed" in log
+
+    proc = start(tmp_path, port)
+    try:
+        with CelestialClient(f"127.0.0.1:{port}") as c:
+            got = c.get(m.id)
+            assert got.content == m.content and got.recall_count == 1
+            assert c.stats().total == 1
+    finally:
+        stop(proc)
