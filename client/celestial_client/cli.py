@@ -19,9 +19,9 @@ from celestial_client.types import Memory, RecallResult, Stats
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     cells = [[str(c) for c in r] for r in rows]
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
     return "\n".join(lines)
 
 
@@ -30,12 +30,17 @@ def _short(text: str, n: int = 60) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def _n(x: float, digits: int = 3) -> str:
+    """A number for people: rounding first so that -0.0000001 reads 0.000, not -0.000."""
+    return f"{round(x, digits) + 0.0:.{digits}f}"
+
+
 def show_memory(m: Memory) -> str:
     b = m.breakdown
     lines = [
         f"id           {m.id}",
         f"content      {m.content}",
-        f"zone         {m.zone.value}   score {m.score:.3f}   importance {m.importance:.2f}",
+        f"zone         {m.zone.value}   score {_n(m.score)}   importance {_n(m.importance, 2)}",
         f"recalled     {m.recall_count} times, last {m.last_recalled_at:%Y-%m-%d %H:%M:%S}",
         f"created      {m.created_at:%Y-%m-%d %H:%M:%S}   pinned {m.pinned}",
     ]
@@ -45,8 +50,8 @@ def show_memory(m: Memory) -> str:
         lines.append("metadata     " + ", ".join(f"{k}={v}" for k, v in m.metadata.items()))
     if b is not None:
         lines.append(
-            f"now          R {b.recall:.3f}  F {b.freshness:.3f}  A {b.importance:.2f}  "
-            f"C {b.context:.3f}  I {b.total:.3f}"
+            f"now          R {_n(b.recall)}  F {_n(b.freshness)}  A {_n(b.importance, 2)}  "
+            f"C {_n(b.context)}  I {_n(b.total)}"
         )
     return "\n".join(lines)
 
@@ -55,7 +60,7 @@ def show_recall(results: Sequence[RecallResult]) -> str:
     if not results:
         return "no memory passed the relevance gate"
     rows = [
-        (i + 1, r.found_in.value, f"{r.relevance:.3f}", f"{r.breakdown.total:.3f}",
+        (i + 1, r.found_in.value, _n(r.relevance), _n(r.breakdown.total),
          r.memory.zone.value, r.memory.recall_count, _short(r.content), r.id)
         for i, r in enumerate(results)
     ]

@@ -12,9 +12,8 @@ import time
 from pathlib import Path
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-
 from celestial_client import CelestialClient
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 
 def free_port() -> int:
