@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from celestial_client import AsyncCelestialClient, CelestialClient
@@ -14,15 +16,27 @@ from celestial_memory.embedding import SentenceTransformerEmbedder
 from celestial_memory.grpc_api.server import MemoryServer
 
 
+@asynccontextmanager
+async def running_server(
+    data_dir: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock, **settings: Any
+) -> AsyncIterator[MemoryServer]:
+    """A started server on a free loopback port; stopped (and its store closed) on exit."""
+    fields: dict[str, Any] = {"rebalance_interval_s": 0, "grace_seconds": 1, **settings}
+    service = build_service(Settings(data_dir=data_dir, **fields), embedder=embedder, clock=clock)
+    srv = MemoryServer(service, "127.0.0.1:0")
+    await srv.start()
+    try:
+        yield srv
+    finally:
+        await srv.stop()
+
+
 @pytest.fixture
 async def server(
     tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
 ) -> AsyncIterator[MemoryServer]:
-    settings = Settings(data_dir=tmp_path, rebalance_interval_s=0, grace_seconds=1)
-    srv = MemoryServer(build_service(settings, embedder=embedder, clock=clock), "127.0.0.1:0")
-    await srv.start()
-    yield srv
-    await srv.stop()
+    async with running_server(tmp_path, embedder, clock) as srv:
+        yield srv
 
 
 @pytest.fixture

@@ -15,12 +15,12 @@ from celestial_client import (
     StoreItem,
     Zone,
 )
-from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
-from celestial_memory.config import Settings
 from celestial_memory.embedding import SentenceTransformerEmbedder
 from celestial_memory.grpc_api.server import MemoryServer
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from tests.integration.conftest import running_server
 
 DAY = 86_400.0
 
@@ -162,23 +162,16 @@ async def test_health_and_reflection(server: MemoryServer) -> None:
 async def test_memories_survive_a_restart(
     tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
 ) -> None:
-    settings = Settings(data_dir=tmp_path, rebalance_interval_s=0, grace_seconds=1)
-    first = MemoryServer(build_service(settings, embedder=embedder, clock=clock), "127.0.0.1:0")
-    port = await first.start()
-    async with AsyncCelestialClient(f"127.0.0.1:{port}") as c:
+    async with running_server(tmp_path, embedder, clock) as first, \
+            AsyncCelestialClient(f"127.0.0.1:{first.port}") as c:
         m = await c.store("the spare key is under the blue pot", importance=0.6)
         await c.recall("where is the spare key", limit=1)
-    await first.stop()
 
-    second = MemoryServer(build_service(settings, embedder=embedder, clock=clock), "127.0.0.1:0")
-    port = await second.start()
-    try:
-        async with AsyncCelestialClient(f"127.0.0.1:{port}") as c:
-            got = await c.get(m.id)
-            assert got.content == m.content and got.recall_count == 1
-            assert (await c.recall("spare key", limit=1))[0].id == m.id
-    finally:
-        await second.stop()
+    async with running_server(tmp_path, embedder, clock) as second, \
+            AsyncCelestialClient(f"127.0.0.1:{second.port}") as c:
+        got = await c.get(m.id)
+        assert got.content == m.content and got.recall_count == 1
+        assert (await c.recall("spare key", limit=1))[0].id == m.id
 
 
 async def test_concurrent_calls_are_served(aclient: AsyncCelestialClient) -> None:
@@ -197,18 +190,13 @@ async def test_bad_request_is_invalid_argument_not_internal(
 async def test_periodic_rebalance_runs_on_its_schedule(
     tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
 ) -> None:
-    settings = Settings(data_dir=tmp_path, rebalance_interval_s=0.2, grace_seconds=1)
-    srv = MemoryServer(build_service(settings, embedder=embedder, clock=clock), "127.0.0.1:0")
-    port = await srv.start()
-    try:
-        async with AsyncCelestialClient(f"127.0.0.1:{port}", tenant="p") as c:
-            await c.store("a note that will fade", importance=0.8)
-            assert (await c.stats()).zones[2].count == 1
-            clock.advance(DAY)
-            for _ in range(50):
-                await asyncio.sleep(0.1)
-                if (await c.stats()).zones[3].count == 1:
-                    break
-            assert (await c.stats()).zones[3].count == 1  # outer -> belt without being asked
-    finally:
-        await srv.stop()
+    async with running_server(tmp_path, embedder, clock, rebalance_interval_s=0.2) as srv, \
+            AsyncCelestialClient(f"127.0.0.1:{srv.port}", tenant="p") as c:
+        await c.store("a note that will fade", importance=0.8)
+        assert (await c.stats()).zones[2].count == 1
+        clock.advance(DAY)
+        for _ in range(50):
+            await asyncio.sleep(0.1)
+            if (await c.stats()).zones[3].count == 1:
+                break
+        assert (await c.stats()).zones[3].count == 1  # outer -> belt without being asked
