@@ -54,7 +54,7 @@ def service(
         settings, embedder=embedder, store=open_backend(backend_kind, tmp_path), clock=clock
     )
     yield svc
-    svc.store.close()
+    svc.close()
 
 
 def unit_vectors(n: int, dim: int = DIM, seed: int = 0) -> np.ndarray:

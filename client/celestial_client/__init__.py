@@ -21,6 +21,7 @@ from celestial_client.types import (
     Stats,
     StoreItem,
     Zone,
+    ZoneEvent,
     ZoneStats,
 )
 
@@ -44,5 +45,6 @@ __all__ = [
     "UnavailableError",
     "UnimplementedError",
     "Zone",
+    "ZoneEvent",
     "ZoneStats",
 ]

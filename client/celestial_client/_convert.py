@@ -17,6 +17,7 @@ from celestial_client.types import (
     Stats,
     StoreItem,
     Zone,
+    ZoneEvent,
     ZoneStats,
 )
 
@@ -163,5 +164,23 @@ def rebalance(resp: pb.RebalanceResponse) -> RebalanceReport:
         scanned=resp.scanned,
         moved={(zone_from_pb(m.from_zone), zone_from_pb(m.to_zone)): m.count for m in resp.moved},
         evicted=resp.evicted, forgotten=resp.forgotten, dry_run=resp.dry_run,
-        duration_ms=resp.duration_ms,
+        duration_ms=resp.duration_ms, full=resp.full, skipped_by=resp.skipped_by,
     )
+
+
+def ledger_request(
+    tenant: str, since: TimeLike | None, limit: int, memory_id: str
+) -> pb.LedgerRequest:
+    req = pb.LedgerRequest(tenant=tenant, limit=limit, memory_id=memory_id)
+    if since is not None:
+        req.since.CopyFrom(timestamp(since))
+    return req
+
+
+def events(resp: pb.LedgerResponse) -> list[ZoneEvent]:
+    return [
+        ZoneEvent(e.id, e.memory_id, zone_from_pb(e.from_zone),
+                  zone_from_pb(e.to_zone) if e.to_zone else None, e.reason, to_datetime(e.at),
+                  e.content_hash)
+        for e in resp.events
+    ]

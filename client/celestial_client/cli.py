@@ -1,4 +1,4 @@
-"""``celestial``: serve, store, recall, get, update, delete, stats, rebalance.
+"""``celestial``: serve, store, recall, get, update, delete, stats, rebalance, ledger.
 
 Every command but ``serve`` needs only the client; ``serve`` needs the server extra
 (``pip install 'celestial-memory[server]'``).
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from celestial_client.client import CelestialClient
 from celestial_client.errors import CelestialClientError
-from celestial_client.types import Memory, RecallResult, Stats
+from celestial_client.types import Memory, RecallResult, Stats, ZoneEvent
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -78,6 +78,17 @@ def show_stats(s: Stats) -> str:
     )
 
 
+def show_ledger(events: Sequence[ZoneEvent]) -> str:
+    if not events:
+        return "no events"
+    rows = [
+        (f"{e.at:%Y-%m-%d %H:%M:%S}", e.reason, e.from_zone.value,
+         e.to_zone.value if e.to_zone else "(forgotten)", e.memory_id)
+        for e in events
+    ]
+    return table(["at", "reason", "from", "to", "memory"], rows)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="celestial", description=__doc__.splitlines()[0])
     p.add_argument("--target", default=os.environ.get("CELESTIAL_TARGET", "localhost:50051"),
@@ -125,6 +136,11 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("stats", help="per-zone counts")
     rb = sub.add_parser("rebalance", help="re-place memories now")
     rb.add_argument("--dry-run", action="store_true")
+    rb.add_argument("--full", action="store_true", help="rescore every memory (a scan)")
+
+    lg = sub.add_parser("ledger", help="evictions and forgotten memories, oldest first")
+    lg.add_argument("--limit", type=int, default=50)
+    lg.add_argument("--memory", default="", help="only this memory id")
     return p
 
 
@@ -168,7 +184,11 @@ def _run(args: argparse.Namespace, client: CelestialClient) -> str:
         return show_memory(client.update(args.id, **changes))  # type: ignore[arg-type]
     if c == "stats":
         return show_stats(client.stats())
-    rep = client.rebalance(dry_run=args.dry_run)
+    if c == "ledger":
+        return show_ledger(client.ledger(limit=args.limit, memory_id=args.memory))
+    rep = client.rebalance(dry_run=args.dry_run, full=args.full)
+    if rep.skipped_by:
+        return f"skipped: another instance ({rep.skipped_by}) is rebalancing"
     moves = ", ".join(f"{a.value}→{b.value}: {n}" for (a, b), n in rep.moved.items()) or "none"
     verb = "would move" if rep.dry_run else "moved"
     return (

@@ -21,7 +21,15 @@ from celestial.v1 import memory_pb2_grpc as pb_grpc
 
 from celestial_client import _convert as cv
 from celestial_client.errors import from_rpc_error
-from celestial_client.types import Memory, RebalanceReport, RecallResult, Stats, StoreItem, Zone
+from celestial_client.types import (
+    Memory,
+    RebalanceReport,
+    RecallResult,
+    Stats,
+    StoreItem,
+    Zone,
+    ZoneEvent,
+)
 
 
 class RecallOptions(TypedDict, total=False):
@@ -108,9 +116,16 @@ class CelestialClient:
     def stats(self) -> Stats:
         return cv.stats(self._call("Stats", pb.StatsRequest(tenant=self.tenant)))
 
-    def rebalance(self, dry_run: bool = False) -> RebalanceReport:
-        req = pb.RebalanceRequest(tenant=self.tenant, dry_run=dry_run)
+    def rebalance(self, dry_run: bool = False, full: bool = False) -> RebalanceReport:
+        req = pb.RebalanceRequest(tenant=self.tenant, dry_run=dry_run, full=full)
         return cv.rebalance(self._call("Rebalance", req))
+
+    def ledger(
+        self, since: datetime | float | None = None, limit: int = 100, memory_id: str = ""
+    ) -> list[ZoneEvent]:
+        """Evictions and forgotten memories, oldest first."""
+        req = cv.ledger_request(self.tenant, since, limit, memory_id)
+        return cv.events(self._call("Ledger", req))
 
     def close(self) -> None:
         self._channel.close()
@@ -178,9 +193,15 @@ class AsyncCelestialClient:
     async def stats(self) -> Stats:
         return cv.stats(await self._call("Stats", pb.StatsRequest(tenant=self.tenant)))
 
-    async def rebalance(self, dry_run: bool = False) -> RebalanceReport:
-        req = pb.RebalanceRequest(tenant=self.tenant, dry_run=dry_run)
+    async def rebalance(self, dry_run: bool = False, full: bool = False) -> RebalanceReport:
+        req = pb.RebalanceRequest(tenant=self.tenant, dry_run=dry_run, full=full)
         return cv.rebalance(await self._call("Rebalance", req))
+
+    async def ledger(
+        self, since: datetime | float | None = None, limit: int = 100, memory_id: str = ""
+    ) -> list[ZoneEvent]:
+        req = cv.ledger_request(self.tenant, since, limit, memory_id)
+        return cv.events(await self._call("Ledger", req))
 
     async def close(self) -> None:
         await self._channel.close(None)

@@ -94,6 +94,21 @@ class RebalanceReport:
     forgotten: int
     dry_run: bool
     duration_ms: float
+    full: bool = False
+    skipped_by: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneEvent:
+    """A ledger entry: a memory evicted by capacity, or forgotten (``to_zone`` None)."""
+
+    id: str
+    memory_id: str
+    from_zone: Zone
+    to_zone: Zone | None
+    reason: str
+    at: datetime
+    content_hash: str
 
 
 @dataclass(slots=True)

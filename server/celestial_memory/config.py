@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
+import socket
+import uuid
 from pathlib import Path
 from typing import Literal
 
@@ -67,7 +70,15 @@ class Settings(BaseSettings):
 
     # Rebalance
     rebalance_interval_s: float = Field(300.0, ge=0, description="0 disables the schedule")
-    auto_forget_days: float = Field(90.0, gt=0)
+    auto_forget_days: float = Field(90.0, gt=0, description="forget unrecalled cloud memories")
+    rebalance_lease_s: float = Field(60.0, gt=0, description="replicas: rebalance lease expiry")
+    instance_id: str = Field(
+        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}",
+        description="this replica's name in the rebalance lease",
+    )
+
+    # Reinforcement write-behind: recalled memories' updates are written within this bound.
+    reinforce_flush_ms: float = Field(50.0, gt=0, le=100)
 
     default_tenant: str = "default"
     log_level: str = "INFO"

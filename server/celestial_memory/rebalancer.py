@@ -1,24 +1,78 @@
-"""Re-placing memories: the periodic/on-demand rebalance and capacity enforcement.
+"""Re-placing memories as time passes: score moves, capacity, forgetting, the ledger.
 
-A rebalance scores every memory of a tenant in one vectorised pass with C = 0 (no context:
-DESIGN.md §1), moves the memories whose zone changed, pushes each bounded zone's overflow
-outward (lowest score first, pinned last) and writes only the memories that moved, in one batch.
-Pinned memories never move outward by score.
+Scores between recalls only fall, so every write stores when the memory's resting score (C = 0,
+DESIGN.md §1) will drop below each zone threshold (``domain/trajectory.py``). A rebalance:
+
+1. **moves by score**: the *incremental* rebalance (the default, and the schedule) issues one
+   filtered update per zone, ``drop_k < now and zone <= k -> zone k+1``, on indexed fields: it
+   touches only the memories whose time has come. The *full* rebalance scans every memory and
+   rescores it with numpy; both reach the same zones. A rebalance never moves a memory inward
+   (only recall and update do) and never moves a pinned one.
+2. **enforces capacity** with cascade: a bounded zone over capacity sends its lowest-scoring
+   memories one zone outward (pinned and just-recalled ones last).
+3. **forgets** unpinned Cloud memories not recalled for ``auto_forget_days``.
+
+Every eviction and every forgotten memory leaves a ``ZoneEvent`` in the append-only ledger. Event
+ids are derived from the memory, its last write and the move, so writing the same event twice
+(two replicas, a retry) keeps one. Replicas over one store take a lease in the store before a
+rebalance; one without the lease skips (``skipped_by`` names the holder).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from celestial_memory.clock import Clock
-from celestial_memory.domain.models import Memory, MemoryFilter, RebalanceReport
+from celestial_memory.config import Settings
+from celestial_memory.domain.models import RebalanceReport, ZoneEvent
 from celestial_memory.domain.scoring import MemoryFunction
+from celestial_memory.domain.trajectory import DROP_FIELDS, drop_times
 from celestial_memory.domain.zones import Zone, ZoneTable
 from celestial_memory.store.base import MemoryStore
+from celestial_memory.store.payload import AnyOf, Between, Condition, Eq
+
+DAY = 86_400.0
+SCORE_FIELDS = ("zone", "pinned", "recall_count", "last_recalled_at", "importance",
+                "context_score", "content_hash", "written_at")
+
+
+def event_id(memory_id: str, written_at: float, from_zone: int, to: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"celestial-event:{memory_id}:{written_at!r}:{from_zone}:{to}"))
+
+
+@dataclass(slots=True)
+class _Members:
+    """Payload columns of a set of memories, for vectorised scoring."""
+
+    ids: list[str]
+    zone: np.ndarray
+    pinned: np.ndarray
+    recall_count: np.ndarray
+    last: np.ndarray
+    importance: np.ndarray
+    context: np.ndarray
+    content_hash: list[str]
+    written_at: np.ndarray
+
+    @classmethod
+    def of(cls, rows: list[tuple[str, dict[str, object]]]) -> _Members:
+        def col(name: str, dtype: type, default: object = 0) -> np.ndarray:
+            return np.fromiter((p.get(name, default) for _, p in rows), dtype, len(rows))
+
+        return cls(
+            ids=[pid for pid, _ in rows], zone=col("zone", np.int64),
+            pinned=col("pinned", np.int64), recall_count=col("recall_count", np.float64),
+            last=col("last_recalled_at", np.float64), importance=col("importance", np.float64),
+            context=col("context_score", np.float64),
+            content_hash=[str(p.get("content_hash", "")) for _, p in rows],
+            written_at=col("written_at", np.float64),
+        )
 
 
 class Rebalancer:
@@ -29,82 +83,151 @@ class Rebalancer:
         zones: ZoneTable,
         clock: Clock,
         lock: threading.RLock,
+        settings: Settings,
     ) -> None:
         self._store = store
         self._fn = fn
         self._zones = zones
         self._clock = clock
         self._lock = lock
+        self._forget_after = settings.auto_forget_days * DAY
+        self._lease_ttl = settings.rebalance_lease_s
+        self.instance_id = settings.instance_id
 
-    def current_scores(self, memories: list[Memory], now: float, with_context: bool) -> np.ndarray:
-        n = np.fromiter((m.recall_count for m in memories), np.float64, len(memories))
-        last = np.fromiter((m.last_recalled_at for m in memories), np.float64, len(memories))
-        a = np.fromiter((m.importance for m in memories), np.float64, len(memories))
-        c = (
-            np.fromiter((m.context_score for m in memories), np.float64, len(memories))
-            if with_context
-            else np.zeros(len(memories))
-        )
-        return self._fn.total(n, last, a, c, now)
+    def drop_times(self, recall_count: int, last_recalled_at: float, importance: float) -> tuple[
+        float, float, float, float
+    ]:
+        t = drop_times(self._fn, self._zones, recall_count, last_recalled_at, importance)
+        return (float(t[0]), float(t[1]), float(t[2]), float(t[3]))
 
-    def rebalance(self, tenant: str, dry_run: bool = False) -> RebalanceReport:
+    # -- the rebalance ------------------------------------------------------------------------
+
+    def rebalance(self, tenant: str, dry_run: bool = False, full: bool = False) -> RebalanceReport:
         started = time.perf_counter()
-        with self._lock:
-            now = self._clock.now()
-            memories = [m for page in self._store.scan(tenant, MemoryFilter()) for m in page]
-            scores = self.current_scores(memories, now, with_context=False)
-            current = np.fromiter((m.zone for m in memories), np.int64, len(memories))
-            pinned = np.fromiter((m.pinned for m in memories), np.int64, len(memories))
-            by_score = self._zones.zone_of(scores)
-            by_score = np.where(pinned == 1, np.minimum(by_score, current), by_score)
-            final = self._zones.enforce_capacity(by_score, scores, keep=pinned)
-            changed = np.flatnonzero(final != current)
-            evicted = int(np.count_nonzero(final != by_score))
-            moved = Counter(
-                (Zone(int(current[i])), Zone(int(final[i]))) for i in changed
-            )
-            if not dry_run and len(changed):
-                self._store.set_fields(
-                    tenant,
-                    [
-                        (memories[i].id, {"zone": int(final[i]), "score": float(scores[i])})
-                        for i in changed
-                    ],
-                )
+        lease = f"rebalance:{tenant}"
+        holder = self._store.acquire_lease(lease, self.instance_id, self._clock.now(),
+                                           self._lease_ttl)
+        if holder != self.instance_id:
+            return RebalanceReport(0, {}, 0, 0, dry_run, 0.0, full, skipped_by=holder)
+        try:
+            with self._lock:
+                now = self._clock.now()
+                scanned, moved = (self._full(tenant, now, dry_run) if full
+                                  else self._incremental(tenant, now, dry_run))
+                if dry_run:
+                    evicted = self._overflow_after(tenant, moved)
+                    forgotten = self._store.count_where(tenant, self._forgettable(now))
+                else:
+                    evicted = len(self.enforce_capacity(tenant))
+                    forgotten = self.forget(tenant, now)
+        finally:
+            self._store.release_lease(lease, self.instance_id)
         return RebalanceReport(
-            scanned=len(memories),
-            moved=dict(moved),
-            evicted=evicted,
-            forgotten=0,
-            dry_run=dry_run,
-            duration_ms=(time.perf_counter() - started) * 1000,
+            scanned=scanned, moved=moved, evicted=evicted, forgotten=forgotten, dry_run=dry_run,
+            duration_ms=(time.perf_counter() - started) * 1000, full=full,
         )
 
-    def enforce_capacity(self, tenant: str, keep_ids: Collection[str] = ()) -> dict[str, Zone]:
-        """Push overflow outward zone by zone; returns the memories moved and their new zone.
+    def _incremental(
+        self, tenant: str, now: float, dry_run: bool
+    ) -> tuple[int, dict[tuple[Zone, Zone], int]]:
+        unpinned: Condition = Eq("pinned", 0)
+        moved: dict[tuple[Zone, Zone], int] = {}
+        for src in range(4):
+            for dst in range(src + 1, 5):
+                conds: list[Condition] = [unpinned, Eq("zone", src),
+                                          Between(DROP_FIELDS[dst - 1], lt=now)]
+                if dst < 4:
+                    conds.append(Between(DROP_FIELDS[dst], gte=now))
+                n = self._store.count_where(tenant, conds)
+                if n:
+                    moved[(Zone(src), Zone(dst))] = n
+        if not dry_run and moved:
+            for k in range(4):  # inner zones first, so a memory may fall several zones
+                conds = [unpinned, AnyOf("zone", tuple(range(k + 1))),
+                         Between(DROP_FIELDS[k], lt=now)]
+                self._store.set_where(tenant, conds, {"zone": k + 1})
+        return sum(moved.values()), moved
 
-        Called under the service lock after writes that may fill a zone. Only the members of
-        over-full bounded zones are read, so the cost is bounded by the capacities.
+    def _full(
+        self, tenant: str, now: float, dry_run: bool
+    ) -> tuple[int, dict[tuple[Zone, Zone], int]]:
+        rows = [r for page in self._store.scan_fields(tenant, SCORE_FIELDS) for r in page]
+        m = _Members.of(rows)
+        scores = self._fn.total(m.recall_count, m.last, m.importance, 0.0, now)
+        target = np.where(m.pinned == 1, m.zone, np.maximum(m.zone, self._zones.zone_of(scores)))
+        changed = np.flatnonzero(target != m.zone)
+        moved = Counter((Zone(int(m.zone[i])), Zone(int(target[i]))) for i in changed)
+        if not dry_run:
+            for z in np.unique(target[changed]):
+                ids = [m.ids[i] for i in changed[target[changed] == z]]
+                self._store.set_same(tenant, ids, {"zone": int(z)})
+        return len(rows), dict(moved)
+
+    # -- capacity ----------------------------------------------------------------------------
+
+    def enforce_capacity(self, tenant: str, keep_ids: Collection[str] = ()) -> list[ZoneEvent]:
+        """Push overflow outward zone by zone; returns the eviction events (also in the ledger).
+
+        Only the members of over-full bounded zones are read, so the cost is bounded by the
+        capacities and the overflow, not by the number of memories.
         """
         counts = self._store.count_by_zone(tenant)
         now = self._clock.now()
-        moved: dict[str, Zone] = {}
+        events: list[ZoneEvent] = []
         for zone in self._zones.bounded_zones():
             cap = self._zones.capacity_of(zone)
             if zone == Zone.CLOUD or counts[zone] <= cap:
                 continue
-            members = [
-                m for page in self._store.scan(tenant, MemoryFilter(zones=[zone])) for m in page
+            rows = [r for page in self._store.scan_fields(tenant, SCORE_FIELDS,
+                                                          [Eq("zone", int(zone))]) for r in page]
+            m = _Members.of(rows)
+            # Rank by the score as it stands now, with C from the last recall.
+            scores = self._fn.total(m.recall_count, m.last, m.importance, m.context, now)
+            keep = 2 * m.pinned + np.fromiter((i in keep_ids for i in m.ids), np.int64, len(m.ids))
+            new = self._zones.enforce_capacity(m.zone, scores, keep=keep)
+            out = np.flatnonzero(new != int(zone))
+            next_zone = Zone(int(zone) + 1)
+            self._store.set_same(tenant, [m.ids[i] for i in out], {"zone": int(next_zone)})
+            events += [
+                ZoneEvent(event_id(m.ids[i], float(m.written_at[i]), int(zone), str(int(next_zone))),
+                          tenant, m.ids[i], zone, next_zone, "capacity", now, m.content_hash[i])
+                for i in out
             ]
-            scores = self.current_scores(members, now, with_context=True)
-            keep = np.array(
-                [2 * m.pinned + (m.id in keep_ids) for m in members], dtype=np.int64
-            )
-            zones = np.full(len(members), int(zone), dtype=np.int64)
-            new = self._zones.enforce_capacity(zones, scores, keep=keep)
-            out = np.flatnonzero(new != zone)
-            self._store.set_fields(tenant, [(members[i].id, {"zone": int(new[i])}) for i in out])
-            for i in out:
-                moved[members[i].id] = Zone(int(new[i]))
-                counts[Zone(int(new[i]))] += 1
-        return moved
+            counts[next_zone] += len(out)
+        self._store.append_events(events)
+        return events
+
+    def _overflow_after(self, tenant: str, moved: dict[tuple[Zone, Zone], int]) -> int:
+        """How many evictions the moves would cause (for a dry run), cascade included."""
+        counts = self._store.count_by_zone(tenant)
+        for (src, dst), n in moved.items():
+            counts[src] -= n
+            counts[dst] += n
+        evicted = 0
+        for zone in self._zones.bounded_zones():
+            if zone == Zone.CLOUD:
+                continue
+            over = max(0, counts[zone] - self._zones.capacity_of(zone))
+            evicted += over
+            counts[Zone(int(zone) + 1)] += over
+        return evicted
+
+    # -- forgetting --------------------------------------------------------------------------
+
+    def _forgettable(self, now: float) -> Sequence[Condition]:
+        return [Eq("zone", int(Zone.CLOUD)), Eq("pinned", 0),
+                Between("last_recalled_at", lt=now - self._forget_after)]
+
+    def forget(self, tenant: str, now: float) -> int:
+        """Delete forgettable memories, ledger first: an event is written before its memory goes."""
+        rows = [r for page in self._store.scan_fields(tenant, SCORE_FIELDS, self._forgettable(now))
+                for r in page]
+        if not rows:
+            return 0
+        m = _Members.of(rows)
+        self._store.append_events([
+            ZoneEvent(event_id(pid, 0.0, int(Zone.CLOUD), "forgotten"), tenant, pid, Zone.CLOUD,
+                      None, "forgotten", now, m.content_hash[i])
+            for i, pid in enumerate(m.ids)
+        ])
+        return self._store.delete(tenant, m.ids)

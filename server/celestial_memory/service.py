@@ -27,12 +27,15 @@ from celestial_memory.domain.models import (
     Stats,
     Vector,
     ZoneCount,
+    ZoneEvent,
 )
 from celestial_memory.domain.scoring import MemoryFunction, ScoreBreakdown
+from celestial_memory.domain.trajectory import DROP_FIELDS
 from celestial_memory.domain.zones import Zone, ZoneTable
 from celestial_memory.embedding import Embedder
 from celestial_memory.errors import InvalidArgument, NotFound
 from celestial_memory.rebalancer import Rebalancer
+from celestial_memory.reinforcement import ReinforcementQueue
 from celestial_memory.store.base import MemoryStore
 
 
@@ -96,7 +99,25 @@ class MemoryService:
         self.zones = ZoneTable.from_settings(settings)
         self._evaluator = evaluator
         self._lock = threading.RLock()
-        self.rebalancer = Rebalancer(store, self.fn, self.zones, clock, self._lock)
+        self.rebalancer = Rebalancer(store, self.fn, self.zones, clock, self._lock, settings)
+        self._queue = ReinforcementQueue(
+            store, settings.reinforce_flush_ms / 1000, on_flushed=self._after_reinforcement
+        )
+
+    def close(self) -> None:
+        """Write pending reinforcements, then flush and close the store."""
+        self._queue.close()
+        self.store.close()
+
+    def _after_reinforcement(self, tenant: str, ids: set[str]) -> None:
+        with self._lock:
+            self.rebalancer.enforce_capacity(tenant, keep_ids=ids)
+
+    def _placed(self, m: Memory, now: float) -> Memory:
+        """Stamp a memory about to be written with its drop times and write time."""
+        m.drop_times = self.rebalancer.drop_times(m.recall_count, m.last_recalled_at, m.importance)
+        m.written_at = now
+        return m
 
     # -- store ---------------------------------------------------------------------------
 
@@ -121,7 +142,7 @@ class MemoryService:
             created = it.created_at if it.created_at is not None else now
             score = float(self.fn.total(0, created, importance, 0.0, now))
             vec = it.vector if it.vector is not None else vectors[i]
-            memories.append(
+            memories.append(self._placed(
                 Memory(
                     id=it.id or str(uuid.uuid4()), tenant=tenant, content=it.content,
                     zone=self.zones.zone_of_score(score), score=score, importance=importance,
@@ -129,13 +150,13 @@ class MemoryService:
                     tags=it.tags, session_id=it.session_id, agent_id=it.agent_id,
                     metadata=it.metadata, pinned=it.pinned, content_hash=content_hash(it.content),
                     vector=np.asarray(vec, dtype=np.float32),
-                )
-            )
+                ), now
+            ))
         with self._lock:
             self.store.upsert(memories)
-            moved = self.rebalancer.enforce_capacity(tenant)
+            evicted = {e.memory_id: e.to_zone for e in self.rebalancer.enforce_capacity(tenant)}
         for m in memories:
-            m.zone = moved.get(m.id, m.zone)
+            m.zone = evicted.get(m.id) or m.zone
             m.vector = None
         return memories
 
@@ -187,6 +208,13 @@ class MemoryService:
             updates = []
             for zone, hit in hits:
                 m = hit.memory
+                pending = self._queue.overlay(tenant, m.id)
+                if pending:  # a reinforcement not written yet: count from it
+                    m.recall_count = pending["recall_count"]
+                    m.last_recalled_at = pending["last_recalled_at"]
+                    m.context_score = pending["context_score"]
+                    m.zone = Zone(pending["zone"])
+                    zone = min(zone, m.zone)
                 c = max(context.get(m.id, 0.0), 0.0)
                 if q.reinforce:
                     m.recall_count += 1
@@ -197,19 +225,18 @@ class MemoryService:
                     # A recall never moves what it returns outward.
                     m.zone = min(zone, self.zones.zone_of_score(b.total))
                     m.score = b.total
-                    updates.append((m.id, _reinforced_fields(m)))
+                    updates.append((m.id, _reinforced_fields(self._placed(m, now))))
                 results.append(RecallResult(m, zone, hit.similarity, b))
             if updates:
-                self.store.set_fields(tenant, updates)
-                moved = self.rebalancer.enforce_capacity(tenant, keep_ids=set(ids))
-                for r in results:
-                    r.memory.zone = moved.get(r.memory.id, r.memory.zone)
+                # Written behind (see reinforcement.py); capacity is enforced after the write.
+                self._queue.submit(tenant, updates)
         return results
 
     # -- get / update / delete -------------------------------------------------------------
 
     def get(self, tenant: str, memory_id: str) -> Memory:
         mid = check.memory_id(memory_id)
+        self._queue.flush()
         found = self.store.get(tenant, [mid])
         if mid not in found:
             raise NotFound(f"memory {mid} not found")
@@ -230,8 +257,13 @@ class MemoryService:
         if new_content is not None and vec is None:
             vec = self.embedder.embed([new_content])[0]
 
+        self._queue.flush()
         with self._lock:
-            m = self.get(tenant, mid)
+            found = self.store.get(tenant, [mid])
+            if mid not in found:
+                raise NotFound(f"memory {mid} not found")
+            m = found[mid]
+            now = self.clock.now()
             if new_content is not None:
                 m.content = new_content
                 m.content_hash = content_hash(new_content)
@@ -244,25 +276,27 @@ class MemoryService:
             if importance is not None:
                 # A new importance re-places the memory by its current score.
                 m.importance = importance
-                now = self.clock.now()
                 m.score = float(
                     self.fn.total(m.recall_count, m.last_recalled_at, importance,
                                   m.context_score, now)
                 )
                 target = self.zones.zone_of_score(m.score)
                 m.zone = min(m.zone, target) if m.pinned else target
+            self._placed(m, now)
             if vec is not None:
                 m.vector = vec
                 self.store.upsert([m])
                 m.vector = None
             else:
                 self.store.set_fields(tenant, [(m.id, _editable_fields(m))])
-            moved = self.rebalancer.enforce_capacity(tenant, keep_ids={m.id})
-            m.zone = moved.get(m.id, m.zone)
+            evicted = {e.memory_id: e.to_zone for e in
+                       self.rebalancer.enforce_capacity(tenant, keep_ids={m.id})}
+            m.zone = evicted.get(m.id) or m.zone
         return m
 
     def delete(self, tenant: str, memory_id: str) -> bool:
         mid = check.memory_id(memory_id)
+        self._queue.flush()
         with self._lock:
             return self.store.delete(tenant, [mid]) > 0
 
@@ -270,12 +304,14 @@ class MemoryService:
         check.memory_filter(flt, self.settings)
         if flt.is_empty():
             raise InvalidArgument("filter", "is empty: refusing to delete the whole tenant")
+        self._queue.flush()
         with self._lock:
             return self.store.delete_by_filter(tenant, flt)
 
     # -- stats / rebalance ------------------------------------------------------------------
 
     def stats(self, tenant: str) -> Stats:
+        self._queue.flush()
         counts = self.store.count_by_zone(tenant)
         zones = [
             ZoneCount(z, counts[z], self.zones.capacity_of(z), self.zones.min_score(z))
@@ -286,14 +322,30 @@ class MemoryService:
             dimension=self.embedder.dimension, backend=self.store.backend_name,
         )
 
-    def rebalance(self, tenant: str, dry_run: bool = False) -> RebalanceReport:
-        return self.rebalancer.rebalance(tenant, dry_run)
+    def rebalance(self, tenant: str, dry_run: bool = False, full: bool = False) -> RebalanceReport:
+        self._queue.flush()
+        return self.rebalancer.rebalance(tenant, dry_run, full)
+
+    def ledger(
+        self, tenant: str, since: float | None = None, limit: int = 100, memory_id: str = ""
+    ) -> list[ZoneEvent]:
+        """Zone events (evictions, forgotten memories) of a tenant, oldest first."""
+        if not 0 < limit <= 10_000:
+            raise InvalidArgument("limit", f"must be 1 to 10000, got {limit}")
+        mid = check.memory_id(memory_id) if memory_id else ""
+        check.timestamp(since, "since")
+        return self.store.read_events(tenant, since, limit, mid)
 
     def breakdown(self, m: Memory) -> ScoreBreakdown:
         """The memory function's terms for ``m`` now, with C from its last recall."""
         return self.fn.breakdown(
             m.recall_count, m.last_recalled_at, m.importance, m.context_score, self.clock.now()
         )
+
+
+def _placement(m: Memory) -> dict[str, object]:
+    assert m.drop_times is not None
+    return {**dict(zip(DROP_FIELDS, m.drop_times, strict=True)), "written_at": m.written_at}
 
 
 def _reinforced_fields(m: Memory) -> Mapping[str, object]:
@@ -303,11 +355,13 @@ def _reinforced_fields(m: Memory) -> Mapping[str, object]:
         "context_score": m.context_score,
         "score": m.score,
         "zone": int(m.zone),
+        **_placement(m),
     }
 
 
 def _editable_fields(m: Memory) -> Mapping[str, object]:
     return {
+        **_placement(m),
         "tags": m.tags,
         "metadata": m.metadata,
         "pinned": int(m.pinned),

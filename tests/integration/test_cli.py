@@ -32,8 +32,9 @@ async def test_cli_round_trip(server: MemoryServer, capsys: pytest.CaptureFixtur
     out = await cli(server, capsys, "stats")
     assert out.splitlines()[2].split()[:3] == ["core", "0", "20"]
     assert "total 1" in out and "backend edge" in out
-    out = await cli(server, capsys, "rebalance", "--dry-run")
+    out = await cli(server, capsys, "rebalance", "--dry-run", "--full")
     assert out.startswith("scanned 1") and "would move" in out
+    assert (await cli(server, capsys, "ledger")).strip() == "no events"
     assert (await cli(server, capsys, "delete", memory_id)).strip() == "deleted"
 
 

@@ -7,8 +7,8 @@ import inspect
 import celestial_client
 from celestial_client import AsyncCelestialClient, CelestialClient
 
-METHODS = ["close", "delete", "get", "rebalance", "recall", "stats", "store", "store_batch",
-           "update"]
+METHODS = ["close", "delete", "get", "ledger", "rebalance", "recall", "stats", "store",
+           "store_batch", "update"]
 
 
 def test_exports_are_pinned() -> None:
@@ -17,7 +17,8 @@ def test_exports_are_pinned() -> None:
         "DeadlineExceededError", "InternalError", "InvalidArgumentError", "Memory",
         "NotFoundError", "PermissionDeniedError", "RebalanceReport", "RecallResult",
         "ResourceExhaustedError", "ScoreBreakdown", "Stats", "StoreItem",
-        "UnauthenticatedError", "UnavailableError", "UnimplementedError", "Zone", "ZoneStats",
+        "UnauthenticatedError", "UnavailableError", "UnimplementedError", "Zone", "ZoneEvent",
+        "ZoneStats",
     ]
 
 

@@ -286,12 +286,14 @@ class DeleteByFilterResponse(_message.Message):
     def __init__(self, deleted: _Optional[int] = ...) -> None: ...
 
 class RebalanceRequest(_message.Message):
-    __slots__ = ("tenant", "dry_run")
+    __slots__ = ("tenant", "dry_run", "full")
     TENANT_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    FULL_FIELD_NUMBER: _ClassVar[int]
     tenant: str
     dry_run: bool
-    def __init__(self, tenant: _Optional[str] = ..., dry_run: _Optional[bool] = ...) -> None: ...
+    full: bool
+    def __init__(self, tenant: _Optional[str] = ..., dry_run: _Optional[bool] = ..., full: _Optional[bool] = ...) -> None: ...
 
 class ZoneMove(_message.Message):
     __slots__ = ("from_zone", "to_zone", "count")
@@ -304,20 +306,62 @@ class ZoneMove(_message.Message):
     def __init__(self, from_zone: _Optional[_Union[Zone, str]] = ..., to_zone: _Optional[_Union[Zone, str]] = ..., count: _Optional[int] = ...) -> None: ...
 
 class RebalanceResponse(_message.Message):
-    __slots__ = ("scanned", "moved", "evicted", "forgotten", "dry_run", "duration_ms")
+    __slots__ = ("scanned", "moved", "evicted", "forgotten", "dry_run", "duration_ms", "full", "skipped_by")
     SCANNED_FIELD_NUMBER: _ClassVar[int]
     MOVED_FIELD_NUMBER: _ClassVar[int]
     EVICTED_FIELD_NUMBER: _ClassVar[int]
     FORGOTTEN_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    FULL_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_BY_FIELD_NUMBER: _ClassVar[int]
     scanned: int
     moved: _containers.RepeatedCompositeFieldContainer[ZoneMove]
     evicted: int
     forgotten: int
     dry_run: bool
     duration_ms: float
-    def __init__(self, scanned: _Optional[int] = ..., moved: _Optional[_Iterable[_Union[ZoneMove, _Mapping]]] = ..., evicted: _Optional[int] = ..., forgotten: _Optional[int] = ..., dry_run: _Optional[bool] = ..., duration_ms: _Optional[float] = ...) -> None: ...
+    full: bool
+    skipped_by: str
+    def __init__(self, scanned: _Optional[int] = ..., moved: _Optional[_Iterable[_Union[ZoneMove, _Mapping]]] = ..., evicted: _Optional[int] = ..., forgotten: _Optional[int] = ..., dry_run: _Optional[bool] = ..., duration_ms: _Optional[float] = ..., full: _Optional[bool] = ..., skipped_by: _Optional[str] = ...) -> None: ...
+
+class LedgerRequest(_message.Message):
+    __slots__ = ("tenant", "since", "limit", "memory_id")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    since: _timestamp_pb2.Timestamp
+    limit: int
+    memory_id: str
+    def __init__(self, tenant: _Optional[str] = ..., since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., limit: _Optional[int] = ..., memory_id: _Optional[str] = ...) -> None: ...
+
+class ZoneEvent(_message.Message):
+    __slots__ = ("id", "tenant", "memory_id", "from_zone", "to_zone", "reason", "at", "content_hash")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
+    FROM_ZONE_FIELD_NUMBER: _ClassVar[int]
+    TO_ZONE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_HASH_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    tenant: str
+    memory_id: str
+    from_zone: Zone
+    to_zone: Zone
+    reason: str
+    at: _timestamp_pb2.Timestamp
+    content_hash: str
+    def __init__(self, id: _Optional[str] = ..., tenant: _Optional[str] = ..., memory_id: _Optional[str] = ..., from_zone: _Optional[_Union[Zone, str]] = ..., to_zone: _Optional[_Union[Zone, str]] = ..., reason: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., content_hash: _Optional[str] = ...) -> None: ...
+
+class LedgerResponse(_message.Message):
+    __slots__ = ("events",)
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[ZoneEvent]
+    def __init__(self, events: _Optional[_Iterable[_Union[ZoneEvent, _Mapping]]] = ...) -> None: ...
 
 class StatsRequest(_message.Message):
     __slots__ = ("tenant",)

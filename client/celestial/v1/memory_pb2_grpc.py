@@ -75,6 +75,11 @@ class MemoryServiceStub:
                 request_serializer=celestial_dot_v1_dot_memory__pb2.RebalanceRequest.SerializeToString,
                 response_deserializer=celestial_dot_v1_dot_memory__pb2.RebalanceResponse.FromString,
                 _registered_method=True)
+        self.Ledger = channel.unary_unary(
+                '/celestial.v1.MemoryService/Ledger',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.LedgerRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.LedgerResponse.FromString,
+                _registered_method=True)
         self.Stats = channel.unary_unary(
                 '/celestial.v1.MemoryService/Stats',
                 request_serializer=celestial_dot_v1_dot_memory__pb2.StatsRequest.SerializeToString,
@@ -147,7 +152,15 @@ class MemoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Rebalance(self, request, context):
-        """Rescores every memory of a tenant and moves those whose zone changed.
+        """Moves the memories whose zone changed since their last write, enforces capacities and
+        forgets long-neglected Cloud memories. Runs on a schedule too.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Ledger(self, request, context):
+        """Reads the append-only ledger of zone events (evictions and forgotten memories).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -216,6 +229,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.Rebalance,
                     request_deserializer=celestial_dot_v1_dot_memory__pb2.RebalanceRequest.FromString,
                     response_serializer=celestial_dot_v1_dot_memory__pb2.RebalanceResponse.SerializeToString,
+            ),
+            'Ledger': grpc.unary_unary_rpc_method_handler(
+                    servicer.Ledger,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.LedgerRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.LedgerResponse.SerializeToString,
             ),
             'Stats': grpc.unary_unary_rpc_method_handler(
                     servicer.Stats,
@@ -450,6 +468,33 @@ class MemoryService:
             '/celestial.v1.MemoryService/Rebalance',
             celestial_dot_v1_dot_memory__pb2.RebalanceRequest.SerializeToString,
             celestial_dot_v1_dot_memory__pb2.RebalanceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Ledger(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/celestial.v1.MemoryService/Ledger',
+            celestial_dot_v1_dot_memory__pb2.LedgerRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.LedgerResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -33,6 +33,9 @@ class Memory:
     pinned: bool = False
     content_hash: str = ""
     vector: Vector | None = None
+    # Time the resting score drops below each threshold (core..belt): see domain/trajectory.py.
+    drop_times: tuple[float, float, float, float] | None = None
+    written_at: float = 0.0  # last store, reinforcement or update: keys ledger events
 
 
 @dataclass(slots=True)
@@ -85,6 +88,8 @@ class RebalanceReport:
     forgotten: int
     dry_run: bool
     duration_ms: float
+    full: bool = False
+    skipped_by: str = ""  # another instance's id when it held the rebalance lease
 
 
 @dataclass(slots=True)
@@ -102,3 +107,17 @@ class Stats:
     embedding_model: str
     dimension: int
     backend: str
+
+
+@dataclass(slots=True, frozen=True)
+class ZoneEvent:
+    """One entry of the append-only ledger: a memory evicted by capacity or forgotten."""
+
+    id: str
+    tenant: str
+    memory_id: str
+    from_zone: Zone
+    to_zone: Zone | None  # None: forgotten
+    reason: str  # "capacity" or "forgotten"
+    at: float
+    content_hash: str = ""

@@ -11,6 +11,7 @@ from celestial_memory.domain.models import (
     RebalanceReport,
     RecallResult,
     Stats,
+    ZoneEvent,
 )
 from celestial_memory.domain.scoring import ScoreBreakdown
 from celestial_memory.domain.zones import Zone
@@ -123,7 +124,15 @@ def rebalance_to_pb(rep: RebalanceReport) -> pb.RebalanceResponse:
     ]
     return pb.RebalanceResponse(
         scanned=rep.scanned, moved=moved, evicted=rep.evicted, forgotten=rep.forgotten,
-        dry_run=rep.dry_run, duration_ms=rep.duration_ms,
+        dry_run=rep.dry_run, duration_ms=rep.duration_ms, full=rep.full, skipped_by=rep.skipped_by,
+    )
+
+
+def event_to_pb(e: ZoneEvent) -> pb.ZoneEvent:
+    return pb.ZoneEvent(
+        id=e.id, tenant=e.tenant, memory_id=e.memory_id, from_zone=zone_to_pb(e.from_zone),
+        to_zone=pb.ZONE_UNSPECIFIED if e.to_zone is None else zone_to_pb(e.to_zone),
+        reason=e.reason, at=ts_to_pb(e.at), content_hash=e.content_hash,
     )
 
 

@@ -73,7 +73,7 @@ class MemoryServer:
                 await self._rebalance_task
         g = self.service.settings.grace_seconds if grace is None else grace
         await self._server.stop(g)
-        self.service.store.close()
+        self.service.close()
         log.info("stopped; store flushed and closed")
 
     async def wait(self) -> None:

@@ -100,9 +100,18 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self, request: pb.RebalanceRequest, context: Context
     ) -> pb.RebalanceResponse:
         rep = await self._run(
-            self._service.rebalance, self._tenant(request.tenant), request.dry_run
+            self._service.rebalance, self._tenant(request.tenant), request.dry_run, request.full
         )
         return cv.rebalance_to_pb(rep)
+
+    @mapped
+    async def Ledger(self, request: pb.LedgerRequest, context: Context) -> pb.LedgerResponse:
+        since = cv.ts_from_pb(request, "since", "since")
+        events = await self._run(
+            self._service.ledger, self._tenant(request.tenant), since, request.limit or 100,
+            request.memory_id,
+        )
+        return pb.LedgerResponse(events=[cv.event_to_pb(e) for e in events])
 
     @mapped
     async def Stats(self, request: pb.StatsRequest, context: Context) -> pb.StatsResponse:

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
-from celestial_memory.domain.models import Hit, Memory, MemoryFilter, Vector
+from celestial_memory.domain.models import Hit, Memory, MemoryFilter, Vector, ZoneEvent
 from celestial_memory.domain.zones import Zone
+from celestial_memory.store.payload import Condition
 
 
 class MemoryStore(Protocol):
@@ -66,6 +67,46 @@ class MemoryStore(Protocol):
         self, tenant: str, flt: MemoryFilter, page_size: int = 1024
     ) -> Iterator[list[Memory]]:
         """Every matching memory of ``tenant`` (without vectors), page by page."""
+        ...
+
+    # -- batch work for the rebalancer: conditions are payload.Condition, ANDed with the tenant
+
+    def count_where(self, tenant: str, conds: Sequence[Condition]) -> int:
+        ...
+
+    def set_where(self, tenant: str, conds: Sequence[Condition], fields: Mapping[str, Any]) -> None:
+        """Set the same fields on every matching memory, in one operation."""
+        ...
+
+    def set_same(self, tenant: str, ids: Sequence[str], fields: Mapping[str, Any]) -> None:
+        """Set the same fields on many memories, in one operation."""
+        ...
+
+    def scan_fields(
+        self, tenant: str, fields: Sequence[str], conds: Sequence[Condition] = (),
+        page_size: int = 20_000,
+    ) -> Iterator[list[tuple[str, dict[str, Any]]]]:
+        """(id, payload subset) of every matching memory, page by page."""
+        ...
+
+    # -- the ledger (append-only) and the rebalance lease, kept beside the memories
+
+    def append_events(self, events: Sequence[ZoneEvent]) -> None:
+        """Write events; an event id already present is left as it is (idempotent)."""
+        ...
+
+    def read_events(
+        self, tenant: str, since: float | None, limit: int, memory_id: str = ""
+    ) -> list[ZoneEvent]:
+        """Events of ``tenant`` at or after ``since``, oldest first."""
+        ...
+
+    def acquire_lease(self, name: str, holder: str, now: float, ttl: float) -> str:
+        """Take or renew the lease ``name`` unless another holder's is unexpired; returns the
+        holder after the attempt (``holder`` itself on success)."""
+        ...
+
+    def release_lease(self, name: str, holder: str) -> None:
         ...
 
     def flush(self) -> None:

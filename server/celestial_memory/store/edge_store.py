@@ -1,11 +1,14 @@
-"""The embedded backend: Qdrant Edge in-process, one shard on disk under the data directory.
+"""The embedded backend: Qdrant Edge in-process, shards on disk under the data directory.
 
-Only one process may open a shard directory (Qdrant Edge 0.9.0); the shard is flushed on close.
+Two shards: the memories (``<collection>``) and the ledger with the rebalance lease
+(``<collection>_ledger``, no vectors). Only one process may open a shard directory (Qdrant Edge
+0.9.0); shards are flushed on close.
 """
 
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -13,18 +16,21 @@ from typing import Any, cast
 
 import numpy as np
 import qdrant_edge as qe
-from celestial_memory.domain.models import Hit, Memory, MemoryFilter, Vector
+from celestial_memory.domain.models import Hit, Memory, MemoryFilter, Vector, ZoneEvent
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import StoreUnavailable
 from celestial_memory.store.payload import (
     DENSE,
     INDEXES,
+    LEDGER_INDEXES,
     AnyOf,
     Between,
     Condition,
     Eq,
     Ids,
     conditions,
+    event_from_payload,
+    event_payload,
     from_payload,
     to_payload,
 )
@@ -47,11 +53,29 @@ def _condition(c: Condition) -> Any:
     return qe.HasIdCondition(set(c.ids))
 
 
-def _filter(tenant: str, flt: MemoryFilter | None = None, ids: Sequence[str] = ()) -> Any:
-    conds = conditions(tenant, flt)
-    if ids:
-        conds.append(Ids(tuple(ids)))
-    return qe.Filter(must=[_condition(c) for c in conds])
+def _filter(
+    tenant: str,
+    flt: MemoryFilter | None = None,
+    ids: Sequence[str] = (),
+    extra: Sequence[Condition] = (),
+) -> Any:
+    return qe.Filter(must=[_condition(c) for c in conditions(tenant, flt, ids, extra)])
+
+
+def _open(path: Path, config: Any, indexes: Mapping[str, str]) -> Any:
+    try:
+        if (path / "edge_config.json").exists():
+            shard = qe.EdgeShard.load(str(path), config)
+        else:
+            path.mkdir(parents=True, exist_ok=True)
+            shard = qe.EdgeShard.create(str(path), config)
+    except Exception as exc:  # the engine reports lock and format problems as plain errors
+        raise StoreUnavailable(f"cannot open the embedded store at {path}: {exc}") from exc
+    existing = set(shard.info().payload_schema)
+    for field, kind in indexes.items():
+        if field not in existing:
+            shard.update(qe.UpdateOperation.create_field_index(field, _INDEX_PARAMS[kind]))
+    return shard
 
 
 class EdgeStore:
@@ -63,24 +87,15 @@ class EdgeStore:
         config = qe.EdgeConfig(
             vectors={DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)}
         )
-        try:
-            if (path / "edge_config.json").exists() or any(path.glob("segments*")):
-                self._shard = qe.EdgeShard.load(str(path), config)
-            else:
-                path.mkdir(parents=True, exist_ok=True)
-                self._shard = qe.EdgeShard.create(str(path), config)
-        except Exception as exc:  # the engine reports lock and format problems as plain errors
-            raise StoreUnavailable(f"cannot open the embedded store at {path}: {exc}") from exc
-        existing = set(self._shard.info().payload_schema)
-        for field, kind in INDEXES.items():
-            if field not in existing:
-                self._update(qe.UpdateOperation.create_field_index(field, _INDEX_PARAMS[kind]))
-        # Edge calls are thread-safe in the engine; the lock keeps multi-step writes whole.
+        self._shard = _open(path, config, INDEXES)
+        ledger_config = qe.EdgeConfig(sparse_vectors={"_": qe.EdgeSparseVectorParams()})
+        self._ledger = _open(path.with_name(path.name + "_ledger"), ledger_config, LEDGER_INDEXES)
+        # The engine is thread-safe; the lock keeps count-then-delete sequences whole.
         self._write_lock = threading.Lock()
 
-    def _update(self, op: Any) -> None:
+    def _update(self, op: Any, shard: Any = None) -> None:
         try:
-            self._shard.update(op)
+            (shard or self._shard).update(op)
         except Exception as exc:
             raise StoreUnavailable(f"embedded store refused a write: {exc}") from exc
 
@@ -91,8 +106,7 @@ class EdgeStore:
                 raise ValueError(f"memory {m.id} has no vector")
             points.append(qe.Point(m.id, {DENSE: m.vector.tolist()}, to_payload(m)))
         if points:
-            with self._write_lock:
-                self._update(qe.UpdateOperation.upsert_points(points))
+            self._update(qe.UpdateOperation.upsert_points(points))
 
     def get(
         self, tenant: str, ids: Sequence[str], with_vectors: bool = False
@@ -114,26 +128,21 @@ class EdgeStore:
         return out
 
     def set_fields(self, tenant: str, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
-        with self._write_lock:
-            for point_id, fields in updates:
-                # Scoped by tenant in the filter, so a foreign id can never be touched.
-                self._update(
-                    qe.UpdateOperation.set_payload_by_filter(
-                        _filter(tenant, ids=[point_id]), dict(fields)
-                    )
-                )
+        for point_id, fields in updates:
+            # Scoped by tenant in the filter, so a foreign id can never be touched.
+            self._update(
+                qe.UpdateOperation.set_payload_by_filter(_filter(tenant, ids=[point_id]), dict(fields))
+            )
 
     def delete(self, tenant: str, ids: Sequence[str]) -> int:
         if not ids:
             return 0
-        flt = _filter(tenant, ids=ids)
-        with self._write_lock:
-            n = self._shard.count(qe.CountRequest(filter=flt, exact=True))
-            self._update(qe.UpdateOperation.delete_points_by_filter(flt))
-        return int(n)
+        return self._delete(_filter(tenant, ids=ids))
 
     def delete_by_filter(self, tenant: str, flt: MemoryFilter) -> int:
-        f = _filter(tenant, flt)
+        return self._delete(_filter(tenant, flt))
+
+    def _delete(self, f: Any) -> int:
         with self._write_lock:
             n = self._shard.count(qe.CountRequest(filter=f, exact=True))
             self._update(qe.UpdateOperation.delete_points_by_filter(f))
@@ -149,19 +158,16 @@ class EdgeStore:
         min_similarity: float,
     ) -> list[list[Hit]]:
         q = qe.Query.Nearest(vector.tolist(), using=DENSE)
-        requests = []
-        for zone in zones:
-            zf = replace(flt, zones=[zone])
-            requests.append(
-                qe.QueryRequest(
-                    limit=limit, query=q, filter=_filter(tenant, zf),
-                    with_payload=True, score_threshold=min_similarity,
-                )
+        requests = [
+            qe.QueryRequest(
+                limit=limit, query=q, filter=_filter(tenant, replace(flt, zones=[zone])),
+                with_payload=True, score_threshold=min_similarity,
             )
+            for zone in zones
+        ]
         batches = self._shard.query_batch(qe.QueryBatchRequest(requests))
         return [
-            [Hit(from_payload(p.id, p.payload or {}), float(p.score)) for p in b]
-            for b in batches
+            [Hit(from_payload(p.id, p.payload or {}), float(p.score)) for p in b] for b in batches
         ]
 
     def similarities(self, tenant: str, vector: Vector, ids: Sequence[str]) -> dict[str, float]:
@@ -191,21 +197,94 @@ class EdgeStore:
     def scan(
         self, tenant: str, flt: MemoryFilter, page_size: int = 1024
     ) -> Iterator[list[Memory]]:
+        for page in self._scroll(_filter(tenant, flt), True, page_size):
+            yield [from_payload(pid, p) for pid, p in page]
+
+    def _scroll(self, f: Any, payload: Any, page_size: int) -> Iterator[list[tuple[str, Any]]]:
         offset: Any = None
-        f = _filter(tenant, flt)
         while True:
             records, offset = self._shard.scroll(
-                qe.ScrollRequest(offset=offset, limit=page_size, filter=f, with_payload=True)
+                qe.ScrollRequest(offset=offset, limit=page_size, filter=f, with_payload=payload)
             )
             if records:
-                yield [from_payload(r.id, r.payload or {}) for r in records]
+                yield [(str(r.id), r.payload or {}) for r in records]
             if offset is None:
                 return
 
+    def count_where(self, tenant: str, conds: Sequence[Condition]) -> int:
+        f = _filter(tenant, extra=conds)
+        return int(self._shard.count(qe.CountRequest(filter=f, exact=True)))
+
+    def set_where(self, tenant: str, conds: Sequence[Condition], fields: Mapping[str, Any]) -> None:
+        self._update(qe.UpdateOperation.set_payload_by_filter(_filter(tenant, extra=conds), dict(fields)))
+
+    def set_same(self, tenant: str, ids: Sequence[str], fields: Mapping[str, Any]) -> None:
+        if ids:
+            self.set_where(tenant, [Ids(tuple(ids))], fields)
+
+    def scan_fields(
+        self, tenant: str, fields: Sequence[str], conds: Sequence[Condition] = (),
+        page_size: int = 20_000,
+    ) -> Iterator[list[tuple[str, dict[str, Any]]]]:
+        selector = qe.PayloadSelector.Include(list(fields))
+        yield from self._scroll(_filter(tenant, extra=conds), selector, page_size)
+
+    # -- ledger and lease
+
+    def append_events(self, events: Sequence[ZoneEvent]) -> None:
+        if events:
+            points = [qe.Point(e.id, {}, event_payload(e)) for e in events]
+            # InsertOnly: replaying an event (two replicas, a retried batch) keeps the first.
+            op = qe.UpdateOperation.upsert_points(points, update_mode=qe.UpdateMode.InsertOnly)
+            self._update(op, self._ledger)
+
+    def read_events(
+        self, tenant: str, since: float | None, limit: int, memory_id: str = ""
+    ) -> list[ZoneEvent]:
+        conds: list[Condition] = [Eq("kind", "event")]
+        if since is not None:
+            conds.append(Between("at", gte=since))
+        if memory_id:
+            conds.append(Eq("memory_id", memory_id))
+        records, _ = self._ledger.scroll(
+            qe.ScrollRequest(
+                limit=limit, filter=_filter(tenant, extra=conds), with_payload=True,
+                order_by=qe.OrderBy("at", direction=qe.Direction.Asc),
+            )
+        )
+        return [event_from_payload(r.id, r.payload or {}) for r in records]
+
+    def acquire_lease(self, name: str, holder: str, now: float, ttl: float) -> str:
+        pid = _lease_id(name)
+        point = qe.Point(pid, {}, {"kind": "lease", "tenant": "", "holder": holder,
+                                    "expires_at": now + ttl})
+        free_or_mine = qe.Filter(should=[
+            qe.FieldCondition("expires_at", range=qe.RangeFloat(lt=now)),
+            qe.FieldCondition("holder", match=qe.MatchValue(holder)),
+        ])
+        with self._write_lock:
+            self._update(qe.UpdateOperation.upsert_points(
+                [point], update_mode=qe.UpdateMode.InsertOnly), self._ledger)
+            self._update(qe.UpdateOperation.upsert_points([point], condition=free_or_mine),
+                         self._ledger)
+            (rec,) = self._ledger.retrieve([pid], with_payload=True, with_vector=False)
+        return str((rec.payload or {}).get("holder", ""))
+
+    def release_lease(self, name: str, holder: str) -> None:
+        mine = qe.Filter(must=[qe.FieldCondition("holder", match=qe.MatchValue(holder))])
+        point = qe.Point(_lease_id(name), {}, {"kind": "lease", "tenant": "", "holder": "",
+                                                "expires_at": 0.0})
+        self._update(qe.UpdateOperation.upsert_points([point], condition=mine), self._ledger)
+
     def flush(self) -> None:
         self._shard.flush()
+        self._ledger.flush()
 
     def close(self) -> None:
-        self._shard.flush()
-        self._shard.close()
+        for shard in (self._shard, self._ledger):
+            shard.flush()
+            shard.close()
 
+
+def _lease_id(name: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"celestial-lease:{name}"))

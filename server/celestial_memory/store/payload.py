@@ -7,10 +7,12 @@ Filters are built here as backend-neutral conditions that each backend translate
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from celestial_memory.domain.models import Memory, MemoryFilter
+from celestial_memory.domain.models import Memory, MemoryFilter, ZoneEvent
+from celestial_memory.domain.trajectory import DROP_FIELDS
 from celestial_memory.domain.zones import Zone
 
 DENSE = "dense"
@@ -28,6 +30,18 @@ INDEXES: dict[str, str] = {
     "session_id": "keyword",
     "agent_id": "keyword",
     "content_hash": "keyword",
+    "drop_core": "float",
+    "drop_inner": "float",
+    "drop_outer": "float",
+    "drop_belt": "float",
+}
+LEDGER_INDEXES: dict[str, str] = {
+    "tenant": "tenant",
+    "kind": "keyword",
+    "memory_id": "keyword",
+    "at": "float",
+    "holder": "keyword",
+    "expires_at": "float",
 }
 
 
@@ -48,6 +62,8 @@ def to_payload(m: Memory) -> dict[str, Any]:
         "metadata": dict(m.metadata),
         "pinned": int(m.pinned),
         "content_hash": m.content_hash,
+        "written_at": float(m.written_at),
+        **({} if m.drop_times is None else dict(zip(DROP_FIELDS, m.drop_times, strict=True))),
     }
 
 
@@ -70,6 +86,11 @@ def from_payload(point_id: object, p: dict[str, Any], vector: Any = None) -> Mem
         pinned=bool(p.get("pinned", 0)),
         content_hash=p.get("content_hash", ""),
         vector=vector,
+        written_at=float(p.get("written_at", 0.0)),
+        drop_times=(
+            (p["drop_core"], p["drop_inner"], p["drop_outer"], p["drop_belt"])
+            if "drop_core" in p else None
+        ),
     )
 
 
@@ -100,9 +121,17 @@ class Ids:
 Condition = Eq | AnyOf | Between | Ids
 
 
-def conditions(tenant: str, flt: MemoryFilter | None = None) -> list[Condition]:
-    """The conjunction a request means: the tenant always, then every set filter field."""
-    out: list[Condition] = [Eq("tenant", tenant)]
+def conditions(
+    tenant: str,
+    flt: MemoryFilter | None = None,
+    ids: Sequence[str] = (),
+    extra: Sequence[Condition] = (),
+) -> list[Condition]:
+    """The conjunction a request means: the tenant always, then ids, extra conditions and every
+    set filter field."""
+    out: list[Condition] = [Eq("tenant", tenant), *extra]
+    if ids:
+        out.append(Ids(tuple(ids)))
     if flt is None:
         return out
     if flt.zones:
@@ -122,3 +151,20 @@ def conditions(tenant: str, flt: MemoryFilter | None = None) -> list[Condition]:
         out.append(Between("importance", gte=flt.min_importance))
     out.extend(Eq(f"metadata.{k}", v) for k, v in sorted(flt.metadata.items()))
     return out
+
+
+def event_payload(e: ZoneEvent) -> dict[str, Any]:
+    return {
+        "kind": "event", "tenant": e.tenant, "memory_id": e.memory_id,
+        "from_zone": int(e.from_zone), "to_zone": -1 if e.to_zone is None else int(e.to_zone),
+        "reason": e.reason, "at": e.at, "content_hash": e.content_hash,
+    }
+
+
+def event_from_payload(point_id: object, p: dict[str, Any]) -> ZoneEvent:
+    to = int(p["to_zone"])
+    return ZoneEvent(
+        id=str(point_id), tenant=p["tenant"], memory_id=p["memory_id"],
+        from_zone=Zone(int(p["from_zone"])), to_zone=None if to < 0 else Zone(to),
+        reason=p["reason"], at=float(p["at"]), content_hash=p.get("content_hash", ""),
+    )

@@ -4,24 +4,28 @@
 
 from __future__ import annotations
 
+import uuid
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
 import numpy as np
-from celestial_memory.domain.models import Hit, Memory, MemoryFilter, Vector
+from celestial_memory.domain.models import Hit, Memory, MemoryFilter, Vector, ZoneEvent
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import StoreUnavailable
 from celestial_memory.store.payload import (
     DENSE,
     INDEXES,
+    LEDGER_INDEXES,
     AnyOf,
     Between,
     Condition,
     Eq,
     Ids,
     conditions,
+    event_from_payload,
+    event_payload,
     from_payload,
     to_payload,
 )
@@ -48,11 +52,13 @@ def _condition(c: Condition) -> Any:
     return models.HasIdCondition(has_id=list(c.ids))
 
 
-def _filter(tenant: str, flt: MemoryFilter | None = None, ids: Sequence[str] = ()) -> Any:
-    conds = conditions(tenant, flt)
-    if ids:
-        conds.append(Ids(tuple(ids)))
-    return models.Filter(must=[_condition(c) for c in conds])
+def _filter(
+    tenant: str,
+    flt: MemoryFilter | None = None,
+    ids: Sequence[str] = (),
+    extra: Sequence[Condition] = (),
+) -> Any:
+    return models.Filter(must=[_condition(c) for c in conditions(tenant, flt, ids, extra)])
 
 
 class QdrantStore:
@@ -74,11 +80,16 @@ class QdrantStore:
                         DENSE: models.VectorParams(size=dimension, distance=models.Distance.COSINE)
                     },
                 )
+            self.ledger = f"{collection}_ledger"
+            if not self._client.collection_exists(self.ledger):
+                self._client.create_collection(self.ledger, vectors_config={})
             with warnings.catch_warnings():
                 # Local mode ignores payload indexes and says so; the server needs them.
                 warnings.filterwarnings("ignore", "Payload indexes have no effect")
                 for field, kind in INDEXES.items():
                     self._client.create_payload_index(collection, field, _SCHEMAS[kind])
+                for field, kind in LEDGER_INDEXES.items():
+                    self._client.create_payload_index(self.ledger, field, _SCHEMAS[kind])
         except (ResponseHandlingException, UnexpectedResponse, ConnectionError) as exc:
             raise StoreUnavailable(f"cannot reach Qdrant at {url}: {exc}") from exc
 
@@ -196,6 +207,81 @@ class QdrantStore:
                 yield [from_payload(r.id, r.payload or {}) for r in records]
             if offset is None:
                 return
+
+    def count_where(self, tenant: str, conds: Sequence[Condition]) -> int:
+        f = _filter(tenant, extra=conds)
+        return int(self._client.count(self.collection, count_filter=f, exact=True).count)
+
+    def set_where(self, tenant: str, conds: Sequence[Condition], fields: Mapping[str, Any]) -> None:
+        self._client.set_payload(
+            self.collection, payload=dict(fields), points=_filter(tenant, extra=conds), wait=True
+        )
+
+    def set_same(self, tenant: str, ids: Sequence[str], fields: Mapping[str, Any]) -> None:
+        if ids:
+            self.set_where(tenant, [Ids(tuple(ids))], fields)
+
+    def scan_fields(
+        self, tenant: str, fields: Sequence[str], conds: Sequence[Condition] = (),
+        page_size: int = 20_000,
+    ) -> Iterator[list[tuple[str, dict[str, Any]]]]:
+        offset: Any = None
+        f = _filter(tenant, extra=conds)
+        while True:
+            records, offset = self._client.scroll(
+                self.collection, scroll_filter=f, limit=page_size, offset=offset,
+                with_payload=list(fields), with_vectors=False,
+            )
+            if records:
+                yield [(str(r.id), r.payload or {}) for r in records]
+            if offset is None:
+                return
+
+    # -- ledger and lease
+
+    def append_events(self, events: Sequence[ZoneEvent]) -> None:
+        if events:
+            points = [models.PointStruct(id=e.id, vector={}, payload=event_payload(e))
+                      for e in events]
+            # INSERT_ONLY: replaying an event (two replicas, a retried batch) keeps the first.
+            self._client.upsert(self.ledger, points=points, wait=True,
+                                update_mode=models.UpdateMode.INSERT_ONLY)
+
+    def read_events(
+        self, tenant: str, since: float | None, limit: int, memory_id: str = ""
+    ) -> list[ZoneEvent]:
+        conds: list[Condition] = [Eq("kind", "event")]
+        if since is not None:
+            conds.append(Between("at", gte=since))
+        if memory_id:
+            conds.append(Eq("memory_id", memory_id))
+        records, _ = self._client.scroll(
+            self.ledger, scroll_filter=_filter(tenant, extra=conds), limit=limit,
+            with_payload=True, order_by=models.OrderBy(key="at", direction=models.Direction.ASC),
+        )
+        return [event_from_payload(r.id, r.payload or {}) for r in records]
+
+    def acquire_lease(self, name: str, holder: str, now: float, ttl: float) -> str:
+        pid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"celestial-lease:{name}"))
+        point = models.PointStruct(id=pid, vector={}, payload={
+            "kind": "lease", "tenant": "", "holder": holder, "expires_at": now + ttl})
+        free_or_mine = models.Filter(should=[
+            models.FieldCondition(key="expires_at", range=models.Range(lt=now)),
+            models.FieldCondition(key="holder", match=models.MatchValue(value=holder)),
+        ])
+        self._client.upsert(self.ledger, points=[point], wait=True,
+                            update_mode=models.UpdateMode.INSERT_ONLY)
+        self._client.upsert(self.ledger, points=[point], wait=True, update_filter=free_or_mine)
+        (rec,) = self._client.retrieve(self.ledger, ids=[pid], with_payload=True)
+        return str((rec.payload or {}).get("holder", ""))
+
+    def release_lease(self, name: str, holder: str) -> None:
+        pid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"celestial-lease:{name}"))
+        point = models.PointStruct(id=pid, vector={}, payload={
+            "kind": "lease", "tenant": "", "holder": "", "expires_at": 0.0})
+        mine = models.Filter(must=[
+            models.FieldCondition(key="holder", match=models.MatchValue(value=holder))])
+        self._client.upsert(self.ledger, points=[point], wait=True, update_filter=mine)
 
     def flush(self) -> None:
         """Writes are sent with wait=True; nothing is buffered here."""

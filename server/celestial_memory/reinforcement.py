@@ -1,0 +1,104 @@
+"""Write-behind for reinforcement: a recall answers first, its writes follow within a bound.
+
+Durability (what is acknowledged when):
+- Store, StoreBatch, Update, Delete are written before they are acknowledged.
+- A Recall is acknowledged before the reinforcement of what it returned (recall count, last
+  recall, context score, score, zone) is written. Those updates wait in this queue and are
+  written in one batch at most ``reinforce_flush_ms`` (default 50 ms, at most 100 ms) later, and
+  on a graceful stop before the store closes. A crash (SIGKILL, power loss) can lose at most the
+  reinforcements of that last interval; never a stored memory.
+- Within one process, reads see pending reinforcements: recall overlays them and the service
+  flushes the queue before a get, update, delete, stats or rebalance.
+- Across replicas, two recalls of one memory within the same interval may count once (the later
+  write wins).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from celestial_memory.store.base import MemoryStore
+
+log = logging.getLogger(__name__)
+Fields = dict[str, Any]
+
+
+class ReinforcementQueue:
+    def __init__(
+        self,
+        store: MemoryStore,
+        interval_s: float,
+        on_flushed: Callable[[str, set[str]], None],
+    ) -> None:
+        self._store = store
+        self._interval = interval_s
+        self._on_flushed = on_flushed
+        self._pending: dict[str, dict[str, Fields]] = {}  # tenant -> id -> latest fields
+        self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="reinforcement", daemon=True)
+        self._thread.start()
+
+    def submit(self, tenant: str, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        if self._stopped.is_set():
+            raise RuntimeError("reinforcement queue is closed")
+        with self._lock:
+            bucket = self._pending.setdefault(tenant, {})
+            for pid, fields in updates:
+                bucket.setdefault(pid, {}).update(fields)
+
+    def overlay(self, tenant: str, pid: str) -> Fields | None:
+        """The fields not yet written for a memory, if any."""
+        with self._lock:
+            fields = self._pending.get(tenant, {}).get(pid)
+            return dict(fields) if fields else None
+
+    def pending(self) -> int:
+        with self._lock:
+            return sum(len(b) for b in self._pending.values())
+
+    def flush(self) -> int:
+        """Write everything pending now; returns how many memories were written.
+
+        ``on_flushed`` runs after the flush lock is released: it takes the service lock, and a
+        service thread holding that lock may be waiting here to flush.
+        """
+        written: dict[str, set[str]] = {}
+        with self._flush_lock:
+            with self._lock:
+                batch, self._pending = self._pending, {}
+            for tenant, updates in batch.items():
+                try:
+                    self._store.set_fields(tenant, list(updates.items()))
+                except Exception:
+                    # Put them back (newer submissions win) and let the next flush retry.
+                    with self._lock:
+                        bucket = self._pending.setdefault(tenant, {})
+                        for pid, fields in updates.items():
+                            bucket[pid] = {**fields, **bucket.get(pid, {})}
+                    raise
+                written[tenant] = set(updates)
+        for tenant, ids in written.items():
+            self._on_flushed(tenant, ids)
+        return sum(len(ids) for ids in written.values())
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            self._wake.wait(self._interval)
+            self._wake.clear()
+            try:
+                self.flush()
+            except Exception:
+                log.exception("reinforcement flush failed; retrying")
+
+    def close(self) -> None:
+        """Stop the flusher and write what is pending (a graceful stop loses nothing)."""
+        self._stopped.set()
+        self._wake.set()
+        self._thread.join()
+        self.flush()
