@@ -35,15 +35,17 @@ from celestial_memory.domain.scoring import MemoryFunction
 from celestial_memory.domain.trajectory import DROP_FIELDS, drop_times
 from celestial_memory.domain.zones import Zone, ZoneTable
 from celestial_memory.store.base import MemoryStore
-from celestial_memory.store.payload import AnyOf, Between, Condition, Eq
+from celestial_memory.store.payload import AnyOf, Between, Condition, Either, Eq
 
 DAY = 86_400.0
 SCORE_FIELDS = ("zone", "pinned", "recall_count", "last_recalled_at", "importance",
                 "context_score", "content_hash", "written_at")
 
 
-def event_id(memory_id: str, written_at: float, from_zone: int, to: str) -> str:
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"celestial-event:{memory_id}:{written_at!r}:{from_zone}:{to}"))
+def event_id(memory_id: str, version: str, from_zone: int, to: str) -> str:
+    """Between two writes of a memory its zone only moves outward, so (memory, the state of its
+    last write, from, to) names one event: the same eviction seen twice gets the same id."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"celestial-event:{memory_id}:{version}:{from_zone}:{to}"))
 
 
 @dataclass(slots=True)
@@ -59,6 +61,10 @@ class _Members:
     context: np.ndarray
     content_hash: list[str]
     written_at: np.ndarray
+
+    def version(self, i: int) -> str:
+        """The state of memory i's last write (a manual clock may repeat write times)."""
+        return f"{self.written_at[i]!r}:{self.recall_count[i]!r}:{self.importance[i]!r}"
 
     @classmethod
     def of(cls, rows: list[tuple[str, dict[str, object]]]) -> _Members:
@@ -189,7 +195,7 @@ class Rebalancer:
             next_zone = Zone(int(zone) + 1)
             self._store.set_same(tenant, [m.ids[i] for i in out], {"zone": int(next_zone)})
             events += [
-                ZoneEvent(event_id(m.ids[i], float(m.written_at[i]), int(zone), str(int(next_zone))),
+                ZoneEvent(event_id(m.ids[i], m.version(int(i)), int(zone), str(int(next_zone))),
                           tenant, m.ids[i], zone, next_zone, "capacity", now, m.content_hash[i])
                 for i in out
             ]
@@ -215,7 +221,10 @@ class Rebalancer:
     # -- forgetting --------------------------------------------------------------------------
 
     def _forgettable(self, now: float) -> Sequence[Condition]:
-        return [Eq("zone", int(Zone.CLOUD)), Eq("pinned", 0),
+        # In the cloud, or falling there in this rebalance (so a dry run counts what a real
+        # run, which moves first and forgets after, will forget).
+        in_cloud = Either((Eq("zone", int(Zone.CLOUD)), Between(DROP_FIELDS[-1], lt=now)))
+        return [in_cloud, Eq("pinned", 0),
                 Between("last_recalled_at", lt=now - self._forget_after)]
 
     def forget(self, tenant: str, now: float) -> int:
@@ -226,7 +235,7 @@ class Rebalancer:
             return 0
         m = _Members.of(rows)
         self._store.append_events([
-            ZoneEvent(event_id(pid, 0.0, int(Zone.CLOUD), "forgotten"), tenant, pid, Zone.CLOUD,
+            ZoneEvent(event_id(pid, "", int(Zone.CLOUD), "forgotten"), tenant, pid, Zone.CLOUD,
                       None, "forgotten", now, m.content_hash[i])
             for i, pid in enumerate(m.ids)
         ])

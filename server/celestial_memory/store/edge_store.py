@@ -26,6 +26,7 @@ from celestial_memory.store.payload import (
     AnyOf,
     Between,
     Condition,
+    Either,
     Eq,
     Ids,
     conditions,
@@ -50,6 +51,8 @@ def _condition(c: Condition) -> Any:
         return qe.FieldCondition(c.key, match=qe.MatchAny(cast(Any, list(c.values))))
     if isinstance(c, Between):
         return qe.FieldCondition(c.key, range=qe.RangeFloat(gte=c.gte, lt=c.lt))
+    if isinstance(c, Either):
+        return qe.Filter(should=[_condition(o) for o in c.options])
     return qe.HasIdCondition(set(c.ids))
 
 

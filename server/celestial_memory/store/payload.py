@@ -118,7 +118,14 @@ class Ids:
     ids: tuple[str, ...]
 
 
-Condition = Eq | AnyOf | Between | Ids
+@dataclass(frozen=True, slots=True)
+class Either:
+    """At least one of the conditions holds."""
+
+    options: tuple[Eq | AnyOf | Between | Ids, ...]
+
+
+Condition = Eq | AnyOf | Between | Ids | Either
 
 
 def conditions(

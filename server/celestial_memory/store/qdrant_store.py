@@ -21,6 +21,7 @@ from celestial_memory.store.payload import (
     AnyOf,
     Between,
     Condition,
+    Either,
     Eq,
     Ids,
     conditions,
@@ -49,6 +50,8 @@ def _condition(c: Condition) -> Any:
         return models.FieldCondition(key=c.key, match=models.MatchAny(any=cast(Any, list(c.values))))
     if isinstance(c, Between):
         return models.FieldCondition(key=c.key, range=models.Range(gte=c.gte, lt=c.lt))
+    if isinstance(c, Either):
+        return models.Filter(should=[_condition(o) for o in c.options])
     return models.HasIdCondition(has_id=list(c.ids))
 
 

@@ -1,0 +1,209 @@
+"""Reinforcement write-behind, the ledger, forgetting, pinning and the rebalance lease, on every
+backend (service level, manual clock, vectors given so the tests choose the similarities)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from celestial_memory.app import build_service
+from celestial_memory.clock import ManualClock
+from celestial_memory.config import Settings
+from celestial_memory.domain.zones import Zone
+from celestial_memory.embedding import SentenceTransformerEmbedder
+from celestial_memory.reinforcement import ReinforcementQueue
+from celestial_memory.service import MemoryChanges, MemoryService, NewMemory, RecallQuery
+from celestial_memory.store.edge_store import EdgeStore
+
+from tests.conftest import open_backend, unit_vectors
+
+DAY = 86_400.0
+T = "dyn"
+
+
+def store_vectors(svc: MemoryService, vectors: np.ndarray, importance: float = 0.5) -> list[str]:
+    items = [NewMemory(f"memory {i}", importance=importance, vector=v.tolist())
+             for i, v in enumerate(vectors)]
+    return [m.id for m in svc.store_many(T, items)]
+
+
+def recall(svc: MemoryService, v: np.ndarray, limit: int = 1, reinforce: bool = True) -> list[str]:
+    # Own vectors score 1.0 and random others about 0: a gate of 0.5 finds exactly the intended.
+    q = RecallQuery(query_vector=v.tolist(), limit=limit, reinforce=reinforce, min_relevance=0.5)
+    return [r.memory.id for r in svc.recall(T, q)]
+
+
+def test_recall_is_written_behind_and_read_back(service: MemoryService) -> None:
+    v = unit_vectors(1)[0]
+    (mid,) = store_vectors(service, v[None])
+    for _ in range(3):
+        recall(service, v)
+    # Recalls before the flush count from the pending state, so none is lost...
+    assert service.store.get(T, [mid])[mid].recall_count in (0, 1, 2, 3)
+    # ...and any read through the service flushes first.
+    assert service.get(T, mid).recall_count == 3
+    assert service.store.get(T, [mid])[mid].recall_count == 3
+
+
+def test_the_flusher_writes_without_being_asked(service: MemoryService) -> None:
+    v = unit_vectors(1, seed=1)[0]
+    (mid,) = store_vectors(service, v[None])
+    recall(service, v)
+    for _ in range(100):  # the bound is 50 ms; allow a slow machine up to 5 s
+        if service.store.get(T, [mid])[mid].recall_count == 1:
+            break
+        threading.Event().wait(0.05)
+    assert service.store.get(T, [mid])[mid].recall_count == 1
+
+
+def test_a_closing_queue_writes_everything_pending(tmp_path: Path) -> None:
+    store = EdgeStore(tmp_path / "s", 4)
+    from celestial_memory.domain.models import Memory
+
+    m = Memory(id="00000000-0000-0000-0000-000000000001", tenant=T, content="x", zone=Zone.OUTER,
+               score=0.1, importance=0.5, recall_count=0, created_at=0.0, last_recalled_at=0.0,
+               vector=np.ones(4, np.float32))
+    store.upsert([m])
+    flushed: list[set[str]] = []
+    q = ReinforcementQueue(store, interval_s=3600, on_flushed=lambda t, ids: flushed.append(ids))
+    q.submit(T, [(m.id, {"recall_count": 5})])
+    assert q.pending() == 1 and store.get(T, [m.id])[m.id].recall_count == 0
+    q.close()
+    assert q.pending() == 0 and flushed == [{m.id}]
+    store.close()
+    assert EdgeStore(tmp_path / "s", 4).get(T, [m.id])[m.id].recall_count == 5
+    with pytest.raises(RuntimeError):
+        q.submit(T, [(m.id, {"recall_count": 6})])
+
+
+def test_recall_without_reinforcement_queues_nothing(service: MemoryService) -> None:
+    v = unit_vectors(1, seed=2)[0]
+    (mid,) = store_vectors(service, v[None])
+    recall(service, v, reinforce=False)
+    assert service._queue.pending() == 0
+    assert service.get(T, mid).recall_count == 0
+
+
+def test_capacity_evictions_are_in_the_ledger(service: MemoryService) -> None:
+    vectors = unit_vectors(25, seed=5)
+    ids = store_vectors(service, vectors, importance=1.0)
+    for _ in range(20):
+        for v in vectors:
+            recall(service, v)
+    assert service.stats(T).zones[Zone.CORE].count == 20
+    events = service.ledger(T)
+    assert len(events) >= 5
+    assert all(e.reason == "capacity" and e.to_zone == Zone(e.from_zone + 1) for e in events)
+    assert {e.memory_id for e in events} <= set(ids)
+    assert len({e.id for e in events}) == len(events)
+
+
+def test_forgetting_deletes_but_the_ledger_remembers(
+    service: MemoryService, clock: ManualClock
+) -> None:
+    vectors = unit_vectors(3, seed=6)
+    forget_me, pinned, recent = store_vectors(service, vectors, importance=0.0)
+    service.update(T, pinned, MemoryChanges(pinned=True))
+    clock.advance(89 * DAY)
+    recall(service, vectors[2])  # keeps `recent` alive
+    clock.advance(2 * DAY)
+    dry = service.rebalance(T, dry_run=True)
+    assert dry.forgotten == 1 and service.stats(T).total == 3
+    rep = service.rebalance(T)
+    assert rep.forgotten == 1
+    with pytest.raises(Exception, match="not found"):
+        service.get(T, forget_me)
+    assert service.get(T, pinned).pinned and service.get(T, recent)
+    (event,) = [e for e in service.ledger(T) if e.reason == "forgotten"]
+    assert (event.memory_id, event.from_zone, event.to_zone) == (forget_me, Zone.CLOUD, None)
+    service.rebalance(T)
+    assert [e.id for e in service.ledger(T, memory_id=forget_me)] == [event.id]
+
+
+def test_pinned_memories_do_not_decay_and_unpinning_restores_it(
+    service: MemoryService, clock: ManualClock
+) -> None:
+    v = unit_vectors(2, seed=8)
+    pinned, free = store_vectors(service, v, importance=0.8)
+    service.update(T, pinned, MemoryChanges(pinned=True))
+    clock.advance(3 * DAY)
+    service.rebalance(T)
+    assert service.get(T, pinned).zone == Zone.OUTER
+    assert service.get(T, free).zone == Zone.BELT
+    service.update(T, pinned, MemoryChanges(pinned=False))
+    service.rebalance(T)
+    assert service.get(T, pinned).zone == Zone.BELT
+
+
+def test_full_and_incremental_rebalances_agree(service: MemoryService, clock: ManualClock) -> None:
+    rng = np.random.default_rng(9)
+    vectors = unit_vectors(40, seed=9)
+    items = [NewMemory(f"m{i}", importance=float(rng.uniform()), vector=v.tolist(),
+                       created_at=clock.now() - float(rng.uniform(0, 2 * DAY)))
+             for i, v in enumerate(vectors)]
+    service.store_many(T, items)
+    for v in vectors[:15]:
+        recall(service, v, limit=3)
+    for hours in (1, 5, 13, 30):
+        clock.advance(hours * 3600)
+        full = service.rebalance(T, dry_run=True, full=True)
+        incremental = service.rebalance(T, dry_run=True)
+        assert full.moved == incremental.moved
+        service.rebalance(T)
+        assert service.rebalance(T, dry_run=True, full=True).moved == {}
+
+
+def test_rebalance_lease_keeps_replicas_apart(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> None:
+    store = open_backend("edge", tmp_path)
+    a = build_service(Settings(instance_id="A"), embedder=embedder, store=store, clock=clock)
+    b = build_service(Settings(instance_id="B"), embedder=embedder, store=store, clock=clock)
+    store_vectors(a, unit_vectors(30, seed=10), importance=0.8)
+    clock.advance(DAY)
+    assert store.acquire_lease(f"rebalance:{T}", "A", clock.now(), 60) == "A"
+    assert b.rebalance(T).skipped_by == "A"
+    assert a.rebalance(T).moved == {(Zone.OUTER, Zone.BELT): 30}  # A renews its own lease
+    clock.advance(DAY)
+    assert b.rebalance(T).skipped_by == ""  # A released it when done
+    assert store.acquire_lease(f"rebalance:{T}", "A", clock.now(), 60) == "A"
+    clock.advance(61)  # A crashed holding it: it expires
+    assert b.rebalance(T).skipped_by == ""
+    a._queue.close()
+    b.close()
+
+
+def test_concurrent_replicas_rebalance_once(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> None:
+    store = open_backend("edge", tmp_path)
+    settings = Settings(zone_capacities=[20, 100, 10, 0, 0])
+    replicas = [build_service(settings.model_copy(update={"instance_id": f"r{i}"}),
+                              embedder=embedder, store=store, clock=clock) for i in range(2)]
+    store_vectors(replicas[0], unit_vectors(10, seed=11), importance=1.0)
+    vectors = unit_vectors(40, seed=12)
+    store_vectors(replicas[0], vectors, importance=0.2)
+    for v in vectors:
+        recall(replicas[0], v)
+    replicas[0].stats(T)
+    reports = []
+
+    def run(svc: MemoryService) -> None:
+        reports.append(svc.rebalance(T))
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in replicas for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    done = [r for r in reports if not r.skipped_by]
+    assert done, "somebody rebalanced"
+    counts = replicas[1].stats(T).zones
+    assert counts[Zone.OUTER].count <= 10
+    events = replicas[1].ledger(T)
+    assert len({e.id for e in events}) == len(events)
+    assert len({e.memory_id for e in events}) == len(events)
+    replicas[0]._queue.close()
+    replicas[1].close()
