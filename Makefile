@@ -6,7 +6,7 @@ STAMP   = $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 export HF_HUB_OFFLINE = 1
 export TOKENIZERS_PARALLELISM = false
 
-.PHONY: install run test lint proto bench-latency clean
+.PHONY: install run test lint proto bench-latency bench-rebalance clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,9 @@ proto: install
 
 bench-latency: install
 	$(PY) benchmarks/grpc_latency.py
+
+bench-rebalance: install
+	$(PY) benchmarks/rebalance.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

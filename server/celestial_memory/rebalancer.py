@@ -32,14 +32,14 @@ from celestial_memory.clock import Clock
 from celestial_memory.config import Settings
 from celestial_memory.domain.models import RebalanceReport, ZoneEvent
 from celestial_memory.domain.scoring import MemoryFunction
-from celestial_memory.domain.trajectory import DROP_FIELDS, drop_times
+from celestial_memory.domain.trajectory import ALREADY, DROP_FIELDS, drop_times
 from celestial_memory.domain.zones import Zone, ZoneTable
 from celestial_memory.store.base import MemoryStore
 from celestial_memory.store.payload import AnyOf, Between, Condition, Either, Eq
 
 DAY = 86_400.0
-SCORE_FIELDS = ("zone", "pinned", "recall_count", "last_recalled_at", "importance",
-                "context_score", "content_hash", "written_at")
+MOVE_FIELDS = ("zone", "pinned", "recall_count", "last_recalled_at", "importance")
+SCORE_FIELDS = (*MOVE_FIELDS, "context_score", "content_hash", "written_at")
 
 
 def event_id(memory_id: str, version: str, from_zone: int, to: str) -> str:
@@ -98,6 +98,8 @@ class Rebalancer:
         self._lock = lock
         self._forget_after = settings.auto_forget_days * DAY
         self._lease_ttl = settings.rebalance_lease_s
+        # Writes racing a rebalance and clock skew between replicas: look this far back.
+        self._window_slack = max(600.0, 2 * settings.rebalance_lease_s)
         self.instance_id = settings.instance_id
 
     def drop_times(self, recall_count: int, last_recalled_at: float, importance: float) -> tuple[
@@ -105,6 +107,14 @@ class Rebalancer:
     ]:
         t = drop_times(self._fn, self._zones, recall_count, last_recalled_at, importance)
         return (float(t[0]), float(t[1]), float(t[2]), float(t[3]))
+
+    def settled_zone(self, zone: Zone, drops: tuple[float, ...], resting_zone: Zone,
+                     now: float, pinned: bool) -> Zone:
+        """The zone to write for a memory: ``zone``, unless its drop time for that zone has
+        already passed (then its resting zone), which the incremental rebalance relies on."""
+        if pinned or zone == Zone.CLOUD or not ALREADY < drops[zone] < now:
+            return zone
+        return max(zone, resting_zone)
 
     # -- the rebalance ------------------------------------------------------------------------
 
@@ -120,6 +130,8 @@ class Rebalancer:
                 now = self._clock.now()
                 scanned, moved = (self._full(tenant, now, dry_run) if full
                                   else self._incremental(tenant, now, dry_run))
+                if not dry_run:
+                    self._store.write_marker(f"rebalanced:{tenant}", now)
                 if dry_run:
                     evicted = self._overflow_after(tenant, moved)
                     forgotten = self._store.count_where(tenant, self._forgettable(now))
@@ -136,31 +148,47 @@ class Rebalancer:
     def _incremental(
         self, tenant: str, now: float, dry_run: bool
     ) -> tuple[int, dict[tuple[Zone, Zone], int]]:
-        unpinned: Condition = Eq("pinned", 0)
-        moved: dict[tuple[Zone, Zone], int] = {}
-        for src in range(4):
-            for dst in range(src + 1, 5):
-                conds: list[Condition] = [unpinned, Eq("zone", src),
-                                          Between(DROP_FIELDS[dst - 1], lt=now)]
-                if dst < 4:
-                    conds.append(Between(DROP_FIELDS[dst], gte=now))
-                n = self._store.count_where(tenant, conds)
-                if n:
-                    moved[(Zone(src), Zone(dst))] = n
-        if not dry_run and moved:
-            for k in range(4):  # inner zones first, so a memory may fall several zones
-                conds = [unpinned, AnyOf("zone", tuple(range(k + 1))),
-                         Between(DROP_FIELDS[k], lt=now)]
-                self._store.set_where(tenant, conds, {"zone": k + 1})
-        return sum(moved.values()), moved
+        """Move the memories whose drop time for their zone has passed, each written once.
+
+        Every write keeps an unpinned memory's drop time for its zone in the future or at the
+        ALREADY sentinel (a recall's context lifted it there). So the memories due now are those
+        whose drop time passed since the last rebalance, or is ALREADY: both are narrow ranges
+        of an indexed field, and the scan reads only them.
+        """
+        last = self._store.read_marker(f"rebalanced:{tenant}")
+        moved: Counter[tuple[Zone, Zone]] = Counter()
+        scanned = 0
+        for k in range(4):
+            field = DROP_FIELDS[k]
+            due: Condition = Between(field, lt=now)
+            if last is not None:
+                since = last - self._window_slack
+                due = Either((Between(field, gte=since, lt=now), Between(field, lt=ALREADY / 2)))
+            conds: list[Condition] = [Eq("zone", k), Eq("pinned", 0), due]
+            rows = [r for page in self._store.scan_fields(tenant, DROP_FIELDS, conds) for r in page]
+            if not rows:
+                continue
+            scanned += len(rows)
+            drops = np.array([[p[f] for f in DROP_FIELDS] for _, p in rows], dtype=np.float64)
+            # Drop times grow zone by zone, so the passed ones count the zones fallen through.
+            dst = np.maximum(k + 1, (drops < now).sum(axis=1))
+            for z in np.unique(dst):
+                ids = [rows[i][0] for i in np.flatnonzero(dst == z)]
+                moved[(Zone(k), Zone(int(z)))] += len(ids)
+                if not dry_run:
+                    self._store.set_same(tenant, ids, {"zone": int(z)})
+        return scanned, dict(moved)
 
     def _full(
         self, tenant: str, now: float, dry_run: bool
     ) -> tuple[int, dict[tuple[Zone, Zone], int]]:
-        rows = [r for page in self._store.scan_fields(tenant, SCORE_FIELDS) for r in page]
+        # Only memories that can move are read: a rebalance moves nothing inward, nothing out of
+        # the cloud (the last zone) and nothing pinned.
+        movable: list[Condition] = [AnyOf("zone", (0, 1, 2, 3)), Eq("pinned", 0)]
+        rows = [r for page in self._store.scan_fields(tenant, MOVE_FIELDS, movable) for r in page]
         m = _Members.of(rows)
         scores = self._fn.total(m.recall_count, m.last, m.importance, 0.0, now)
-        target = np.where(m.pinned == 1, m.zone, np.maximum(m.zone, self._zones.zone_of(scores)))
+        target = np.maximum(m.zone, self._zones.zone_of(scores))
         changed = np.flatnonzero(target != m.zone)
         moved = Counter((Zone(int(m.zone[i])), Zone(int(target[i]))) for i in changed)
         if not dry_run:
@@ -177,12 +205,13 @@ class Rebalancer:
         Only the members of over-full bounded zones are read, so the cost is bounded by the
         capacities and the overflow, not by the number of memories.
         """
-        counts = self._store.count_by_zone(tenant)
         now = self._clock.now()
         events: list[ZoneEvent] = []
         for zone in self._zones.bounded_zones():
             cap = self._zones.capacity_of(zone)
-            if zone == Zone.CLOUD or counts[zone] <= cap:
+            # Count only the bounded zones: they are small, and counting a large belt or cloud
+            # costs time in proportion to it.
+            if zone == Zone.CLOUD or self._store.count_where(tenant, [Eq("zone", int(zone))]) <= cap:
                 continue
             rows = [r for page in self._store.scan_fields(tenant, SCORE_FIELDS,
                                                           [Eq("zone", int(zone))]) for r in page]
@@ -192,30 +221,37 @@ class Rebalancer:
             keep = 2 * m.pinned + np.fromiter((i in keep_ids for i in m.ids), np.int64, len(m.ids))
             new = self._zones.enforce_capacity(m.zone, scores, keep=keep)
             out = np.flatnonzero(new != int(zone))
-            next_zone = Zone(int(zone) + 1)
-            self._store.set_same(tenant, [m.ids[i] for i in out], {"zone": int(next_zone)})
+            # An evicted memory goes one zone out, or to its resting zone if that is further:
+            # a zone must never hold an unpinned memory whose drop time for it has passed.
+            resting = self._zones.zone_of(self._fn.total(m.recall_count[out], m.last[out],
+                                                         m.importance[out], 0.0, now))
+            dest = np.where(m.pinned[out] == 1, int(zone) + 1,
+                            np.maximum(int(zone) + 1, resting))
+            for z in np.unique(dest):
+                self._store.set_same(tenant, [m.ids[i] for i in out[dest == z]], {"zone": int(z)})
             events += [
-                ZoneEvent(event_id(m.ids[i], m.version(int(i)), int(zone), str(int(next_zone))),
-                          tenant, m.ids[i], zone, next_zone, "capacity", now, m.content_hash[i])
-                for i in out
+                ZoneEvent(event_id(m.ids[i], m.version(int(i)), int(zone), str(int(d))),
+                          tenant, m.ids[i], zone, Zone(int(d)), "capacity", now, m.content_hash[i])
+                for i, d in zip(out, dest, strict=True)
             ]
-            counts[next_zone] += len(out)
         self._store.append_events(events)
         return events
 
     def _overflow_after(self, tenant: str, moved: dict[tuple[Zone, Zone], int]) -> int:
         """How many evictions the moves would cause (for a dry run), cascade included."""
-        counts = self._store.count_by_zone(tenant)
+        bounded = [z for z in self._zones.bounded_zones() if z != Zone.CLOUD]
+        counts: dict[Zone, int] = {
+            z: self._store.count_where(tenant, [Eq("zone", int(z))]) for z in bounded
+        }
         for (src, dst), n in moved.items():
-            counts[src] -= n
-            counts[dst] += n
+            counts[src] = counts.get(src, 0) - n
+            counts[dst] = counts.get(dst, 0) + n
         evicted = 0
-        for zone in self._zones.bounded_zones():
-            if zone == Zone.CLOUD:
-                continue
+        for zone in bounded:
             over = max(0, counts[zone] - self._zones.capacity_of(zone))
             evicted += over
-            counts[Zone(int(zone) + 1)] += over
+            nxt = Zone(int(zone) + 1)
+            counts[nxt] = counts.get(nxt, 0) + over
         return evicted
 
     # -- forgetting --------------------------------------------------------------------------

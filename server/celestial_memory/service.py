@@ -283,6 +283,10 @@ class MemoryService:
                 target = self.zones.zone_of_score(m.score)
                 m.zone = min(m.zone, target) if m.pinned else target
             self._placed(m, now)
+            assert m.drop_times is not None
+            resting = self.zones.zone_of_score(float(
+                self.fn.total(m.recall_count, m.last_recalled_at, m.importance, 0.0, now)))
+            m.zone = self.rebalancer.settled_zone(m.zone, m.drop_times, resting, now, m.pinned)
             if vec is not None:
                 m.vector = vec
                 self.store.upsert([m])

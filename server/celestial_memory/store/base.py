@@ -109,6 +109,13 @@ class MemoryStore(Protocol):
     def release_lease(self, name: str, holder: str) -> None:
         ...
 
+    def read_marker(self, name: str) -> float | None:
+        """A named number kept beside the memories (e.g. when a tenant was last rebalanced)."""
+        ...
+
+    def write_marker(self, name: str, value: float) -> None:
+        ...
+
     def flush(self) -> None:
         ...
 

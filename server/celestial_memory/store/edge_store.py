@@ -88,7 +88,9 @@ class EdgeStore:
         self.dimension = dimension
         self._path = path
         config = qe.EdgeConfig(
-            vectors={DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)}
+            vectors={DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)},
+            # Payload pages kept in RAM: a full rebalance and capacity checks read many payloads.
+            payload_memory=qe.Memory.Cached,
         )
         self._shard = _open(path, config, INDEXES)
         ledger_config = qe.EdgeConfig(sparse_vectors={"_": qe.EdgeSparseVectorParams()})
@@ -278,6 +280,16 @@ class EdgeStore:
         point = qe.Point(_lease_id(name), {}, {"kind": "lease", "tenant": "", "holder": "",
                                                 "expires_at": 0.0})
         self._update(qe.UpdateOperation.upsert_points([point], condition=mine), self._ledger)
+
+    def read_marker(self, name: str) -> float | None:
+        recs = self._ledger.retrieve([_lease_id(f"marker:{name}")], with_payload=True,
+                                     with_vector=False)
+        return float(recs[0].payload["value"]) if recs and recs[0].payload else None
+
+    def write_marker(self, name: str, value: float) -> None:
+        point = qe.Point(_lease_id(f"marker:{name}"), {},
+                         {"kind": "marker", "tenant": "", "value": float(value)})
+        self._update(qe.UpdateOperation.upsert_points([point]), self._ledger)
 
     def flush(self) -> None:
         self._shard.flush()

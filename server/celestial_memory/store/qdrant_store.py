@@ -286,6 +286,17 @@ class QdrantStore:
             models.FieldCondition(key="holder", match=models.MatchValue(value=holder))])
         self._client.upsert(self.ledger, points=[point], wait=True, update_filter=mine)
 
+    def read_marker(self, name: str) -> float | None:
+        pid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"celestial-lease:marker:{name}"))
+        recs = self._client.retrieve(self.ledger, ids=[pid], with_payload=True)
+        return float(recs[0].payload["value"]) if recs and recs[0].payload else None
+
+    def write_marker(self, name: str, value: float) -> None:
+        pid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"celestial-lease:marker:{name}"))
+        point = models.PointStruct(id=pid, vector={}, payload={
+            "kind": "marker", "tenant": "", "value": float(value)})
+        self._client.upsert(self.ledger, points=[point], wait=True)
+
     def flush(self) -> None:
         """Writes are sent with wait=True; nothing is buffered here."""
 
