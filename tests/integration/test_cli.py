@@ -27,13 +27,15 @@ async def test_cli_round_trip(server: MemoryServer, capsys: pytest.CaptureFixtur
     assert "Lisbon" in first and memory_id in first
     out = await cli(server, capsys, "get", memory_id)
     assert "recalled     1 times" in out and "src=cli" in out
+    out = await cli(server, capsys, "rebalance", "--dry-run", "--full")
+    assert out.startswith("scanned 1") and "would move" in out
     out = await cli(server, capsys, "update", memory_id, "--pin")
     assert "pinned True" in out
+    out = await cli(server, capsys, "rebalance", "--dry-run", "--full")
+    assert out.startswith("scanned 0")  # a pinned memory never moves, so it is not read
     out = await cli(server, capsys, "stats")
     assert out.splitlines()[2].split()[:3] == ["core", "0", "20"]
     assert "total 1" in out and "backend edge" in out
-    out = await cli(server, capsys, "rebalance", "--dry-run", "--full")
-    assert out.startswith("scanned 1") and "would move" in out
     assert (await cli(server, capsys, "ledger")).strip() == "no events"
     assert (await cli(server, capsys, "delete", memory_id)).strip() == "deleted"
 
