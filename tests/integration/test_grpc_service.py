@@ -200,3 +200,37 @@ async def test_periodic_rebalance_runs_on_its_schedule(
             if (await c.stats()).zones[3].count == 1:
                 break
         assert (await c.stats()).zones[3].count == 1  # outer -> belt without being asked
+
+
+async def test_acknowledged_recalls_survive_an_immediate_graceful_stop(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> None:
+    async with running_server(tmp_path, embedder, clock) as first, \
+            AsyncCelestialClient(f"127.0.0.1:{first.port}") as c:
+        m = await c.store("the gate code is 4711", importance=0.5)
+        for _ in range(20):
+            assert (await c.recall("gate code", limit=1))[0].id == m.id
+    # stopped right after the last acknowledgement: the queue is drained before the store closes
+    async with running_server(tmp_path, embedder, clock) as second, \
+            AsyncCelestialClient(f"127.0.0.1:{second.port}") as c:
+        assert (await c.get(m.id)).recall_count == 20
+
+
+async def test_ledger_through_the_client_and_the_cli(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from celestial_client.cli import main
+
+    async with running_server(tmp_path, embedder, clock, zone_capacities=[20, 100, 1, 0, 0]) \
+            as srv, AsyncCelestialClient(f"127.0.0.1:{srv.port}") as c:
+        first = await c.store("the first note", importance=0.8)
+        second = await c.store("the second note", importance=0.9)
+        (event,) = await c.ledger()
+        assert (event.memory_id, event.from_zone, event.to_zone, event.reason) == (
+            first.id, Zone.OUTER, Zone.BELT, "capacity")
+        assert (await c.get(second.id)).zone == Zone.OUTER
+        assert await c.ledger(memory_id=second.id) == []
+        code = await asyncio.to_thread(main, ["--target", f"127.0.0.1:{srv.port}", "ledger"])
+        out = capsys.readouterr().out
+        assert code == 0 and "capacity" in out and first.id in out and "belt" in out

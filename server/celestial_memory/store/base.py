@@ -79,7 +79,9 @@ class MemoryStore(Protocol):
         ...
 
     def set_same(self, tenant: str, ids: Sequence[str], fields: Mapping[str, Any]) -> None:
-        """Set the same fields on many memories, in one operation."""
+        """Set the same fields on many memories, in one operation. ``ids`` must come from a read
+        scoped to ``tenant`` (the rebalancer's own scans): they are written by id, the fastest
+        path, without the tenant filter that request-facing writes carry."""
         ...
 
     def scan_fields(

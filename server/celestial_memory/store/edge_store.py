@@ -28,7 +28,6 @@ from celestial_memory.store.payload import (
     Condition,
     Either,
     Eq,
-    Ids,
     conditions,
     event_from_payload,
     event_payload,
@@ -225,7 +224,7 @@ class EdgeStore:
 
     def set_same(self, tenant: str, ids: Sequence[str], fields: Mapping[str, Any]) -> None:
         if ids:
-            self.set_where(tenant, [Ids(tuple(ids))], fields)
+            self._update(qe.UpdateOperation.set_payload(list(ids), dict(fields)))
 
     def scan_fields(
         self, tenant: str, fields: Sequence[str], conds: Sequence[Condition] = (),

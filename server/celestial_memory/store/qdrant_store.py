@@ -23,7 +23,6 @@ from celestial_memory.store.payload import (
     Condition,
     Either,
     Eq,
-    Ids,
     conditions,
     event_from_payload,
     event_payload,
@@ -222,7 +221,8 @@ class QdrantStore:
 
     def set_same(self, tenant: str, ids: Sequence[str], fields: Mapping[str, Any]) -> None:
         if ids:
-            self.set_where(tenant, [Ids(tuple(ids))], fields)
+            self._client.set_payload(self.collection, payload=dict(fields), points=list(ids),
+                                     wait=True)
 
     def scan_fields(
         self, tenant: str, fields: Sequence[str], conds: Sequence[Condition] = (),
