@@ -8,8 +8,9 @@
 3. On the 100,000-memory store: Recall latency with reinforcement on and off, interleaved in one
    run (in-process service calls with query vectors, so embedding is excluded).
 
-Memories: random 384-d vectors around 1,000 cluster centres; importance uniform; 5% recalled in
-the last two days, the rest 2 to 365 days ago; recall counts geometric. Each dataset is settled
+Memories: random 384-d vectors around 1,000 cluster centres; importance uniform; 5%
+(--recent-share) recalled in the last two days, the rest 2 to 80 days ago (under the 90-day
+forgetting); recall counts geometric. Each dataset is settled
 by one untimed rebalance (capacity evictions of the initial placement), then the clock moves so
 that the wanted share of memories is due. Peak memory is the process's resident high-water
 mark during each timed step (reset through /proc/self/clear_refs before the step).
@@ -74,13 +75,14 @@ def rss_mib() -> float:
     return _status_mib("VmRSS:")
 
 
-def populate(svc: MemoryService, n: int, rng: np.random.Generator, centres: np.ndarray) -> None:
+def populate(svc: MemoryService, n: int, rng: np.random.Generator, centres: np.ndarray,
+             recent_share: float = 0.05) -> None:
     fn, zones = svc.fn, svc.zones
     batch = 5000
     started = time.perf_counter()
     for start in range(0, n, batch):
         k = min(batch, n - start)
-        recent = rng.random(k) < 0.05
+        recent = rng.random(k) < recent_share
         # Older memories stay under the 90-day forgetting, so every memory is still there.
         age = np.where(recent, rng.uniform(0, 2 * DAY, k), rng.uniform(2 * DAY, 80 * DAY, k))
         last = T0 - age
@@ -142,11 +144,12 @@ def timed_rebalance(svc: MemoryService, full: bool) -> tuple[float, str, int, in
     return seconds, memory, sum(rep.moved.values()), rep.evicted, rep.scanned
 
 
-def bench_full(n: int, rng: np.random.Generator, centres: np.ndarray, workdir: Path) -> MemoryService:
+def bench_full(n: int, rng: np.random.Generator, centres: np.ndarray, workdir: Path,
+               recent_share: float) -> MemoryService:
     clock = ManualClock(T0)
     svc = open_service(workdir / "full", clock)
     print(f"full rebalance: loading {n:,} memories", file=sys.stderr)
-    populate(svc, n, rng, centres)
+    populate(svc, n, rng, centres, recent_share)
     svc.rebalance(TENANT, full=True)  # settle: initial capacity evictions
     clock.set(clock_for_share(svc, 0.01, n)[0])
     seconds, peak, moved, evicted, scanned = timed_rebalance(svc, full=True)
@@ -196,6 +199,9 @@ def main() -> int:
     ap.add_argument("--small", action="store_true", help="10K / 100K instead of 100K / 1M")
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--keep", action="store_true", help="keep the data folder")
+    ap.add_argument("--recent-share", type=float, default=0.05,
+                    help="share of memories recalled in the last two days (more: more can move)")
+    ap.add_argument("--full-only", action="store_true", help="only the full rebalance")
     args = ap.parse_args()
     full_n, incr_n = (10_000, 100_000) if args.small else (100_000, 1_000_000)
     rng = np.random.default_rng(42)
@@ -203,10 +209,12 @@ def main() -> int:
     centres /= np.linalg.norm(centres, axis=1, keepdims=True)
     workdir = Path(tempfile.mkdtemp(prefix="celestial-rebalance-"))
     try:
-        svc = bench_full(full_n, rng, centres, workdir)
-        bench_recall(svc, rng, centres, args.calls)
+        svc = bench_full(full_n, rng, centres, workdir, args.recent_share)
+        if not args.full_only:
+            bench_recall(svc, rng, centres, args.calls)
         svc.close()
-        bench_incremental(incr_n, rng, centres, workdir)
+        if not args.full_only:
+            bench_incremental(incr_n, rng, centres, workdir)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

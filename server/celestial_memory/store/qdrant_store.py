@@ -35,7 +35,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 _SCHEMAS: dict[str, Any] = {
     "tenant": models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True),
     "integer": models.IntegerIndexParams(
-        type=models.IntegerIndexType.INTEGER, lookup=True, range=True
+        type=models.IntegerIndexType.INTEGER, lookup=True, range=False
     ),
     "float": models.PayloadSchemaType.FLOAT,
     "keyword": models.PayloadSchemaType.KEYWORD,
