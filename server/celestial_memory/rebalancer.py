@@ -152,32 +152,32 @@ class Rebalancer:
 
         Every write keeps an unpinned memory's drop time for its zone in the future or at the
         ALREADY sentinel (a recall's context lifted it there). So the memories due now are those
-        whose drop time passed since the last rebalance, or is ALREADY: both are narrow ranges
-        of an indexed field, and the scan reads only them.
+        whose drop time passed since the last rebalance, or is ALREADY: narrow ranges of an
+        indexed field. For each (from, to) pair the engine selects its memories by filter,
+        counts them and sets their zone: nothing is read into Python.
         """
         last = self._store.read_marker(f"rebalanced:{tenant}")
-        moved: Counter[tuple[Zone, Zone]] = Counter()
-        scanned = 0
-        for k in range(4):
-            field = DROP_FIELDS[k]
+        moved: dict[tuple[Zone, Zone], int] = {}
+        for src in range(4):
+            field = DROP_FIELDS[src]
             due: Condition = Between(field, lt=now)
             if last is not None:
                 since = last - self._window_slack
                 due = Either((Between(field, gte=since, lt=now), Between(field, lt=ALREADY / 2)))
-            conds: list[Condition] = [Eq("zone", k), Eq("pinned", 0), due]
-            rows = [r for page in self._store.scan_fields(tenant, DROP_FIELDS, conds) for r in page]
-            if not rows:
-                continue
-            scanned += len(rows)
-            drops = np.array([[p[f] for f in DROP_FIELDS] for _, p in rows], dtype=np.float64)
-            # Drop times grow zone by zone, so the passed ones count the zones fallen through.
-            dst = np.maximum(k + 1, (drops < now).sum(axis=1))
-            for z in np.unique(dst):
-                ids = [rows[i][0] for i in np.flatnonzero(dst == z)]
-                moved[(Zone(k), Zone(int(z)))] += len(ids)
-                if not dry_run:
-                    self._store.set_same(tenant, ids, {"zone": int(z)})
-        return scanned, dict(moved)
+            for dst in range(src + 1, 5):
+                # Drop times grow zone by zone: it falls to dst when drop[dst-1] has passed
+                # and drop[dst] has not.
+                conds: list[Condition] = [Eq("zone", src), Eq("pinned", 0), due]
+                if dst > src + 1:
+                    conds.append(Between(DROP_FIELDS[dst - 1], lt=now))
+                if dst < 4:
+                    conds.append(Between(DROP_FIELDS[dst], gte=now))
+                n = self._store.count_where(tenant, conds)
+                if n:
+                    moved[(Zone(src), Zone(dst))] = n
+                    if not dry_run:
+                        self._store.set_where(tenant, conds, {"zone": dst})
+        return sum(moved.values()), moved
 
     def _full(
         self, tenant: str, now: float, dry_run: bool
