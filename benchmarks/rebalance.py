@@ -169,8 +169,8 @@ def bench_incremental(n: int, rng: np.random.Generator, centres: np.ndarray, wor
     dry = svc.rebalance(TENANT, dry_run=True)
     seconds, peak, moved, evicted, scanned = timed_rebalance(svc, full=False)
     print(f"incremental rebalance of {n:,} memories: {seconds * 1000:.0f} ms "
-          f"({scanned:,} due, selected by the engine; {moved:,} moved = {moved / n:.2%}; {evicted:,} evicted; dry run had "
-          f"{sum(dry.moved.values()):,}); {peak}")
+          f"({scanned:,} due, selected by the engine; {moved:,} moved = {moved / n:.2%}; "
+          f"{evicted:,} evicted; dry run had {sum(dry.moved.values()):,}); {peak}")
     svc.close()
 
 
