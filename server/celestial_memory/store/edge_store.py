@@ -29,6 +29,7 @@ from celestial_memory.store.payload import (
     Either,
     Eq,
     conditions,
+    event_conditions,
     event_from_payload,
     event_payload,
     from_payload,
@@ -247,11 +248,7 @@ class EdgeStore:
     def read_events(
         self, tenant: str, since: float | None, limit: int, memory_id: str = ""
     ) -> list[ZoneEvent]:
-        conds: list[Condition] = [Eq("kind", "event")]
-        if since is not None:
-            conds.append(Between("at", gte=since))
-        if memory_id:
-            conds.append(Eq("memory_id", memory_id))
+        conds = event_conditions(since, memory_id)
         records, _ = self._ledger.scroll(
             qe.ScrollRequest(
                 limit=limit, filter=_filter(tenant, extra=conds), with_payload=True,

@@ -160,6 +160,16 @@ def conditions(
     return out
 
 
+def event_conditions(since: float | None, memory_id: str) -> list[Condition]:
+    """The ledger read: events (not leases or markers), from a time, of one memory."""
+    conds: list[Condition] = [Eq("kind", "event")]
+    if since is not None:
+        conds.append(Between("at", gte=since))
+    if memory_id:
+        conds.append(Eq("memory_id", memory_id))
+    return conds
+
+
 def event_payload(e: ZoneEvent) -> dict[str, Any]:
     return {
         "kind": "event", "tenant": e.tenant, "memory_id": e.memory_id,
