@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from celestial_memory.clock import Clock
 from celestial_memory.config import Settings
-from celestial_memory.domain.models import RebalanceReport, ZoneEvent
+from celestial_memory.domain.models import Memory, RebalanceReport, ZoneEvent
 from celestial_memory.domain.scoring import MemoryFunction
 from celestial_memory.domain.trajectory import ALREADY, DROP_FIELDS, drop_times
 from celestial_memory.domain.zones import Zone, ZoneTable
@@ -108,13 +108,15 @@ class Rebalancer:
         t = drop_times(self._fn, self._zones, recall_count, last_recalled_at, importance)
         return (float(t[0]), float(t[1]), float(t[2]), float(t[3]))
 
-    def settled_zone(self, zone: Zone, drops: tuple[float, ...], resting_zone: Zone,
-                     now: float, pinned: bool) -> Zone:
-        """The zone to write for a memory: ``zone``, unless its drop time for that zone has
-        already passed (then its resting zone), which the incremental rebalance relies on."""
-        if pinned or zone == Zone.CLOUD or not ALREADY < drops[zone] < now:
-            return zone
-        return max(zone, resting_zone)
+    def settled_zone(self, m: Memory, now: float) -> Zone:
+        """The zone to write for ``m`` (drop times stamped): its zone, unless its drop time for
+        that zone has already passed, then its resting zone. The incremental rebalance relies on
+        no write leaving a memory in a zone whose drop time has passed."""
+        drops = m.drop_times
+        if m.pinned or m.zone == Zone.CLOUD or drops is None or not ALREADY < drops[m.zone] < now:
+            return m.zone
+        resting = self._fn.total(m.recall_count, m.last_recalled_at, m.importance, 0.0, now)
+        return max(m.zone, self._zones.zone_of_score(float(resting)))
 
     # -- the rebalance ------------------------------------------------------------------------
 

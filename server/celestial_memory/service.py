@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -154,11 +154,20 @@ class MemoryService:
             ))
         with self._lock:
             self.store.upsert(memories)
-            evicted = {e.memory_id: e.to_zone for e in self.rebalancer.enforce_capacity(tenant)}
+            self._enforce_capacity(tenant, memories)
         for m in memories:
-            m.zone = evicted.get(m.id) or m.zone
             m.vector = None
         return memories
+
+    def _enforce_capacity(
+        self, tenant: str, written: Sequence[Memory], keep_ids: Collection[str] = ()
+    ) -> None:
+        """After a write: push overflow outward and show the memories just written where
+        capacity left them."""
+        events = self.rebalancer.enforce_capacity(tenant, keep_ids=keep_ids)
+        moved = {e.memory_id: e.to_zone for e in events if e.to_zone is not None}
+        for m in written:
+            m.zone = moved.get(m.id, m.zone)
 
     def _check_new(self, item: NewMemory, index: int, batch: bool) -> NewMemory:
         p = f"requests[{index}]." if batch else ""
@@ -237,6 +246,10 @@ class MemoryService:
     def get(self, tenant: str, memory_id: str) -> Memory:
         mid = check.memory_id(memory_id)
         self._queue.flush()
+        return self._find(tenant, mid)
+
+    def _find(self, tenant: str, mid: str) -> Memory:
+        # No queue flush here: update calls this under the service lock (see reinforcement.py).
         found = self.store.get(tenant, [mid])
         if mid not in found:
             raise NotFound(f"memory {mid} not found")
@@ -259,10 +272,7 @@ class MemoryService:
 
         self._queue.flush()
         with self._lock:
-            found = self.store.get(tenant, [mid])
-            if mid not in found:
-                raise NotFound(f"memory {mid} not found")
-            m = found[mid]
+            m = self._find(tenant, mid)
             now = self.clock.now()
             if new_content is not None:
                 m.content = new_content
@@ -282,20 +292,14 @@ class MemoryService:
                 )
                 target = self.zones.zone_of_score(m.score)
                 m.zone = min(m.zone, target) if m.pinned else target
-            self._placed(m, now)
-            assert m.drop_times is not None
-            resting = self.zones.zone_of_score(float(
-                self.fn.total(m.recall_count, m.last_recalled_at, m.importance, 0.0, now)))
-            m.zone = self.rebalancer.settled_zone(m.zone, m.drop_times, resting, now, m.pinned)
+            m.zone = self.rebalancer.settled_zone(self._placed(m, now), now)
             if vec is not None:
                 m.vector = vec
                 self.store.upsert([m])
                 m.vector = None
             else:
                 self.store.set_fields(tenant, [(m.id, _editable_fields(m))])
-            evicted = {e.memory_id: e.to_zone for e in
-                       self.rebalancer.enforce_capacity(tenant, keep_ids={m.id})}
-            m.zone = evicted.get(m.id) or m.zone
+            self._enforce_capacity(tenant, [m], keep_ids={m.id})
         return m
 
     def delete(self, tenant: str, memory_id: str) -> bool:
