@@ -4,6 +4,7 @@ from celestial_client.client import AsyncCelestialClient, CelestialClient
 from celestial_client.errors import (
     CelestialClientError,
     DeadlineExceededError,
+    FailedPreconditionError,
     InternalError,
     InvalidArgumentError,
     NotFoundError,
@@ -30,6 +31,7 @@ __all__ = [
     "CelestialClient",
     "CelestialClientError",
     "DeadlineExceededError",
+    "FailedPreconditionError",
     "InternalError",
     "InvalidArgumentError",
     "Memory",

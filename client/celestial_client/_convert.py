@@ -51,7 +51,7 @@ def store_request(tenant: str, item: StoreItem) -> pb.StoreRequest:
     req = pb.StoreRequest(
         tenant=tenant, content=item.content, tags=item.tags, session_id=item.session_id,
         agent_id=item.agent_id, metadata=item.metadata, vector=item.vector or [], id=item.id,
-        pinned=item.pinned,
+        pinned=item.pinned, context=item.context,
     )
     if item.importance is not None:
         req.importance = item.importance
@@ -80,6 +80,7 @@ def recall_request(
     context: str = "",
     query_vector: Sequence[float] | None = None,
     min_relevance: float | None = None,
+    ignore_zones: bool = False,
 ) -> pb.RecallRequest:
     f = pb.RecallFilter(
         zones=[zone_to_pb(z) for z in zones], tags_any=tags_any, tags_all=tags_all,
@@ -95,7 +96,7 @@ def recall_request(
         f.min_importance = min_importance
     req = pb.RecallRequest(
         tenant=tenant, query=query, limit=limit, filter=f, no_reinforce=not reinforce,
-        context=context, query_vector=list(query_vector or []),
+        context=context, query_vector=list(query_vector or []), ignore_zones=ignore_zones,
     )
     if min_relevance is not None:
         req.min_relevance = min_relevance
@@ -138,6 +139,7 @@ def memory(m: pb.Memory) -> Memory:
         created_at=to_datetime(m.created_at), last_recalled_at=to_datetime(m.last_recalled_at),
         tags=list(m.tags), session_id=m.session_id, agent_id=m.agent_id,
         metadata=dict(m.metadata), pinned=m.pinned, breakdown=breakdown(m.breakdown),
+        context=m.context,
     )
 
 

@@ -48,6 +48,7 @@ class RecallOptions(TypedDict, total=False):
     context: str
     query_vector: Sequence[float]
     min_relevance: float
+    ignore_zones: bool
 
 
 class UpdateOptions(TypedDict, total=False):
@@ -116,9 +117,19 @@ class CelestialClient:
     def stats(self) -> Stats:
         return cv.stats(self._call("Stats", pb.StatsRequest(tenant=self.tenant)))
 
-    def rebalance(self, dry_run: bool = False, full: bool = False) -> RebalanceReport:
-        req = pb.RebalanceRequest(tenant=self.tenant, dry_run=dry_run, full=full)
+    def rebalance(
+        self, dry_run: bool = False, full: bool = False, forget: bool = True
+    ) -> RebalanceReport:
+        req = pb.RebalanceRequest(
+            tenant=self.tenant, dry_run=dry_run, full=full, no_forget=not forget
+        )
         return cv.rebalance(self._call("Rebalance", req))
+
+    def set_clock(self, now: datetime | float) -> datetime:
+        """Admin, for replays: set the server's clock (the server needs
+        CELESTIAL_ADMIN_CLOCK=true, else FailedPrecondition)."""
+        resp = self._call("SetClock", pb.SetClockRequest(now=cv.timestamp(now)))
+        return cv.to_datetime(resp.now)
 
     def ledger(
         self, since: datetime | float | None = None, limit: int = 100, memory_id: str = ""
@@ -193,9 +204,17 @@ class AsyncCelestialClient:
     async def stats(self) -> Stats:
         return cv.stats(await self._call("Stats", pb.StatsRequest(tenant=self.tenant)))
 
-    async def rebalance(self, dry_run: bool = False, full: bool = False) -> RebalanceReport:
-        req = pb.RebalanceRequest(tenant=self.tenant, dry_run=dry_run, full=full)
+    async def rebalance(
+        self, dry_run: bool = False, full: bool = False, forget: bool = True
+    ) -> RebalanceReport:
+        req = pb.RebalanceRequest(
+            tenant=self.tenant, dry_run=dry_run, full=full, no_forget=not forget
+        )
         return cv.rebalance(await self._call("Rebalance", req))
+
+    async def set_clock(self, now: datetime | float) -> datetime:
+        resp = await self._call("SetClock", pb.SetClockRequest(now=cv.timestamp(now)))
+        return cv.to_datetime(resp.now)
 
     async def ledger(
         self, since: datetime | float | None = None, limit: int = 100, memory_id: str = ""

@@ -59,6 +59,10 @@ class UnimplementedError(CelestialClientError):
     code = grpc.StatusCode.UNIMPLEMENTED
 
 
+class FailedPreconditionError(CelestialClientError):
+    code = grpc.StatusCode.FAILED_PRECONDITION
+
+
 class InternalError(CelestialClientError):
     code = grpc.StatusCode.INTERNAL
 
@@ -68,7 +72,7 @@ _BY_CODE: dict[grpc.StatusCode, type[CelestialClientError]] = {
     for cls in (
         InvalidArgumentError, NotFoundError, UnauthenticatedError, PermissionDeniedError,
         ResourceExhaustedError, UnavailableError, DeadlineExceededError, UnimplementedError,
-        InternalError,
+        FailedPreconditionError, InternalError,
     )
 }
 

@@ -46,6 +46,7 @@ class Memory:
     metadata: dict[str, str] = field(default_factory=dict)
     pinned: bool = False
     breakdown: ScoreBreakdown | None = None
+    context: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,3 +126,4 @@ class StoreItem:
     vector: list[float] | None = None
     id: str = ""
     pinned: bool = False
+    context: str = ""  # indexed for search with the memory, not part of its content

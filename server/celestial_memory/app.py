@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from celestial_memory.clock import Clock, SystemClock
+from celestial_memory.clock import Clock, ManualClock, SystemClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.importance import evaluator_from_settings
 from celestial_memory.embedding import Embedder, SentenceTransformerEmbedder
@@ -31,5 +31,11 @@ def build_service(
     embedder = embedder or SentenceTransformerEmbedder(settings.model, settings.device)
     store = store or open_store(settings, embedder.dimension)
     return MemoryService(
-        settings, store, embedder, clock or SystemClock(), evaluator_from_settings(settings)
+        settings, store, embedder, clock or _default_clock(settings),
+        evaluator_from_settings(settings)
     )
+
+
+def _default_clock(settings: Settings) -> Clock:
+    # A replay sets the time through the admin clock; it starts at the wall clock.
+    return ManualClock(SystemClock().now()) if settings.admin_clock else SystemClock()

@@ -57,8 +57,21 @@ class Settings(BaseSettings):
     importance_evaluator: Literal["rules", "default"] = "rules"
     default_importance: float = Field(0.5, ge=0, le=1)
 
-    # Recall
+    # Recall (retrieval.py): relevance gate, zone margin, fusion weights, candidates
     min_relevance: float = Field(0.2, ge=0, le=1, description="relevance gate for a match")
+    zone_margin: float = Field(
+        0.9, ge=0, le=1, description="an inner zone goes first within this share of the best"
+    )
+    relevance_weights: list[float] = Field(
+        default_factory=lambda: [1.0, 0.5, 0.5, 0.5],
+        description="dense, context dense, keywords, context keywords",
+    )
+    recall_candidates: int = Field(30, gt=0, description="candidates per zone (at least)")
+    keyword_k1: float = Field(1.2, gt=0)
+    keyword_b: float = Field(0.4, ge=0, le=1)
+    keyword_avg_len: float = Field(14.0, gt=0, description="BM25 average content length (terms)")
+    context_keyword_avg_len: float = Field(34.0, gt=0, description="same, content plus context")
+    max_context_chars: int = Field(32_768, gt=0)
     default_recall_limit: int = Field(10, gt=0)
     max_recall_limit: int = Field(100, gt=0)
 
@@ -81,6 +94,9 @@ class Settings(BaseSettings):
     reinforce_flush_ms: float = Field(50.0, gt=0, le=100)
 
     default_tenant: str = "default"
+    # Replays of history: lets an admin call set the server's clock (SetClock). Off by default;
+    # when on, the scheduled rebalance is off too (the replay decides when to rebalance).
+    admin_clock: bool = False
     log_level: str = "INFO"
 
     @model_validator(mode="after")
@@ -93,6 +109,9 @@ class Settings(BaseSettings):
         c = self.zone_capacities
         if len(c) != 5 or any(x < 0 for x in c):
             raise ValueError("zone_capacities needs 5 values >= 0 (0 = unbounded)")
+        w = self.relevance_weights
+        if len(w) != 4 or any(not math.isfinite(x) or x < 0 for x in w) or sum(w) <= 0:
+            raise ValueError("relevance_weights needs 4 finite values >= 0, not all 0")
         if self.default_recall_limit > self.max_recall_limit:
             raise ValueError("default_recall_limit exceeds max_recall_limit")
         return self

@@ -44,5 +44,9 @@ class Unimplemented(CelestialError):
     pass
 
 
+class FailedPrecondition(CelestialError):
+    """The server is not in the state the call needs (e.g. the admin clock is off)."""
+
+
 class StoreUnavailable(CelestialError):
     """The storage backend cannot be reached or refused the operation."""

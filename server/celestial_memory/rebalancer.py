@@ -120,7 +120,9 @@ class Rebalancer:
 
     # -- the rebalance ------------------------------------------------------------------------
 
-    def rebalance(self, tenant: str, dry_run: bool = False, full: bool = False) -> RebalanceReport:
+    def rebalance(
+        self, tenant: str, dry_run: bool = False, full: bool = False, forget: bool = True
+    ) -> RebalanceReport:
         started = time.perf_counter()
         lease = f"rebalance:{tenant}"
         holder = self._store.acquire_lease(lease, self.instance_id, self._clock.now(),
@@ -136,10 +138,11 @@ class Rebalancer:
                     self._store.write_marker(f"rebalanced:{tenant}", now)
                 if dry_run:
                     evicted = self._overflow_after(tenant, moved)
-                    forgotten = self._store.count_where(tenant, self._forgettable(now))
+                    forgotten = (self._store.count_where(tenant, self._forgettable(now))
+                                 if forget else 0)
                 else:
                     evicted = len(self.enforce_capacity(tenant))
-                    forgotten = self.forget(tenant, now)
+                    forgotten = self.forget(tenant, now) if forget else 0
         finally:
             self._store.release_lease(lease, self.instance_id)
         return RebalanceReport(

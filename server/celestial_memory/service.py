@@ -15,7 +15,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from celestial_memory.clock import Clock
+from celestial_memory.clock import Clock, ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain import validation as check
 from celestial_memory.domain.importance import ImportanceEvaluator
@@ -33,9 +33,10 @@ from celestial_memory.domain.scoring import MemoryFunction, ScoreBreakdown
 from celestial_memory.domain.trajectory import DROP_FIELDS
 from celestial_memory.domain.zones import Zone, ZoneTable
 from celestial_memory.embedding import Embedder
-from celestial_memory.errors import InvalidArgument, NotFound
+from celestial_memory.errors import FailedPrecondition, InvalidArgument, NotFound
 from celestial_memory.rebalancer import Rebalancer
 from celestial_memory.reinforcement import ReinforcementQueue
+from celestial_memory.retrieval import Retrieval, zone_order
 from celestial_memory.store.base import MemoryStore
 
 
@@ -51,6 +52,7 @@ class NewMemory:
     vector: Sequence[float] | Vector | None = None
     id: str = ""
     pinned: bool = False
+    context: str = ""  # indexed for search, not part of the content (retrieval.py)
 
 
 @dataclass(slots=True)
@@ -62,6 +64,7 @@ class RecallQuery:
     context: str = ""
     query_vector: Sequence[float] | None = None
     min_relevance: float | None = None
+    ignore_zones: bool = False  # rank by relevance alone (plain hybrid search)
 
 
 @dataclass(slots=True)
@@ -94,6 +97,7 @@ class MemoryService:
         self.settings = settings
         self.store = store
         self.embedder = embedder
+        self.retrieval = Retrieval(settings, embedder)
         self.clock = clock
         self.fn = MemoryFunction.from_settings(settings)
         self.zones = ZoneTable.from_settings(settings)
@@ -133,6 +137,14 @@ class MemoryService:
         if missing:
             embedded = self.embedder.embed([checked[i].content for i in missing])
             vectors = dict(zip(missing, embedded, strict=True))
+        dense = [
+            np.asarray(it.vector if it.vector is not None else vectors[i], dtype=np.float32)
+            for i, it in enumerate(checked)
+        ]
+        index = self.retrieval.index_vectors(
+            [it.content for it in checked], [it.context for it in checked], dense,
+            [it.vector is None for it in checked],
+        )
         now = self.clock.now()
         memories = []
         for i, it in enumerate(checked):
@@ -141,7 +153,6 @@ class MemoryService:
                 importance = self._evaluator.evaluate(it.content)
             created = it.created_at if it.created_at is not None else now
             score = float(self.fn.total(0, created, importance, 0.0, now))
-            vec = it.vector if it.vector is not None else vectors[i]
             memories.append(self._placed(
                 Memory(
                     id=it.id or str(uuid.uuid4()), tenant=tenant, content=it.content,
@@ -149,14 +160,14 @@ class MemoryService:
                     recall_count=0, created_at=created, last_recalled_at=created,
                     tags=it.tags, session_id=it.session_id, agent_id=it.agent_id,
                     metadata=it.metadata, pinned=it.pinned, content_hash=content_hash(it.content),
-                    vector=np.asarray(vec, dtype=np.float32),
+                    vector=dense[i], context=it.context, index=index[i],
                 ), now
             ))
         with self._lock:
             self.store.upsert(memories)
             self._enforce_capacity(tenant, memories)
         for m in memories:
-            m.vector = None
+            m.vector = m.index = None
         return memories
 
     def _enforce_capacity(
@@ -182,6 +193,7 @@ class MemoryService:
             tags=check.tags(item.tags, s, f"{p}tags"),
             metadata=check.metadata(item.metadata, s, f"{p}metadata"),
             created_at=check.timestamp(item.created_at, f"{p}created_at"),
+            context=check.context(item.context, s, f"{p}context"),
             id=check.memory_id(item.id, f"{p}id") if item.id else "",
             vector=vec,
         )
@@ -189,6 +201,8 @@ class MemoryService:
     # -- recall --------------------------------------------------------------------------
 
     def recall(self, tenant: str, q: RecallQuery) -> list[RecallResult]:
+        """Hybrid search in every zone, rescored, in zone order behind the gate (retrieval.py);
+        reinforces what it returns unless asked not to."""
         s = self.settings
         limit = check.limit(q.limit, s)
         flt = check.memory_filter(q.filter, s)
@@ -196,34 +210,47 @@ class MemoryService:
         gate = s.min_relevance if gate is None else gate
         if q.query_vector is not None and len(q.query_vector) > 0:
             qvec = check.vector(q.query_vector, self.store.dimension, "query_vector")
+            text = check.content(q.query, s, "query") if q.query.strip() else ""
         else:
-            qvec = self.embedder.embed([check.content(q.query, s, "query")])[0]
+            text = check.content(q.query, s, "query")
+            qvec = self.embedder.embed([text])[0]
+        context_text = check.content(q.context, s, "context") if q.context.strip() else ""
         zones = sorted(set(flt.zones)) if flt.zones else list(Zone)
+        hq = self.retrieval.query(text, qvec)
 
-        per_zone = self.store.search_zones(tenant, qvec, zones, flt, limit, gate)
-        hits = [(zone, h) for zone, zh in zip(zones, per_zone, strict=True) for h in zh][:limit]
-        if not hits:
+        per_zone = self.store.search_zones(
+            tenant, hq, zones, flt, self.retrieval.candidates_per_zone(limit)
+        )
+        found = {m.id: m for zm in per_zone for m in zm}
+        if not found:
             return []
-        ids = [h.memory.id for _, h in hits]
-        if q.context.strip():
-            cvec = self.embedder.embed([check.content(q.context, s, "context")])[0]
-            context = self.store.similarities(tenant, cvec, ids)
-        else:
-            context = {h.memory.id: h.similarity for _, h in hits}
+        cands = list(found.values())
+        signals = self.store.signal_scores(tenant, hq, [m.id for m in cands])
+        relevance = self.retrieval.relevance(signals)
 
         with self._lock:
-            now = self.clock.now()
-            results = []
-            updates = []
-            for zone, hit in hits:
-                m = hit.memory
+            for m in cands:
                 pending = self._queue.overlay(tenant, m.id)
                 if pending:  # a reinforcement not written yet: count from it
                     m.recall_count = pending["recall_count"]
                     m.last_recalled_at = pending["last_recalled_at"]
                     m.context_score = pending["context_score"]
-                    m.zone = Zone(pending["zone"])
-                    zone = min(zone, m.zone)
+                    m.zone = min(m.zone, Zone(pending["zone"]))
+            ranked = zone_order(
+                [int(m.zone) for m in cands], relevance, gate, s.zone_margin,
+                by_zone=not q.ignore_zones,
+            )[:limit]
+            if context_text:
+                cvec = self.embedder.embed([context_text])[0]
+                context = self.store.similarities(tenant, cvec, [cands[r.index].id for r in ranked])
+            else:  # the query is the context: C = its cosine to the content
+                context = {cands[r.index].id: float(signals[r.index, 0]) for r in ranked}
+            now = self.clock.now()
+            results = []
+            updates = []
+            for r in ranked:
+                m = cands[r.index]
+                zone = m.zone
                 c = max(context.get(m.id, 0.0), 0.0)
                 if q.reinforce:
                     m.recall_count += 1
@@ -235,7 +262,7 @@ class MemoryService:
                     m.zone = min(zone, self.zones.zone_of_score(b.total))
                     m.score = b.total
                     updates.append((m.id, _reinforced_fields(self._placed(m, now))))
-                results.append(RecallResult(m, zone, hit.similarity, b))
+                results.append(RecallResult(m, zone, r.relevance, b))
             if updates:
                 # Written behind (see reinforcement.py); capacity is enforced after the write.
                 self._queue.submit(tenant, updates)
@@ -295,8 +322,11 @@ class MemoryService:
             m.zone = self.rebalancer.settled_zone(self._placed(m, now), now)
             if vec is not None:
                 m.vector = vec
+                m.index = self.retrieval.index_vectors(
+                    [m.content], [m.context], [vec], [ch.vector is None or len(ch.vector) == 0]
+                )[0]
                 self.store.upsert([m])
-                m.vector = None
+                m.vector = m.index = None
             else:
                 self.store.set_fields(tenant, [(m.id, _editable_fields(m))])
             self._enforce_capacity(tenant, [m], keep_ids={m.id})
@@ -330,9 +360,21 @@ class MemoryService:
             dimension=self.embedder.dimension, backend=self.store.backend_name,
         )
 
-    def rebalance(self, tenant: str, dry_run: bool = False, full: bool = False) -> RebalanceReport:
+    def rebalance(
+        self, tenant: str, dry_run: bool = False, full: bool = False, forget: bool = True
+    ) -> RebalanceReport:
         self._queue.flush()
-        return self.rebalancer.rebalance(tenant, dry_run, full)
+        return self.rebalancer.rebalance(tenant, dry_run, full, forget)
+
+    def set_clock(self, now: float) -> float:
+        """Admin, for replays (settings.admin_clock): the clock reads ``now`` from here on."""
+        if not self.settings.admin_clock or not isinstance(self.clock, ManualClock):
+            raise FailedPrecondition("the admin clock is off (CELESTIAL_ADMIN_CLOCK=true)")
+        t = check.timestamp(now, "now")
+        assert t is not None
+        self._queue.flush()  # pending reinforcements belong to the old time
+        self.clock.set(t)
+        return t
 
     def ledger(
         self, tenant: str, since: float | None = None, limit: int = 100, memory_id: str = ""

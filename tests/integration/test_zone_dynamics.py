@@ -60,11 +60,12 @@ def test_the_flusher_writes_without_being_asked(service: MemoryService) -> None:
 
 def test_a_closing_queue_writes_everything_pending(tmp_path: Path) -> None:
     store = EdgeStore(tmp_path / "s", 4)
-    from celestial_memory.domain.models import Memory
+    from celestial_memory.domain.models import IndexVectors, Memory, Sparse
 
+    v = np.ones(4, np.float32)
     m = Memory(id="00000000-0000-0000-0000-000000000001", tenant=T, content="x", zone=Zone.OUTER,
                score=0.1, importance=0.5, recall_count=0, created_at=0.0, last_recalled_at=0.0,
-               vector=np.ones(4, np.float32))
+               vector=v, index=IndexVectors(v, Sparse([], []), Sparse([], [])))
     store.upsert([m])
     flushed: list[set[str]] = []
     q = ReinforcementQueue(store, interval_s=3600, on_flushed=lambda t, ids: flushed.append(ids))

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from celestial_memory.domain.models import Memory, MemoryFilter
+from celestial_memory.domain.models import HybridQuery, IndexVectors, Memory, MemoryFilter
 from celestial_memory.domain.zones import Zone
+from celestial_memory.keywords import KeywordEncoder
 from celestial_memory.store.base import MemoryStore
 from celestial_memory.store.edge_store import EdgeStore
 from celestial_memory.store.qdrant_store import QdrantStore
@@ -20,6 +21,7 @@ from tests.conftest import unit_vectors
 
 DIM = 16
 QDRANT_IMAGE = "qdrant/qdrant:v1.15.4"
+KEYWORDS = KeywordEncoder(1.2, 0.4, 14.0, 34.0)
 
 
 def _docker_available() -> bool:
@@ -71,7 +73,18 @@ def mem(
     }
     fields.update(kw)
     v = vector if vector is not None else unit_vectors(1, DIM, seed=hash(str(kw)) % 1000)[0]
-    return Memory(id=str(uuid.uuid4()), tenant=tenant, zone=zone, vector=v, **fields)  # type: ignore[arg-type]
+    m = Memory(id=str(uuid.uuid4()), tenant=tenant, zone=zone, vector=v, **fields)  # type: ignore[arg-type]
+    joined = f"{m.context}\n{m.content}" if m.context else m.content
+    m.index = IndexVectors(v, KEYWORDS.document(m.content), KEYWORDS.document(joined, True))
+    return m
+
+
+def hq(vector: np.ndarray, text: str = "") -> HybridQuery:
+    return HybridQuery(vector, KEYWORDS.query(text))
+
+
+def ids(hits: list[Memory]) -> list[str]:
+    return [m.id for m in hits]
 
 
 def test_upsert_then_get_round_trips_every_field(store: MemoryStore) -> None:
@@ -112,29 +125,57 @@ def test_delete_is_scoped_and_counts(store: MemoryStore) -> None:
     assert store.get("b", [theirs.id])
 
 
-def test_search_zones_is_one_query_per_zone_with_threshold(store: MemoryStore) -> None:
+def test_search_zones_is_one_query_per_zone_scoped_to_the_tenant(store: MemoryStore) -> None:
     q = unit_vectors(1, DIM, seed=42)[0]
     near = q + 0.05 * unit_vectors(1, DIM, seed=1)[0]
-    far = -q
-    store.upsert([
-        mem(zone=Zone.CORE, vector=near), mem(zone=Zone.BELT, vector=q),
-        mem(zone=Zone.BELT, vector=far), mem("b", zone=Zone.CORE, vector=q),
-    ])
-    zones = list(Zone)
-    res = store.search_zones("a", q, zones, MemoryFilter(), limit=5, min_similarity=0.5)
-    assert [len(r) for r in res] == [1, 0, 0, 1, 0]
-    assert res[3][0].similarity == pytest.approx(1.0, abs=1e-5)
-    assert 0.5 < res[0][0].similarity < 1.0
+    core, belt, far = mem(zone=Zone.CORE, vector=near), mem(zone=Zone.BELT, vector=q), mem(
+        zone=Zone.BELT, vector=-q)
+    store.upsert([core, belt, far, mem("b", zone=Zone.CORE, vector=q)])
+    res = store.search_zones("a", hq(q), list(Zone), MemoryFilter(), limit=5)
+    assert [ids(r) for r in res] == [[core.id], [], [], [belt.id, far.id], []]
 
 
-def test_search_orders_by_similarity_and_limits(store: MemoryStore) -> None:
+def test_search_limits_candidates_and_ranks_by_fusion(store: MemoryStore) -> None:
     q = unit_vectors(1, DIM, seed=3)[0]
     noise = unit_vectors(6, DIM, seed=4)
     memories = [mem(vector=q + 0.1 * (i + 1) * noise[i]) for i in range(6)]
     store.upsert(memories)
-    (hits,) = store.search_zones("a", q, [Zone.OUTER], MemoryFilter(), 3, 0.0)
-    sims = [h.similarity for h in hits]
-    assert len(hits) == 3 and sims == sorted(sims, reverse=True)
+    (hits,) = store.search_zones("a", hq(q), [Zone.OUTER], MemoryFilter(), 3)
+    cos = [float(q @ m.vector / np.linalg.norm(m.vector)) for m in memories]  # type: ignore[operator]
+    assert ids(hits) == [memories[i].id for i in np.argsort(cos)[::-1][:3]]
+
+
+def test_keywords_find_what_the_vector_misses(store: MemoryStore) -> None:
+    q = unit_vectors(1, DIM, seed=6)[0]
+    word = mem(vector=-q, content="The quarterly budget review is on Friday")
+    others = [mem(vector=q, content=f"unrelated note number {i}") for i in range(5)]
+    store.upsert([word, *others])
+    (hits,) = store.search_zones("a", hq(q, "budget reviews"), [Zone.OUTER], MemoryFilter(), 6)
+    assert word.id in ids(hits)
+    scores = store.signal_scores("a", hq(q, "budget reviews"), [word.id, others[0].id])
+    assert scores[0, 2] > 0 and scores[1, 2] == 0  # keywords: stemmed match, no match
+    assert scores[0, 0] == pytest.approx(-1.0, abs=1e-5)
+    assert scores[1, 0] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_korean_keywords_match_across_particles(store: MemoryStore) -> None:
+    q = unit_vectors(1, DIM, seed=7)[0]
+    yoga = mem(vector=-q, content="어제 요가 수업에 갔어요")
+    other = mem(vector=-q, content="오늘 점심은 비빔밥이었어요")
+    store.upsert([yoga, other])
+    scores = store.signal_scores("a", hq(q, "요가 수업"), [yoga.id, other.id])
+    assert scores[0, 2] > 0 and scores[1, 2] == 0
+
+
+def test_context_is_indexed_apart_from_the_content(store: MemoryStore) -> None:
+    q = unit_vectors(1, DIM, seed=8)[0]
+    m = mem(vector=q, content="Yes, it was amazing!", context="Did you see the aurora in Norway?")
+    store.upsert([m])
+    scores = store.signal_scores("a", hq(q, "aurora Norway"), [m.id])
+    assert scores[0, 2] == 0 and scores[0, 3] > 0
+    got = store.get("a", [m.id])[m.id]
+    assert got.content == "Yes, it was amazing!" and got.context == m.context
+    assert store.signal_scores("b", hq(q, "aurora"), [m.id]).tolist() == [[0.0, 0.0, 0.0, 0.0]]
 
 
 def test_filters_restrict_search_and_delete(store: MemoryStore) -> None:
@@ -146,8 +187,8 @@ def test_filters_restrict_search_and_delete(store: MemoryStore) -> None:
     store.upsert([a, b])
 
     def found(f: MemoryFilter) -> set[str]:
-        (hits,) = store.search_zones("a", q, [Zone.OUTER], f, 10, 0.0)
-        return {h.memory.id for h in hits}
+        (hits,) = store.search_zones("a", hq(q), [Zone.OUTER], f, 10)
+        return set(ids(hits))
 
     assert found(MemoryFilter(tags_any=["x"])) == {a.id}
     assert found(MemoryFilter(tags_any=["x", "y"])) == {a.id, b.id}

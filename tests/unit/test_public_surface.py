@@ -7,14 +7,15 @@ import inspect
 import celestial_client
 from celestial_client import AsyncCelestialClient, CelestialClient
 
-METHODS = ["close", "delete", "get", "ledger", "rebalance", "recall", "stats", "store",
+METHODS = ["close", "delete", "get", "ledger", "rebalance", "recall", "set_clock", "stats", "store",
            "store_batch", "update"]
 
 
 def test_exports_are_pinned() -> None:
     assert sorted(celestial_client.__all__) == [
         "AsyncCelestialClient", "CelestialClient", "CelestialClientError",
-        "DeadlineExceededError", "InternalError", "InvalidArgumentError", "Memory",
+        "DeadlineExceededError", "FailedPreconditionError", "InternalError",
+        "InvalidArgumentError", "Memory",
         "NotFoundError", "PermissionDeniedError", "RebalanceReport", "RecallResult",
         "ResourceExhaustedError", "ScoreBreakdown", "Stats", "StoreItem",
         "UnauthenticatedError", "UnavailableError", "UnimplementedError", "Zone", "ZoneEvent",

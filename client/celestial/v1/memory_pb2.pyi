@@ -40,7 +40,7 @@ class ScoreBreakdown(_message.Message):
     def __init__(self, recall: _Optional[float] = ..., freshness: _Optional[float] = ..., importance: _Optional[float] = ..., context: _Optional[float] = ..., total: _Optional[float] = ...) -> None: ...
 
 class Memory(_message.Message):
-    __slots__ = ("id", "tenant", "content", "zone", "score", "importance", "recall_count", "created_at", "last_recalled_at", "tags", "session_id", "agent_id", "metadata", "pinned", "breakdown")
+    __slots__ = ("id", "tenant", "content", "zone", "score", "importance", "recall_count", "created_at", "last_recalled_at", "tags", "session_id", "agent_id", "metadata", "pinned", "breakdown", "context")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -63,6 +63,7 @@ class Memory(_message.Message):
     METADATA_FIELD_NUMBER: _ClassVar[int]
     PINNED_FIELD_NUMBER: _ClassVar[int]
     BREAKDOWN_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
     id: str
     tenant: str
     content: str
@@ -78,10 +79,11 @@ class Memory(_message.Message):
     metadata: _containers.ScalarMap[str, str]
     pinned: bool
     breakdown: ScoreBreakdown
-    def __init__(self, id: _Optional[str] = ..., tenant: _Optional[str] = ..., content: _Optional[str] = ..., zone: _Optional[_Union[Zone, str]] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., recall_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_recalled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., pinned: _Optional[bool] = ..., breakdown: _Optional[_Union[ScoreBreakdown, _Mapping]] = ...) -> None: ...
+    context: str
+    def __init__(self, id: _Optional[str] = ..., tenant: _Optional[str] = ..., content: _Optional[str] = ..., zone: _Optional[_Union[Zone, str]] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., recall_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_recalled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., pinned: _Optional[bool] = ..., breakdown: _Optional[_Union[ScoreBreakdown, _Mapping]] = ..., context: _Optional[str] = ...) -> None: ...
 
 class StoreRequest(_message.Message):
-    __slots__ = ("tenant", "content", "importance", "tags", "session_id", "agent_id", "metadata", "created_at", "vector", "id", "pinned")
+    __slots__ = ("tenant", "content", "importance", "tags", "session_id", "agent_id", "metadata", "created_at", "vector", "id", "pinned", "context")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -100,6 +102,7 @@ class StoreRequest(_message.Message):
     VECTOR_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     PINNED_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
     tenant: str
     content: str
     importance: float
@@ -111,7 +114,8 @@ class StoreRequest(_message.Message):
     vector: _containers.RepeatedScalarFieldContainer[float]
     id: str
     pinned: bool
-    def __init__(self, tenant: _Optional[str] = ..., content: _Optional[str] = ..., importance: _Optional[float] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., vector: _Optional[_Iterable[float]] = ..., id: _Optional[str] = ..., pinned: _Optional[bool] = ...) -> None: ...
+    context: str
+    def __init__(self, tenant: _Optional[str] = ..., content: _Optional[str] = ..., importance: _Optional[float] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., vector: _Optional[_Iterable[float]] = ..., id: _Optional[str] = ..., pinned: _Optional[bool] = ..., context: _Optional[str] = ...) -> None: ...
 
 class StoreResponse(_message.Message):
     __slots__ = ("memory",)
@@ -161,7 +165,7 @@ class RecallFilter(_message.Message):
     def __init__(self, zones: _Optional[_Iterable[_Union[Zone, str]]] = ..., tags_any: _Optional[_Iterable[str]] = ..., tags_all: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., recalled_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., recalled_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., min_importance: _Optional[float] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class RecallRequest(_message.Message):
-    __slots__ = ("tenant", "query", "limit", "filter", "no_reinforce", "context", "query_vector", "min_relevance")
+    __slots__ = ("tenant", "query", "limit", "filter", "no_reinforce", "context", "query_vector", "min_relevance", "ignore_zones")
     TENANT_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
@@ -170,6 +174,7 @@ class RecallRequest(_message.Message):
     CONTEXT_FIELD_NUMBER: _ClassVar[int]
     QUERY_VECTOR_FIELD_NUMBER: _ClassVar[int]
     MIN_RELEVANCE_FIELD_NUMBER: _ClassVar[int]
+    IGNORE_ZONES_FIELD_NUMBER: _ClassVar[int]
     tenant: str
     query: str
     limit: int
@@ -178,7 +183,8 @@ class RecallRequest(_message.Message):
     context: str
     query_vector: _containers.RepeatedScalarFieldContainer[float]
     min_relevance: float
-    def __init__(self, tenant: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filter: _Optional[_Union[RecallFilter, _Mapping]] = ..., no_reinforce: _Optional[bool] = ..., context: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., min_relevance: _Optional[float] = ...) -> None: ...
+    ignore_zones: bool
+    def __init__(self, tenant: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filter: _Optional[_Union[RecallFilter, _Mapping]] = ..., no_reinforce: _Optional[bool] = ..., context: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., min_relevance: _Optional[float] = ..., ignore_zones: _Optional[bool] = ...) -> None: ...
 
 class RecallResult(_message.Message):
     __slots__ = ("memory", "found_in", "relevance", "breakdown")
@@ -286,14 +292,16 @@ class DeleteByFilterResponse(_message.Message):
     def __init__(self, deleted: _Optional[int] = ...) -> None: ...
 
 class RebalanceRequest(_message.Message):
-    __slots__ = ("tenant", "dry_run", "full")
+    __slots__ = ("tenant", "dry_run", "full", "no_forget")
     TENANT_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     FULL_FIELD_NUMBER: _ClassVar[int]
+    NO_FORGET_FIELD_NUMBER: _ClassVar[int]
     tenant: str
     dry_run: bool
     full: bool
-    def __init__(self, tenant: _Optional[str] = ..., dry_run: _Optional[bool] = ..., full: _Optional[bool] = ...) -> None: ...
+    no_forget: bool
+    def __init__(self, tenant: _Optional[str] = ..., dry_run: _Optional[bool] = ..., full: _Optional[bool] = ..., no_forget: _Optional[bool] = ...) -> None: ...
 
 class ZoneMove(_message.Message):
     __slots__ = ("from_zone", "to_zone", "count")
@@ -408,6 +416,18 @@ class ExportedMemory(_message.Message):
     memory: Memory
     vector: _containers.RepeatedScalarFieldContainer[float]
     def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., vector: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class SetClockRequest(_message.Message):
+    __slots__ = ("now",)
+    NOW_FIELD_NUMBER: _ClassVar[int]
+    now: _timestamp_pb2.Timestamp
+    def __init__(self, now: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class SetClockResponse(_message.Message):
+    __slots__ = ("now",)
+    NOW_FIELD_NUMBER: _ClassVar[int]
+    now: _timestamp_pb2.Timestamp
+    def __init__(self, now: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ImportResponse(_message.Message):
     __slots__ = ("imported",)

@@ -95,6 +95,11 @@ class MemoryServiceStub:
                 request_serializer=celestial_dot_v1_dot_memory__pb2.ExportedMemory.SerializeToString,
                 response_deserializer=celestial_dot_v1_dot_memory__pb2.ImportResponse.FromString,
                 _registered_method=True)
+        self.SetClock = channel.unary_unary(
+                '/celestial.v1.MemoryService/SetClock',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.SetClockRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.SetClockResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -187,6 +192,15 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetClock(self, request, context):
+        """Admin, for replays of history: sets the server's clock. Refused (FAILED_PRECONDITION)
+        unless the server runs with CELESTIAL_ADMIN_CLOCK=true, which also turns the scheduled
+        rebalance off so that the replay decides when to rebalance.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -249,6 +263,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.Import,
                     request_deserializer=celestial_dot_v1_dot_memory__pb2.ExportedMemory.FromString,
                     response_serializer=celestial_dot_v1_dot_memory__pb2.ImportResponse.SerializeToString,
+            ),
+            'SetClock': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetClock,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.SetClockRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.SetClockResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -576,6 +595,33 @@ class MemoryService:
             '/celestial.v1.MemoryService/Import',
             celestial_dot_v1_dot_memory__pb2.ExportedMemory.SerializeToString,
             celestial_dot_v1_dot_memory__pb2.ImportResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetClock(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/celestial.v1.MemoryService/SetClock',
+            celestial_dot_v1_dot_memory__pb2.SetClockRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.SetClockResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -33,17 +33,38 @@ class Memory:
     pinned: bool = False
     content_hash: str = ""
     vector: Vector | None = None
+    # Text indexed with the memory but not part of it (e.g. the previous turn); see retrieval.py.
+    context: str = ""
+    index: IndexVectors | None = None  # the other search vectors, set only while writing
     # Time the resting score drops below each threshold (core..belt): see domain/trajectory.py.
     drop_times: tuple[float, float, float, float] | None = None
     written_at: float = 0.0  # last store, reinforcement or update: keys ledger events
 
 
-@dataclass(slots=True)
-class Hit:
-    """A memory found by a search, with the similarity the search computed."""
+@dataclass(frozen=True, slots=True)
+class Sparse:
+    """A sparse keyword vector: term ids and their BM25 weights (see keywords.py)."""
 
-    memory: Memory
-    similarity: float
+    indices: list[int]
+    values: list[float]
+
+    def is_empty(self) -> bool:
+        return not self.indices
+
+
+@dataclass(slots=True)
+class IndexVectors:
+    """What a memory is found by besides its content vector."""
+
+    context_dense: Vector  # context + content embedded; the content vector when no context
+    keywords: Sparse  # content keywords
+    context_keywords: Sparse  # context + content keywords
+
+
+@dataclass(frozen=True, slots=True)
+class HybridQuery:
+    dense: Vector
+    keywords: Sparse
 
 
 @dataclass(slots=True)

@@ -20,6 +20,13 @@ def content(value: str, s: Settings, field: str = "content") -> str:
     return value
 
 
+def context(value: str, s: Settings, field: str = "context") -> str:
+    """Optional context text: may be empty; white space alone counts as none."""
+    if len(value) > s.max_context_chars:
+        raise InvalidArgument(field, f"longer than {s.max_context_chars} characters")
+    return value.strip()
+
+
 def unit_interval(value: float | None, field: str) -> float | None:
     if value is None:
         return None

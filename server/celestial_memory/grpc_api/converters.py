@@ -62,7 +62,7 @@ def memory_to_pb(m: Memory, b: ScoreBreakdown) -> pb.Memory:
         importance=m.importance, recall_count=m.recall_count,
         created_at=ts_to_pb(m.created_at), last_recalled_at=ts_to_pb(m.last_recalled_at),
         tags=m.tags, session_id=m.session_id, agent_id=m.agent_id, metadata=m.metadata,
-        pinned=m.pinned, breakdown=breakdown_to_pb(b),
+        pinned=m.pinned, breakdown=breakdown_to_pb(b), context=m.context,
     )
 
 
@@ -72,7 +72,7 @@ def new_memory_from_pb(r: pb.StoreRequest) -> NewMemory:
         importance=r.importance if r.HasField("importance") else None,
         tags=list(r.tags), session_id=r.session_id, agent_id=r.agent_id,
         metadata=dict(r.metadata), created_at=ts_from_pb(r, "created_at", "created_at"),
-        vector=list(r.vector) or None, id=r.id, pinned=r.pinned,
+        vector=list(r.vector) or None, id=r.id, pinned=r.pinned, context=r.context,
     )
 
 
@@ -96,6 +96,7 @@ def recall_query_from_pb(r: pb.RecallRequest) -> RecallQuery:
         reinforce=not r.no_reinforce, context=r.context,
         query_vector=list(r.query_vector) or None,
         min_relevance=r.min_relevance if r.HasField("min_relevance") else None,
+        ignore_zones=r.ignore_zones,
     )
 
 

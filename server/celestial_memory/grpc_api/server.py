@@ -47,7 +47,8 @@ class MemoryServer:
         for name in ("", SERVICE_NAME):
             await self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
         interval = self.service.settings.rebalance_interval_s
-        if interval > 0:
+        # With the admin clock a replay drives time and decides when to rebalance.
+        if interval > 0 and not self.service.settings.admin_clock:
             self._rebalance_task = asyncio.create_task(self._rebalance_loop(interval))
         log.info("serving on %s (port %d)", self.address, self.port)
         return self.port

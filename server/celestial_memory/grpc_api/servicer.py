@@ -100,9 +100,19 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self, request: pb.RebalanceRequest, context: Context
     ) -> pb.RebalanceResponse:
         rep = await self._run(
-            self._service.rebalance, self._tenant(request.tenant), request.dry_run, request.full
+            self._service.rebalance, self._tenant(request.tenant), request.dry_run, request.full,
+            not request.no_forget,
         )
         return cv.rebalance_to_pb(rep)
+
+    @mapped
+    async def SetClock(
+        self, request: pb.SetClockRequest, context: Context
+    ) -> pb.SetClockResponse:
+        now = cv.ts_from_pb(request, "now", "now")
+        if now is None:
+            raise InvalidArgument("now", "is required")
+        return pb.SetClockResponse(now=cv.ts_to_pb(await self._run(self._service.set_clock, now)))
 
     @mapped
     async def Ledger(self, request: pb.LedgerRequest, context: Context) -> pb.LedgerResponse:

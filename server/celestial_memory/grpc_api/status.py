@@ -19,6 +19,7 @@ STATUS: dict[type[errors.CelestialError], grpc.StatusCode] = {
     errors.ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
     errors.Unimplemented: grpc.StatusCode.UNIMPLEMENTED,
     errors.StoreUnavailable: grpc.StatusCode.UNAVAILABLE,
+    errors.FailedPrecondition: grpc.StatusCode.FAILED_PRECONDITION,
 }
 
 

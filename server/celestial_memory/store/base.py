@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
-from celestial_memory.domain.models import Hit, Memory, MemoryFilter, Vector, ZoneEvent
+import numpy as np
+import numpy.typing as npt
+from celestial_memory.domain.models import HybridQuery, Memory, MemoryFilter, Vector, ZoneEvent
 from celestial_memory.domain.zones import Zone
 from celestial_memory.store.payload import Condition
 
@@ -41,15 +43,17 @@ class MemoryStore(Protocol):
         ...
 
     def search_zones(
-        self,
-        tenant: str,
-        vector: Vector,
-        zones: Sequence[Zone],
-        flt: MemoryFilter,
-        limit: int,
-        min_similarity: float,
-    ) -> list[list[Hit]]:
-        """One query per zone, sent as one batch; results per zone by similarity."""
+        self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter, limit: int
+    ) -> list[list[Memory]]:
+        """Candidates per zone, one hybrid query (dense and keyword prefetches fused by RRF) per
+        zone, all sent as one batch."""
+        ...
+
+    def signal_scores(
+        self, tenant: str, query: HybridQuery, ids: Sequence[str]
+    ) -> npt.NDArray[np.float64]:
+        """Exact score of each memory by each of SIGNALS (rows follow ``ids``; 0 where a memory
+        has no matching term), in one batch."""
         ...
 
     def similarities(self, tenant: str, vector: Vector, ids: Sequence[str]) -> dict[str, float]:

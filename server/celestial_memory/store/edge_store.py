@@ -15,14 +15,26 @@ from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 import qdrant_edge as qe
-from celestial_memory.domain.models import Hit, Memory, MemoryFilter, Vector, ZoneEvent
+from celestial_memory.domain.models import (
+    HybridQuery,
+    Memory,
+    MemoryFilter,
+    Sparse,
+    Vector,
+    ZoneEvent,
+)
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import StoreUnavailable
 from celestial_memory.store.payload import (
+    CONTEXT_DENSE,
+    CONTEXT_KEYWORDS,
     DENSE,
     INDEXES,
+    KEYWORDS,
     LEDGER_INDEXES,
+    SIGNALS,
     AnyOf,
     Between,
     Condition,
@@ -67,6 +79,38 @@ def _filter(
     return qe.Filter(must=[_condition(c) for c in conditions(tenant, flt, ids, extra)])
 
 
+def _sparse(v: Sparse) -> Any:
+    return qe.SparseVector(v.indices, v.values)
+
+
+def _vectors(m: Memory) -> dict[str, Any]:
+    if m.vector is None or m.index is None:
+        raise ValueError(f"memory {m.id} has no search vectors")
+    return {
+        DENSE: m.vector.tolist(),
+        CONTEXT_DENSE: m.index.context_dense.tolist(),
+        KEYWORDS: _sparse(m.index.keywords),
+        CONTEXT_KEYWORDS: _sparse(m.index.context_keywords),
+    }
+
+
+def _signal_queries(query: HybridQuery) -> dict[int, Any]:
+    """Column in SIGNALS -> the query scoring it; keyword columns only for a keyword query."""
+    dense = query.dense.tolist()
+    out = {0: qe.Query.Nearest(dense, using=DENSE), 1: qe.Query.Nearest(dense, using=CONTEXT_DENSE)}
+    if not query.keywords.is_empty():
+        kw = _sparse(query.keywords)
+        out[2] = qe.Query.Nearest(kw, using=KEYWORDS)
+        out[3] = qe.Query.Nearest(kw, using=CONTEXT_KEYWORDS)
+    return out
+
+
+def _prefetches(query: HybridQuery, limit: int) -> list[Any]:
+    # Candidates come from the content vector and both keyword vectors; the contextual dense
+    # vector is only rescored (it has no HNSW graph).
+    return [qe.Prefetch(limit=limit, query=q) for c, q in _signal_queries(query).items() if c != 1]
+
+
 def _open(path: Path, config: Any, indexes: Mapping[str, str]) -> Any:
     try:
         if (path / "edge_config.json").exists():
@@ -90,7 +134,18 @@ class EdgeStore:
         self.dimension = dimension
         self._path = path
         config = qe.EdgeConfig(
-            vectors={DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)},
+            vectors={
+                DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine),
+                # Only rescored over candidates (HasId filter), so no HNSW graph: m = 0.
+                CONTEXT_DENSE: qe.EdgeVectorParams(
+                    size=dimension, distance=qe.Distance.Cosine,
+                    hnsw_config=qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000),
+                ),
+            },
+            sparse_vectors={
+                KEYWORDS: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf),
+                CONTEXT_KEYWORDS: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf),
+            },
             # Payload pages kept in RAM: a full rebalance and capacity checks read many payloads.
             payload_memory=qe.Memory.Cached,
         )
@@ -111,7 +166,7 @@ class EdgeStore:
         for m in memories:
             if m.vector is None:
                 raise ValueError(f"memory {m.id} has no vector")
-            points.append(qe.Point(m.id, {DENSE: m.vector.tolist()}, to_payload(m)))
+            points.append(qe.Point(m.id, _vectors(m), to_payload(m)))
         if points:
             self._update(qe.UpdateOperation.upsert_points(points))
 
@@ -156,26 +211,35 @@ class EdgeStore:
         return int(n)
 
     def search_zones(
-        self,
-        tenant: str,
-        vector: Vector,
-        zones: Sequence[Zone],
-        flt: MemoryFilter,
-        limit: int,
-        min_similarity: float,
-    ) -> list[list[Hit]]:
-        q = qe.Query.Nearest(vector.tolist(), using=DENSE)
+        self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter, limit: int
+    ) -> list[list[Memory]]:
         requests = [
             qe.QueryRequest(
-                limit=limit, query=q, filter=_filter(tenant, replace(flt, zones=[zone])),
-                with_payload=True, score_threshold=min_similarity,
+                limit=limit, prefetches=_prefetches(query, limit), query=cast(Any, qe.Fusion.Rrf(k=60)),
+                filter=_filter(tenant, replace(flt, zones=[zone])), with_payload=True,
             )
             for zone in zones
         ]
         batches = self._shard.query_batch(qe.QueryBatchRequest(requests))
-        return [
-            [Hit(from_payload(p.id, p.payload or {}), float(p.score)) for p in b] for b in batches
-        ]
+        return [[from_payload(p.id, p.payload or {}) for p in b] for b in batches]
+
+    def signal_scores(
+        self, tenant: str, query: HybridQuery, ids: Sequence[str]
+    ) -> npt.NDArray[np.float64]:
+        scores = np.zeros((len(ids), len(SIGNALS)))
+        if not ids:
+            return scores
+        f = _filter(tenant, ids=ids)
+        queries = _signal_queries(query)
+        batches = self._shard.query_batch(qe.QueryBatchRequest([
+            qe.QueryRequest(limit=len(ids), query=q, filter=f, with_payload=False)
+            for q in queries.values()
+        ]))
+        row = {mid: i for i, mid in enumerate(ids)}
+        for col, b in zip(queries, batches, strict=True):
+            for p in b:
+                scores[row[str(p.id)], col] = p.score
+        return scores
 
     def similarities(self, tenant: str, vector: Vector, ids: Sequence[str]) -> dict[str, float]:
         if not ids:

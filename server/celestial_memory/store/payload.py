@@ -15,7 +15,12 @@ from celestial_memory.domain.models import Memory, MemoryFilter, ZoneEvent
 from celestial_memory.domain.trajectory import DROP_FIELDS
 from celestial_memory.domain.zones import Zone
 
+# The four named vectors of a memory point; recall scores a memory by all four (retrieval.py).
 DENSE = "dense"
+CONTEXT_DENSE = "dense_context"
+KEYWORDS = "keywords"
+CONTEXT_KEYWORDS = "keywords_context"
+SIGNALS = (DENSE, CONTEXT_DENSE, KEYWORDS, CONTEXT_KEYWORDS)
 
 # Payload indexes: field -> kind. The tenant index is an is_tenant keyword index.
 INDEXES: dict[str, str] = {
@@ -49,6 +54,7 @@ def to_payload(m: Memory) -> dict[str, Any]:
     return {
         "tenant": m.tenant,
         "content": m.content,
+        "context": m.context,
         "zone": int(m.zone),
         "score": float(m.score),
         "importance": float(m.importance),
@@ -72,6 +78,7 @@ def from_payload(point_id: object, p: dict[str, Any], vector: Any = None) -> Mem
         id=str(point_id),
         tenant=p["tenant"],
         content=p["content"],
+        context=p.get("context", ""),
         zone=Zone(int(p["zone"])),
         score=float(p["score"]),
         importance=float(p["importance"]),

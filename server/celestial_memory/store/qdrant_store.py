@@ -11,13 +11,18 @@ from dataclasses import replace
 from typing import Any, cast
 
 import numpy as np
-from celestial_memory.domain.models import Hit, Memory, MemoryFilter, Vector, ZoneEvent
+import numpy.typing as npt
+from celestial_memory.domain.models import HybridQuery, Memory, MemoryFilter, Sparse, Vector, ZoneEvent
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import StoreUnavailable
 from celestial_memory.store.payload import (
+    CONTEXT_DENSE,
+    CONTEXT_KEYWORDS,
     DENSE,
     INDEXES,
+    KEYWORDS,
     LEDGER_INDEXES,
+    SIGNALS,
     AnyOf,
     Between,
     Condition,
@@ -64,6 +69,37 @@ def _filter(
     return models.Filter(must=[_condition(c) for c in conditions(tenant, flt, ids, extra)])
 
 
+def _sparse(v: Sparse) -> models.SparseVector:
+    return models.SparseVector(indices=v.indices, values=v.values)
+
+
+def _vectors(m: Memory) -> dict[str, Any]:
+    if m.vector is None or m.index is None:
+        raise ValueError(f"memory {m.id} has no search vectors")
+    return {
+        DENSE: m.vector.tolist(),
+        CONTEXT_DENSE: m.index.context_dense.tolist(),
+        KEYWORDS: _sparse(m.index.keywords),
+        CONTEXT_KEYWORDS: _sparse(m.index.context_keywords),
+    }
+
+
+def _signal_queries(query: HybridQuery) -> dict[int, Any]:
+    """Column in SIGNALS -> the query scoring it; keyword columns only for a keyword query."""
+    out: dict[int, Any] = {0: query.dense.tolist(), 1: query.dense.tolist()}
+    if not query.keywords.is_empty():
+        out[2] = out[3] = _sparse(query.keywords)
+    return out
+
+
+def _prefetches(query: HybridQuery, limit: int) -> list[models.Prefetch]:
+    # Candidates come from the content vector and both keyword vectors (see edge_store.py).
+    return [
+        models.Prefetch(query=q, using=SIGNALS[c], limit=limit)
+        for c, q in _signal_queries(query).items() if c != 1
+    ]
+
+
 class QdrantStore:
     def __init__(
         self, url: str, dimension: int, collection: str, api_key: str | None = None
@@ -80,7 +116,16 @@ class QdrantStore:
                 self._client.create_collection(
                     collection,
                     vectors_config={
-                        DENSE: models.VectorParams(size=dimension, distance=models.Distance.COSINE)
+                        DENSE: models.VectorParams(size=dimension, distance=models.Distance.COSINE),
+                        # Only rescored over candidates, so no HNSW graph (m = 0).
+                        CONTEXT_DENSE: models.VectorParams(
+                            size=dimension, distance=models.Distance.COSINE,
+                            hnsw_config=models.HnswConfigDiff(m=0),
+                        ),
+                    },
+                    sparse_vectors_config={
+                        KEYWORDS: models.SparseVectorParams(modifier=models.Modifier.IDF),
+                        CONTEXT_KEYWORDS: models.SparseVectorParams(modifier=models.Modifier.IDF),
                     },
                 )
             self.ledger = f"{collection}_ledger"
@@ -99,11 +144,7 @@ class QdrantStore:
     def upsert(self, memories: Sequence[Memory]) -> None:
         points = []
         for m in memories:
-            if m.vector is None:
-                raise ValueError(f"memory {m.id} has no vector")
-            points.append(
-                models.PointStruct(id=m.id, vector={DENSE: m.vector.tolist()}, payload=to_payload(m))
-            )
+            points.append(models.PointStruct(id=m.id, vector=_vectors(m), payload=to_payload(m)))
         if points:
             self._client.upsert(self.collection, points=points, wait=True)
 
@@ -152,27 +193,35 @@ class QdrantStore:
         return int(n)
 
     def search_zones(
-        self,
-        tenant: str,
-        vector: Vector,
-        zones: Sequence[Zone],
-        flt: MemoryFilter,
-        limit: int,
-        min_similarity: float,
-    ) -> list[list[Hit]]:
-        q = vector.tolist()
+        self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter, limit: int
+    ) -> list[list[Memory]]:
         requests = [
             models.QueryRequest(
-                query=q, using=DENSE, filter=_filter(tenant, replace(flt, zones=[zone])),
-                limit=limit, with_payload=True, score_threshold=min_similarity,
+                prefetch=_prefetches(query, limit), query=models.FusionQuery(fusion=models.Fusion.RRF),
+                filter=_filter(tenant, replace(flt, zones=[zone])), limit=limit, with_payload=True,
             )
             for zone in zones
         ]
         responses = self._client.query_batch_points(self.collection, requests=requests)
-        return [
-            [Hit(from_payload(p.id, p.payload or {}), float(p.score)) for p in r.points]
-            for r in responses
-        ]
+        return [[from_payload(p.id, p.payload or {}) for p in r.points] for r in responses]
+
+    def signal_scores(
+        self, tenant: str, query: HybridQuery, ids: Sequence[str]
+    ) -> npt.NDArray[np.float64]:
+        scores = np.zeros((len(ids), len(SIGNALS)))
+        if not ids:
+            return scores
+        f = _filter(tenant, ids=ids)
+        queries = _signal_queries(query)
+        responses = self._client.query_batch_points(self.collection, requests=[
+            models.QueryRequest(query=q, using=SIGNALS[c], filter=f, limit=len(ids), with_payload=False)
+            for c, q in queries.items()
+        ])
+        row = {mid: i for i, mid in enumerate(ids)}
+        for col, r in zip(queries, responses, strict=True):
+            for p in r.points:
+                scores[row[str(p.id)], col] = p.score
+        return scores
 
     def similarities(self, tenant: str, vector: Vector, ids: Sequence[str]) -> dict[str, float]:
         if not ids:
