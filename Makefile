@@ -6,7 +6,7 @@ STAMP   = $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 export HF_HUB_OFFLINE = 1
 export TOKENIZERS_PARALLELISM = false
 
-.PHONY: install run test lint proto bench-latency bench-rebalance clean
+.PHONY: install run test lint proto bench-latency bench-rebalance bench-recall clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,9 @@ bench-latency: install
 
 bench-rebalance: install
 	$(PY) benchmarks/rebalance.py
+
+bench-recall: install
+	$(PY) benchmarks/recall_latency.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -31,7 +31,7 @@ import numpy as np
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.importance import DefaultEvaluator
-from celestial_memory.domain.models import Memory
+from celestial_memory.domain.models import IndexVectors, Memory
 from celestial_memory.domain.trajectory import drop_times
 from celestial_memory.domain.zones import Zone
 from celestial_memory.service import MemoryService, RecallQuery
@@ -44,6 +44,8 @@ TENANT = "bench"
 # Per-coordinate noise around a cluster centre: a memory is at cosine ~0.78 from its centre and
 # ~0.6 from a query near it, so a recall finds its cluster above the relevance gate.
 NOISE = 0.8 / np.sqrt(DIM)
+# Memory texts: ten words drawn from 5,000 made-up ones, so keyword queries have real postings.
+VOCAB = [f"w{i:04d}x" for i in range(5000)]
 
 
 class PrecomputedOnly:
@@ -93,16 +95,19 @@ def populate(svc: MemoryService, n: int, rng: np.random.Generator, centres: np.n
         drops = drop_times(fn, zones, count, last, importance)
         vec = centres[rng.integers(0, len(centres), k)] + NOISE * rng.standard_normal((k, DIM))
         vec = (vec / np.linalg.norm(vec, axis=1, keepdims=True)).astype(np.float32)
+        texts = [" ".join(VOCAB[j] for j in rng.integers(0, len(VOCAB), 10)) for _ in range(k)]
+        kw = svc.retrieval.keywords
         svc.store.upsert([
             Memory(
                 id=str(uuid.UUID(int=int(rng.integers(0, 2**62)) << 64 | start + i, version=4)),
-                tenant=TENANT, content=f"memory {start + i}", zone=Zone(int(zone[i])),
+                tenant=TENANT, content=texts[i], zone=Zone(int(zone[i])),
                 score=float(score[i]), importance=float(importance[i]),
                 recall_count=int(count[i]), created_at=float(last[i]) - DAY,
                 last_recalled_at=float(last[i]), vector=vec[i],
                 drop_times=(float(drops[i, 0]), float(drops[i, 1]), float(drops[i, 2]),
                             float(drops[i, 3])),
                 written_at=T0,
+                index=IndexVectors(vec[i], kw.document(texts[i]), kw.document(texts[i], True)),
             )
             for i in range(k)
         ])

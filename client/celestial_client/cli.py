@@ -1,4 +1,4 @@
-"""``celestial``: serve, store, recall, get, update, delete, stats, rebalance, ledger.
+"""``celestial``: serve, store, recall, get, update, delete, stats, rebalance, ledger, eval.
 
 Every command but ``serve`` needs only the client; ``serve`` needs the server extra
 (``pip install 'celestial-memory[server]'``).
@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from celestial_client.client import CelestialClient
 from celestial_client.errors import CelestialClientError
@@ -138,6 +139,11 @@ def _parser() -> argparse.ArgumentParser:
     rb.add_argument("--dry-run", action="store_true")
     rb.add_argument("--full", action="store_true", help="rescore every memory (a scan)")
 
+    ev = sub.add_parser("eval", help="recall-quality benchmarks against a running server")
+    ev.add_argument("benchmark", choices=["locomo"])
+    ev.add_argument("path", type=Path, help="a LoCoMo JSON file or a folder of them")
+    ev.add_argument("--k", type=int, nargs="+", default=[5, 10])
+
     lg = sub.add_parser("ledger", help="evictions and forgotten memories, oldest first")
     lg.add_argument("--limit", type=int, default=50)
     lg.add_argument("--memory", default="", help="only this memory id")
@@ -197,6 +203,25 @@ def _run(args: argparse.Namespace, client: CelestialClient) -> str:
     )
 
 
+def _eval(args: argparse.Namespace) -> int:
+    from celestial_client import locomo_eval
+
+    path: Path = args.path
+    paths = sorted(path.glob("*.json")) if path.is_dir() else [path]
+    if not paths or any(k <= 0 for k in args.k):
+        print(f"no LoCoMo files under {path}, or a k <= 0", file=sys.stderr)
+        return 2
+    try:
+        scores = locomo_eval.run(
+            args.target, paths, args.k, progress=lambda s: print(s, file=sys.stderr, flush=True)
+        )
+    except CelestialClientError as err:
+        print(f"error ({err.code.name}): {err.details}", file=sys.stderr)
+        return 1
+    print(locomo_eval.report(scores, args.k))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
@@ -206,6 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("serve needs the server: pip install 'celestial-memory[server]'", file=sys.stderr)
             return 2
         return serve_main(args)
+    if args.command == "eval":
+        return _eval(args)
     with CelestialClient(args.target, tenant=args.tenant) as client:
         try:
             print(_run(args, client))

@@ -60,7 +60,7 @@ class Settings(BaseSettings):
     # Recall (retrieval.py): relevance gate, zone margin, fusion weights, candidates
     min_relevance: float = Field(0.2, ge=0, le=1, description="relevance gate for a match")
     zone_margin: float = Field(
-        0.9, ge=0, le=1, description="an inner zone goes first within this share of the best"
+        0.95, ge=0, le=1, description="an inner zone goes first within this share of the best"
     )
     relevance_weights: list[float] = Field(
         default_factory=lambda: [1.0, 0.5, 0.5, 0.5],
@@ -83,6 +83,9 @@ class Settings(BaseSettings):
 
     # Rebalance
     rebalance_interval_s: float = Field(300.0, ge=0, description="0 disables the schedule")
+    optimize_interval_s: float = Field(
+        120.0, ge=0, description="embedded store: build vector indexes this often; 0 = never"
+    )
     auto_forget_days: float = Field(90.0, gt=0, description="forget unrecalled cloud memories")
     rebalance_lease_s: float = Field(60.0, gt=0, description="replicas: rebalance lease expiry")
     instance_id: str = Field(

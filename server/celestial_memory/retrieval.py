@@ -73,20 +73,24 @@ class Retrieval:
         ]
 
     def query(self, text: str, dense: Vector) -> HybridQuery:
-        return HybridQuery(dense, self.keywords.query(text) if text else self.keywords.query(""))
+        return HybridQuery(dense, self.keywords.query(text))
 
     def candidates_per_zone(self, limit: int) -> int:
         return max(self.settings.recall_candidates, 3 * limit)
 
-    def relevance(self, scores: FloatArray) -> FloatArray:
-        """Rows: candidates; columns: SIGNALS (dense, context dense, keywords, context keywords)."""
+    def relevance(self, scores: FloatArray, keywords: bool = True) -> FloatArray:
+        """Rows: candidates; columns: SIGNALS (dense, context dense, keywords, context keywords).
+        A query without keywords (a caller's vector alone) is weighed on the dense signals."""
         s = np.array(scores, dtype=np.float64, copy=True)
         if len(s) == 0:
             return np.zeros(0)
         s[:, :2] = np.clip(s[:, :2], 0.0, 1.0)
         best = s[:, 2:].max(axis=0)
         s[:, 2:] = np.divide(s[:, 2:], best, out=np.zeros_like(s[:, 2:]), where=best > 0)
-        return np.asarray(s @ self.weights / self.weights.sum(), dtype=np.float64)
+        w = self.weights if keywords else np.where(np.arange(4) < 2, self.weights, 0.0)
+        if w.sum() <= 0:  # weights that count only keywords, and no keywords in the query
+            w = np.array([1.0, 0.0, 0.0, 0.0])
+        return np.asarray(np.clip(s @ w / w.sum(), 0.0, 1.0), dtype=np.float64)
 
 
 def zone_order(

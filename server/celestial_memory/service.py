@@ -221,36 +221,42 @@ class MemoryService:
         per_zone = self.store.search_zones(
             tenant, hq, zones, flt, self.retrieval.candidates_per_zone(limit)
         )
-        found = {m.id: m for zm in per_zone for m in zm}
-        if not found:
+        zone_of: dict[str, Zone] = {}
+        for zone, zone_ids in zip(zones, per_zone, strict=True):
+            for mid in zone_ids:
+                zone_of.setdefault(mid, zone)
+        if not zone_of:
             return []
-        cands = list(found.values())
-        signals = self.store.signal_scores(tenant, hq, [m.id for m in cands])
-        relevance = self.retrieval.relevance(signals)
+        ids = list(zone_of)
+        signals = self.store.signal_scores(tenant, hq, ids)
+        relevance = self.retrieval.relevance(signals, keywords=not hq.keywords.is_empty())
+        cvec = self.embedder.embed([context_text])[0] if context_text else None
 
         with self._lock:
-            for m in cands:
-                pending = self._queue.overlay(tenant, m.id)
-                if pending:  # a reinforcement not written yet: count from it
-                    m.recall_count = pending["recall_count"]
-                    m.last_recalled_at = pending["last_recalled_at"]
-                    m.context_score = pending["context_score"]
-                    m.zone = min(m.zone, Zone(pending["zone"]))
+            pending = {mid: p for mid in ids if (p := self._queue.overlay(tenant, mid))}
+            for mid, p in pending.items():  # a reinforcement not written yet may have moved it
+                zone_of[mid] = min(zone_of[mid], Zone(p["zone"]))
             ranked = zone_order(
-                [int(m.zone) for m in cands], relevance, gate, s.zone_margin,
+                [int(zone_of[mid]) for mid in ids], relevance, gate, s.zone_margin,
                 by_zone=not q.ignore_zones,
             )[:limit]
-            if context_text:
-                cvec = self.embedder.embed([context_text])[0]
-                context = self.store.similarities(tenant, cvec, [cands[r.index].id for r in ranked])
+            # Payloads only for what is returned (one read), not for every candidate.
+            found = self.store.get(tenant, [ids[r.index] for r in ranked])
+            ranked = [r for r in ranked if ids[r.index] in found]  # deleted meanwhile
+            if cvec is not None:
+                context = self.store.similarities(tenant, cvec, [ids[r.index] for r in ranked])
             else:  # the query is the context: C = its cosine to the content
-                context = {cands[r.index].id: float(signals[r.index, 0]) for r in ranked}
+                context = {ids[r.index]: float(signals[r.index, 0]) for r in ranked}
             now = self.clock.now()
             results = []
             updates = []
             for r in ranked:
-                m = cands[r.index]
-                zone = m.zone
+                m = found[ids[r.index]]
+                if p := pending.get(m.id):  # count from the pending reinforcement
+                    m.recall_count = p["recall_count"]
+                    m.last_recalled_at = p["last_recalled_at"]
+                    m.context_score = p["context_score"]
+                zone = m.zone = zone_of[m.id]
                 c = max(context.get(m.id, 0.0), 0.0)
                 if q.reinforce:
                     m.recall_count += 1

@@ -83,8 +83,8 @@ def hq(vector: np.ndarray, text: str = "") -> HybridQuery:
     return HybridQuery(vector, KEYWORDS.query(text))
 
 
-def ids(hits: list[Memory]) -> list[str]:
-    return [m.id for m in hits]
+def ids(hits: list[str]) -> list[str]:
+    return hits
 
 
 def test_upsert_then_get_round_trips_every_field(store: MemoryStore) -> None:

@@ -44,9 +44,9 @@ class MemoryStore(Protocol):
 
     def search_zones(
         self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter, limit: int
-    ) -> list[list[Memory]]:
-        """Candidates per zone, one hybrid query (dense and keyword prefetches fused by RRF) per
-        zone, all sent as one batch."""
+    ) -> list[list[str]]:
+        """Candidate ids per zone, best first: one hybrid query (dense and keyword prefetches
+        fused by RRF) per zone, all sent as one batch."""
         ...
 
     def signal_scores(
@@ -120,6 +120,10 @@ class MemoryStore(Protocol):
         ...
 
     def write_marker(self, name: str, value: float) -> None:
+        ...
+
+    def optimize(self) -> bool:
+        """Build pending vector indexes where the backend needs to be told; True if it did."""
         ...
 
     def flush(self) -> None:

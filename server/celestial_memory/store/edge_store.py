@@ -212,16 +212,16 @@ class EdgeStore:
 
     def search_zones(
         self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter, limit: int
-    ) -> list[list[Memory]]:
+    ) -> list[list[str]]:
         requests = [
             qe.QueryRequest(
                 limit=limit, prefetches=_prefetches(query, limit), query=cast(Any, qe.Fusion.Rrf(k=60)),
-                filter=_filter(tenant, replace(flt, zones=[zone])), with_payload=True,
+                filter=_filter(tenant, replace(flt, zones=[zone])), with_payload=False,
             )
             for zone in zones
         ]
         batches = self._shard.query_batch(qe.QueryBatchRequest(requests))
-        return [[from_payload(p.id, p.payload or {}) for p in b] for b in batches]
+        return [[str(p.id) for p in b] for b in batches]
 
     def signal_scores(
         self, tenant: str, query: HybridQuery, ids: Sequence[str]
@@ -352,6 +352,16 @@ class EdgeStore:
         point = qe.Point(_lease_id(f"marker:{name}"), {},
                          {"kind": "marker", "tenant": "", "value": float(value)})
         self._update(qe.UpdateOperation.upsert_points([point]), self._ledger)
+
+    def optimize(self) -> bool:
+        """Build the vector indexes (HNSW) over what was written since the last build: minutes
+        at 100,000 memories, so the server runs it in a worker thread, off the request path
+        (server.py). Returns whether there was anything to build."""
+        info = self._shard.info()
+        if info.indexed_vectors_count >= info.points_count:
+            return False
+        self._shard.optimize()
+        return True
 
     def flush(self) -> None:
         self._shard.flush()

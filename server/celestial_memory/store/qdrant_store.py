@@ -194,16 +194,16 @@ class QdrantStore:
 
     def search_zones(
         self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter, limit: int
-    ) -> list[list[Memory]]:
+    ) -> list[list[str]]:
         requests = [
             models.QueryRequest(
                 prefetch=_prefetches(query, limit), query=models.FusionQuery(fusion=models.Fusion.RRF),
-                filter=_filter(tenant, replace(flt, zones=[zone])), limit=limit, with_payload=True,
+                filter=_filter(tenant, replace(flt, zones=[zone])), limit=limit, with_payload=False,
             )
             for zone in zones
         ]
         responses = self._client.query_batch_points(self.collection, requests=requests)
-        return [[from_payload(p.id, p.payload or {}) for p in r.points] for r in responses]
+        return [[str(p.id) for p in r.points] for r in responses]
 
     def signal_scores(
         self, tenant: str, query: HybridQuery, ids: Sequence[str]
@@ -342,6 +342,10 @@ class QdrantStore:
         point = models.PointStruct(id=pid, vector={}, payload={
             "kind": "marker", "tenant": "", "value": float(value)})
         self._client.upsert(self.ledger, points=[point], wait=True)
+
+    def optimize(self) -> bool:
+        """A Qdrant server builds its indexes itself (its optimizers); nothing to do."""
+        return False
 
     def flush(self) -> None:
         """Writes are sent with wait=True; nothing is buffered here."""
