@@ -1,4 +1,5 @@
-"""``celestial``: serve, store, recall, get, update, delete, stats, rebalance, ledger, eval.
+"""``celestial``: serve, store, recall, get, update, delete, stats, rebalance, ledger, export,
+import, eval.
 
 Every command but ``serve`` needs only the client; ``serve`` needs the server extra
 (``pip install 'celestial-memory[server]'``).
@@ -9,11 +10,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+from celestial_client import dump_file
 from celestial_client.client import CelestialClient
 from celestial_client.errors import CelestialClientError
+from celestial_client.progress import Progress
 from celestial_client.types import Memory, RecallResult, Stats, ZoneEvent
 
 
@@ -139,6 +143,13 @@ def _parser() -> argparse.ArgumentParser:
     rb.add_argument("--dry-run", action="store_true")
     rb.add_argument("--full", action="store_true", help="rescore every memory (a scan)")
 
+    ex = sub.add_parser("export", help="write the tenant's memories with vectors to a file")
+    ex.add_argument("file", type=Path)
+    ex.add_argument("--resume", action="store_true", help="continue a broken export of FILE")
+    im = sub.add_parser("import", help="write memories from an export file into the tenant")
+    im.add_argument("file", type=Path)
+    im.add_argument("--skip", type=int, default=0, help="skip the first N records (resume)")
+
     ev = sub.add_parser("eval", help="recall-quality benchmarks against a running server")
     ev.add_argument("benchmark", choices=["locomo"])
     ev.add_argument("path", type=Path, help="a LoCoMo JSON file or a folder of them")
@@ -192,6 +203,10 @@ def _run(args: argparse.Namespace, client: CelestialClient) -> str:
         return show_stats(client.stats())
     if c == "ledger":
         return show_ledger(client.ledger(limit=args.limit, memory_id=args.memory))
+    if c == "export":
+        return _export(client, args.file, args.resume)
+    if c == "import":
+        return _import(client, args.file, args.skip)
     rep = client.rebalance(dry_run=args.dry_run, full=args.full)
     if rep.skipped_by:
         return f"skipped: another instance ({rep.skipped_by}) is rebalancing"
@@ -201,6 +216,38 @@ def _run(args: argparse.Namespace, client: CelestialClient) -> str:
         f"scanned {rep.scanned} in {rep.duration_ms:.1f} ms; {verb} {moves}; "
         f"evicted {rep.evicted}; forgotten {rep.forgotten}"
     )
+
+
+def _export(client: CelestialClient, path: Path, resume: bool) -> str:
+    done, end, after = dump_file.last_complete(path) if resume else (0, 0, "")
+    if resume and path.exists():
+        with path.open("r+b") as f:
+            f.truncate(end)  # drop a partial last record
+    bar = Progress(f"export {path.name}", client.stats().total)
+    bar.update(done)
+    with path.open("ab" if resume else "wb") as out:
+        for _ in dump_file.write(out, client.export(after_id=after)):
+            bar.update()
+    rate = bar.close()
+    return f"exported {bar.done:,} memories to {path} ({rate:,.0f}/s)"
+
+
+def _import(client: CelestialClient, path: Path, skip: int) -> str:
+    if not path.exists():
+        raise SystemExit(f"no such file: {path}")
+    total, _, _ = dump_file.last_complete(path)
+    bar = Progress(f"import {path.name}", total)
+    bar.update(min(skip, total))
+
+    def records() -> Iterator[Any]:
+        for i, r in enumerate(dump_file.read(path)):
+            if i >= skip:
+                bar.update()
+                yield r
+
+    n = client.import_memories(records())
+    rate = bar.close()
+    return f"imported {n:,} memories from {path} ({rate:,.0f}/s)"
 
 
 def _eval(args: argparse.Namespace) -> int:

@@ -125,6 +125,29 @@ class CelestialClient:
         )
         return cv.rebalance(self._call("Rebalance", req))
 
+    def export(self, after_id: str = "") -> Iterator[pb.ExportedMemory]:
+        """Every memory of the tenant with its vectors, in id order; resume after ``after_id``.
+        The records are protobuf messages, meant for ``import_memories`` (here or on another
+        server) or a file (``celestial export``)."""
+        try:
+            yield from self._stub.Export(
+                pb.ExportRequest(tenant=self.tenant, after_id=after_id), timeout=None
+            )
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+
+    def import_memories(self, records: Iterable[pb.ExportedMemory]) -> int:
+        """Write exported memories into this client's tenant; idempotent by id."""
+        def stamped() -> Iterator[pb.ExportedMemory]:
+            for r in records:
+                r.tenant = self.tenant
+                yield r
+
+        try:
+            return int(self._stub.Import(stamped(), timeout=None).imported)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+
     def set_clock(self, now: datetime | float) -> datetime:
         """Admin, for replays: set the server's clock (the server needs
         CELESTIAL_ADMIN_CLOCK=true, else FailedPrecondition)."""
@@ -211,6 +234,32 @@ class AsyncCelestialClient:
             tenant=self.tenant, dry_run=dry_run, full=full, no_forget=not forget
         )
         return cv.rebalance(await self._call("Rebalance", req))
+
+    async def export(self, after_id: str = "") -> AsyncIterator[pb.ExportedMemory]:
+        call = self._stub.Export(pb.ExportRequest(tenant=self.tenant, after_id=after_id))
+        try:
+            async for r in call:
+                yield r
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+
+    async def import_memories(
+        self, records: Iterable[pb.ExportedMemory] | AsyncIterator[pb.ExportedMemory]
+    ) -> int:
+        async def stamped() -> AsyncIterator[pb.ExportedMemory]:
+            if isinstance(records, AsyncIterator):
+                async for r in records:
+                    r.tenant = self.tenant
+                    yield r
+            else:
+                for r in records:
+                    r.tenant = self.tenant
+                    yield r
+
+        try:
+            return int((await self._stub.Import(stamped())).imported)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
 
     async def set_clock(self, now: datetime | float) -> datetime:
         resp = await self._call("SetClock", pb.SetClockRequest(now=cv.timestamp(now)))

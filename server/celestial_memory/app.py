@@ -16,9 +16,18 @@ def open_store(settings: Settings, dimension: int) -> MemoryStore:
         from celestial_memory.store.edge_store import EdgeStore
 
         return EdgeStore(settings.data_dir / collection, dimension)
-    from celestial_memory.store.qdrant_store import QdrantStore
+    from celestial_memory.store.qdrant_store import Connection, QdrantStore
 
-    return QdrantStore(settings.qdrant_url, dimension, collection, settings.qdrant_api_key)
+    key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
+    conn = Connection(
+        url=settings.qdrant_url if not settings.qdrant_host else "", host=settings.qdrant_host,
+        port=settings.qdrant_port, grpc_port=settings.qdrant_grpc_port, https=settings.qdrant_https,
+        api_key=key, timeout_s=settings.qdrant_timeout_s, retries=settings.qdrant_retries,
+        backoff_s=settings.qdrant_backoff_s, shard_number=settings.qdrant_shard_number,
+        replication_factor=settings.qdrant_replication_factor,
+        write_consistency_factor=settings.qdrant_write_consistency_factor,
+    )
+    return QdrantStore(conn, dimension, collection)
 
 
 def build_service(

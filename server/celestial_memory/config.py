@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
@@ -32,7 +32,18 @@ class Settings(BaseSettings):
     backend: Literal["edge", "qdrant"] = Field("edge", description="edge (embedded) or qdrant")
     data_dir: Path = Field(Path("./data"), description="where the embedded store keeps its files")
     qdrant_url: str = Field(":memory:", description="qdrant backend: URL, or :memory: (local)")
-    qdrant_api_key: str | None = Field(None, description="qdrant backend: API key")
+    qdrant_api_key: SecretStr | None = Field(None, description="qdrant backend: API key")
+    qdrant_host: str = Field("", description="qdrant backend: host (instead of the URL)")
+    qdrant_port: int = Field(6333, gt=0, lt=65536, description="qdrant backend: REST port")
+    qdrant_grpc_port: int = Field(6334, gt=0, lt=65536, description="qdrant backend: gRPC port")
+    qdrant_https: bool = Field(False, description="qdrant backend: TLS (https URLs imply it)")
+    qdrant_timeout_s: float = Field(10.0, gt=0, description="qdrant backend: per-call timeout")
+    qdrant_retries: int = Field(5, ge=0, description="retries on UNAVAILABLE/RESOURCE_EXHAUSTED")
+    qdrant_backoff_s: float = Field(0.2, ge=0, description="first retry delay; doubles, max 5 s")
+    # Cluster layout, applied when the collection is created (None: Qdrant's default).
+    qdrant_shard_number: int | None = Field(None, gt=0)
+    qdrant_replication_factor: int | None = Field(None, gt=0)
+    qdrant_write_consistency_factor: int | None = Field(None, gt=0)
     collection: str | None = Field(None, description="collection name; default from the model")
 
     # Embeddings

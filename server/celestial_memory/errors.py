@@ -48,5 +48,9 @@ class FailedPrecondition(CelestialError):
     """The server is not in the state the call needs (e.g. the admin clock is off)."""
 
 
+class SchemaMismatch(CelestialError):
+    """An existing collection has another shape (dimension, vectors, index types)."""
+
+
 class StoreUnavailable(CelestialError):
     """The storage backend cannot be reached or refused the operation."""

@@ -8,7 +8,6 @@ run under one lock; the gRPC layer calls them from worker threads.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import uuid
 from collections.abc import Collection, Mapping, Sequence
@@ -28,6 +27,7 @@ from celestial_memory.domain.models import (
     Vector,
     ZoneCount,
     ZoneEvent,
+    content_hash,
 )
 from celestial_memory.domain.scoring import MemoryFunction, ScoreBreakdown
 from celestial_memory.domain.trajectory import DROP_FIELDS
@@ -38,6 +38,7 @@ from celestial_memory.rebalancer import Rebalancer
 from celestial_memory.reinforcement import ReinforcementQueue
 from celestial_memory.retrieval import Retrieval, zone_order
 from celestial_memory.store.base import MemoryStore
+from celestial_memory.transfer import Transfer
 
 
 @dataclass(slots=True)
@@ -77,10 +78,6 @@ class MemoryChanges:
     vector: Sequence[float] | None = None
 
 
-def content_hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
 class MemoryService:
     def __init__(
         self,
@@ -107,6 +104,9 @@ class MemoryService:
         self._queue = ReinforcementQueue(
             store, settings.reinforce_flush_ms / 1000, on_flushed=self._after_reinforcement
         )
+        self.transfer = Transfer(
+            settings, store, self.retrieval, self.rebalancer, self._queue, self._lock, clock
+        )
 
     def close(self) -> None:
         """Write pending reinforcements, then flush and close the store."""
@@ -132,6 +132,9 @@ class MemoryService:
         if len(items) > self.settings.max_batch:
             raise InvalidArgument("requests", f"more than {self.settings.max_batch} items")
         checked = [self._check_new(item, i, len(items) > 1) for i, item in enumerate(items)]
+        given = [it.id for it in checked if it.id]
+        if given:
+            check.own_ids(tenant, self.store.owners(given), given, "id")
         missing = [i for i, it in enumerate(checked) if it.vector is None]
         vectors: dict[int, Vector] = {}
         if missing:

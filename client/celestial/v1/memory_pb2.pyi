@@ -404,18 +404,32 @@ class StatsResponse(_message.Message):
     def __init__(self, zones: _Optional[_Iterable[_Union[ZoneStats, _Mapping]]] = ..., total: _Optional[int] = ..., embedding_model: _Optional[str] = ..., dimension: _Optional[int] = ..., backend: _Optional[str] = ...) -> None: ...
 
 class ExportRequest(_message.Message):
-    __slots__ = ("tenant",)
+    __slots__ = ("tenant", "after_id")
     TENANT_FIELD_NUMBER: _ClassVar[int]
+    AFTER_ID_FIELD_NUMBER: _ClassVar[int]
     tenant: str
-    def __init__(self, tenant: _Optional[str] = ...) -> None: ...
+    after_id: str
+    def __init__(self, tenant: _Optional[str] = ..., after_id: _Optional[str] = ...) -> None: ...
 
 class ExportedMemory(_message.Message):
-    __slots__ = ("memory", "vector")
+    __slots__ = ("memory", "vector", "context_vector", "context_score", "created_at_s", "last_recalled_at_s", "written_at_s", "tenant")
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     VECTOR_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_VECTOR_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_SCORE_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_S_FIELD_NUMBER: _ClassVar[int]
+    LAST_RECALLED_AT_S_FIELD_NUMBER: _ClassVar[int]
+    WRITTEN_AT_S_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
     memory: Memory
     vector: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., vector: _Optional[_Iterable[float]] = ...) -> None: ...
+    context_vector: _containers.RepeatedScalarFieldContainer[float]
+    context_score: float
+    created_at_s: float
+    last_recalled_at_s: float
+    written_at_s: float
+    tenant: str
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., vector: _Optional[_Iterable[float]] = ..., context_vector: _Optional[_Iterable[float]] = ..., context_score: _Optional[float] = ..., created_at_s: _Optional[float] = ..., last_recalled_at_s: _Optional[float] = ..., written_at_s: _Optional[float] = ..., tenant: _Optional[str] = ...) -> None: ...
 
 class SetClockRequest(_message.Message):
     __slots__ = ("now",)

@@ -179,14 +179,16 @@ class MemoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Export(self, request, context):
-        """Streams every memory of a tenant with its vectors and scores.
+        """Streams every memory of a tenant with its vectors and scores, in id order. Resumable:
+        pass the last id received as after_id.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Import(self, request_iterator, context):
-        """Writes exported memories back, keeping their ids, vectors, scores and zones.
+        """Writes exported memories into the request's tenant, keeping their ids, vectors, scores,
+        zones and times. Idempotent by id, so a broken import can be sent again or resumed.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

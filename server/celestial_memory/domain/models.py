@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -10,6 +11,10 @@ from celestial_memory.domain.scoring import ScoreBreakdown
 from celestial_memory.domain.zones import Zone
 
 Vector = npt.NDArray[np.float32]
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 @dataclass(slots=True)

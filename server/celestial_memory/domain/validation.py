@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from celestial_memory.config import Settings
 from celestial_memory.domain.models import MemoryFilter, Vector
-from celestial_memory.errors import InvalidArgument
+from celestial_memory.errors import InvalidArgument, PermissionDenied
 
 
 def content(value: str, s: Settings, field: str = "content") -> str:
@@ -25,6 +25,13 @@ def context(value: str, s: Settings, field: str = "context") -> str:
     if len(value) > s.max_context_chars:
         raise InvalidArgument(field, f"longer than {s.max_context_chars} characters")
     return value.strip()
+
+
+def own_ids(tenant: str, owners: dict[str, str], ids: Sequence[str], field: str) -> None:
+    """Refuse ids that exist in another tenant (see MemoryStore.owners)."""
+    for i, mid in enumerate(ids):
+        if mid and owners.get(mid, tenant) != tenant:
+            raise PermissionDenied(f"{field}[{i}]: id {mid} belongs to another tenant")
 
 
 def unit_interval(value: float | None, field: str) -> float | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import cast
 
+import numpy as np
 from celestial.v1 import memory_pb2 as pb
 from celestial_memory.domain.models import (
     Memory,
@@ -17,6 +18,7 @@ from celestial_memory.domain.scoring import ScoreBreakdown
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import InvalidArgument
 from celestial_memory.service import MemoryChanges, NewMemory, RecallQuery
+from celestial_memory.transfer import Imported
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -147,3 +149,30 @@ def stats_to_pb(s: Stats) -> pb.StatsResponse:
         total=s.total, embedding_model=s.embedding_model, dimension=s.dimension,
         backend=s.backend,
     )
+
+
+def exported_to_pb(m: Memory, b: ScoreBreakdown) -> pb.ExportedMemory:
+    assert m.vector is not None and m.index is not None
+    return pb.ExportedMemory(
+        memory=memory_to_pb(m, b), vector=m.vector.tolist(),
+        context_vector=m.index.context_dense.tolist(), context_score=m.context_score,
+        created_at_s=m.created_at, last_recalled_at_s=m.last_recalled_at,
+        written_at_s=m.written_at,
+    )
+
+
+def imported_from_pb(e: pb.ExportedMemory) -> Imported:
+    pm = e.memory
+    created = e.created_at_s or ts_from_pb(pm, "created_at", "memory.created_at") or 0.0
+    recalled = e.last_recalled_at_s or ts_from_pb(pm, "last_recalled_at", "memory.last_recalled_at")
+    m = Memory(
+        id=pm.id, tenant="", content=pm.content, zone=zone_from_pb(pm.zone, "memory.zone"),
+        score=pm.score, importance=pm.importance, recall_count=pm.recall_count,
+        created_at=created, last_recalled_at=recalled if recalled is not None else created,
+        context_score=e.context_score, tags=list(pm.tags), session_id=pm.session_id,
+        agent_id=pm.agent_id, metadata=dict(pm.metadata), pinned=pm.pinned,
+        vector=np.asarray(e.vector, dtype=np.float32), context=pm.context,
+        written_at=e.written_at_s,
+    )
+    ctx = np.asarray(e.context_vector, dtype=np.float32) if len(e.context_vector) else None
+    return Imported(m, ctx)

@@ -13,12 +13,15 @@ from typing import Any, TypeVar
 import grpc
 from celestial.v1 import memory_pb2 as pb
 from celestial.v1 import memory_pb2_grpc as pb_grpc
-from celestial_memory.errors import InvalidArgument, Unimplemented
+from celestial_memory.errors import InvalidArgument
 from celestial_memory.grpc_api import converters as cv
-from celestial_memory.grpc_api.status import mapped
+from celestial_memory.grpc_api.status import mapped, mapped_stream
 from celestial_memory.service import MemoryService, NewMemory
+from celestial_memory.transfer import Imported
 
 T = TypeVar("T")
+# Imported memories are validated and written in batches of this many (one write each).
+IMPORT_BATCH = 512
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
@@ -128,14 +131,31 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         s = await self._run(self._service.stats, self._tenant(request.tenant))
         return cv.stats_to_pb(s)
 
+    @mapped_stream
     async def Export(
         self, request: pb.ExportRequest, context: Context
     ) -> AsyncIterator[pb.ExportedMemory]:
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "Export arrives with the remote-backend issue")
-        yield pb.ExportedMemory()  # pragma: no cover - makes this an async generator
+        pages = self._service.transfer.export_pages(
+            self._tenant(request.tenant), request.after_id
+        )
+        while (page := await self._run(next, pages, None)) is not None:
+            for m in page:
+                yield cv.exported_to_pb(m, self._service.breakdown(m))
 
     @mapped
     async def Import(
         self, request_iterator: AsyncIterator[pb.ExportedMemory], context: Context
     ) -> pb.ImportResponse:
-        raise Unimplemented("Import arrives with the remote-backend issue")
+        tenant: str | None = None
+        batch: list[Imported] = []
+        imported = 0
+        async for e in request_iterator:
+            if tenant is None:
+                tenant = self._tenant(e.tenant)
+            batch.append(cv.imported_from_pb(e))
+            if len(batch) == IMPORT_BATCH:
+                imported += await self._run(self._service.transfer.import_batch, tenant, batch)
+                batch = []
+        if batch and tenant is not None:
+            imported += await self._run(self._service.transfer.import_batch, tenant, batch)
+        return pb.ImportResponse(imported=imported)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, NoReturn, TypeVar
 
 import grpc
@@ -20,6 +20,7 @@ STATUS: dict[type[errors.CelestialError], grpc.StatusCode] = {
     errors.Unimplemented: grpc.StatusCode.UNIMPLEMENTED,
     errors.StoreUnavailable: grpc.StatusCode.UNAVAILABLE,
     errors.FailedPrecondition: grpc.StatusCode.FAILED_PRECONDITION,
+    errors.SchemaMismatch: grpc.StatusCode.FAILED_PRECONDITION,
 }
 
 
@@ -58,3 +59,22 @@ def mapped(fn: Handler[T]) -> Handler[T]:
     wrapper.__doc__ = fn.__doc__
     return wrapper
 
+
+
+def mapped_stream(
+    fn: Callable[..., AsyncIterator[T]],
+) -> Callable[..., AsyncIterator[T]]:
+    """The same for a server-streaming method: an error mid-stream ends it with its status."""
+
+    async def wrapper(self: Any, request: Any, context: Any) -> AsyncIterator[T]:
+        try:
+            async for item in fn(self, request, context):
+                yield item
+        except grpc.aio.AbortError:
+            raise
+        except Exception as exc:
+            await abort(context, exc)
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper

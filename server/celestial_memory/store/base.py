@@ -31,6 +31,11 @@ class MemoryStore(Protocol):
         """The memories of ``tenant`` among ``ids`` (missing ones are absent)."""
         ...
 
+    def owners(self, ids: Sequence[str]) -> dict[str, str]:
+        """The tenant of each id that exists, whatever its tenant: ids are global, so a write
+        with a caller's id must not take another tenant's point."""
+        ...
+
     def set_fields(self, tenant: str, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
         """Overwrite payload fields of many memories in one batch: (id, {field: value})."""
         ...
@@ -74,6 +79,13 @@ class MemoryStore(Protocol):
         ...
 
     # -- batch work for the rebalancer: conditions are payload.Condition, ANDed with the tenant
+
+    def export_pages(
+        self, tenant: str, after_id: str = "", page_size: int = 512
+    ) -> Iterator[list[Memory]]:
+        """Every memory of a tenant in id order, after ``after_id``, with ``vector`` and
+        ``index.context_dense`` set (keyword vectors are rebuilt from the text on import)."""
+        ...
 
     def count_where(self, tenant: str, conds: Sequence[Condition]) -> int:
         ...

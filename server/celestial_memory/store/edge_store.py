@@ -44,6 +44,7 @@ from celestial_memory.store.payload import (
     event_conditions,
     event_from_payload,
     event_payload,
+    exported_memory,
     from_payload,
     to_payload,
 )
@@ -189,6 +190,12 @@ class EdgeStore:
             out[m.id] = m
         return out
 
+    def owners(self, ids: Sequence[str]) -> dict[str, str]:
+        if not ids:
+            return {}
+        records = self._shard.retrieve(list(ids), with_payload=True, with_vector=False)
+        return {str(r.id): str((r.payload or {}).get("tenant", "")) for r in records}
+
     def set_fields(self, tenant: str, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
         for point_id, fields in updates:
             # Scoped by tenant in the filter, so a foreign id can never be touched.
@@ -270,6 +277,23 @@ class EdgeStore:
     ) -> Iterator[list[Memory]]:
         for page in self._scroll(_filter(tenant, flt), True, page_size):
             yield [from_payload(pid, p) for pid, p in page]
+
+    def export_pages(
+        self, tenant: str, after_id: str = "", page_size: int = 512
+    ) -> Iterator[list[Memory]]:
+        offset: Any = after_id or None
+        f = _filter(tenant)
+        while True:
+            records, offset = self._shard.scroll(qe.ScrollRequest(
+                offset=offset, limit=page_size + 1 if offset == after_id else page_size,
+                filter=f, with_payload=True, with_vector=[DENSE, CONTEXT_DENSE],
+            ))
+            page = [exported_memory(r.id, r.payload or {}, cast(dict[str, Any], r.vector))
+                    for r in records if str(r.id) != after_id]
+            if page:
+                yield page
+            if offset is None:
+                return
 
     def _scroll(self, f: Any, payload: Any, page_size: int) -> Iterator[list[tuple[str, Any]]]:
         offset: Any = None

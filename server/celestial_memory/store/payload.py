@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from celestial_memory.domain.models import Memory, MemoryFilter, ZoneEvent
+import numpy as np
+from celestial_memory.domain.models import IndexVectors, Memory, MemoryFilter, Sparse, ZoneEvent
 from celestial_memory.domain.trajectory import DROP_FIELDS
 from celestial_memory.domain.zones import Zone
 
@@ -99,6 +100,14 @@ def from_payload(point_id: object, p: dict[str, Any], vector: Any = None) -> Mem
             if "drop_core" in p else None
         ),
     )
+
+
+def exported_memory(point_id: object, payload: dict[str, Any], vectors: dict[str, Any]) -> Memory:
+    """A memory read for export: payload, content vector and contextual vector."""
+    m = from_payload(point_id, payload, np.asarray(vectors[DENSE], dtype=np.float32))
+    ctx = np.asarray(vectors.get(CONTEXT_DENSE, vectors[DENSE]), dtype=np.float32)
+    m.index = IndexVectors(ctx, Sparse([], []), Sparse([], []))  # keywords come from the text
+    return m
 
 
 @dataclass(frozen=True, slots=True)

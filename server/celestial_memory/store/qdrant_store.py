@@ -7,12 +7,19 @@ from __future__ import annotations
 import uuid
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
-from celestial_memory.domain.models import HybridQuery, Memory, MemoryFilter, Sparse, Vector, ZoneEvent
+from celestial_memory.domain.models import (
+    HybridQuery,
+    Memory,
+    MemoryFilter,
+    Sparse,
+    Vector,
+    ZoneEvent,
+)
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import StoreUnavailable
 from celestial_memory.store.payload import (
@@ -32,9 +39,12 @@ from celestial_memory.store.payload import (
     event_conditions,
     event_from_payload,
     event_payload,
+    exported_memory,
     from_payload,
     to_payload,
 )
+from celestial_memory.store.retry import Retrying
+from celestial_memory.store.schema import check_schema
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
@@ -100,46 +110,102 @@ def _prefetches(query: HybridQuery, limit: int) -> list[models.Prefetch]:
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """Where and how to reach Qdrant: a URL (``:memory:`` for qdrant-client's local mode), or a
+    host with ports; TLS, API key, per-call timeout, and retries for transient failures."""
+
+    url: str = ""
+    host: str = ""
+    port: int = 6333
+    grpc_port: int = 6334
+    https: bool = False
+    api_key: str | None = None
+    timeout_s: float = 10.0
+    retries: int = 5
+    backoff_s: float = 0.2
+    # Used when the collection is created (a cluster): shards, copies of each, and how many
+    # copies must acknowledge a write (see the README, "Qdrant cluster").
+    shard_number: int | None = None
+    replication_factor: int | None = None
+    write_consistency_factor: int | None = None
+
+    def describe(self) -> str:
+        return self.url or f"{'https' if self.https else 'http'}://{self.host}:{self.port}"
+
+
+def _client(c: Connection) -> QdrantClient:
+    if c.url == ":memory:":
+        return QdrantClient(location=":memory:")
+    # gRPC preferred: the batched queries and payload updates are smaller and faster there.
+    common: dict[str, Any] = {
+        "api_key": c.api_key, "prefer_grpc": True, "timeout": max(1, round(c.timeout_s)),
+        "https": c.https or None,
+    }
+    if c.url:
+        return QdrantClient(url=c.url, **common)
+    return QdrantClient(host=c.host, port=c.port, grpc_port=c.grpc_port, **common)
+
+
 class QdrantStore:
     def __init__(
-        self, url: str, dimension: int, collection: str, api_key: str | None = None
+        self, connection: Connection | str, dimension: int, collection: str,
+        client: QdrantClient | None = None,
     ) -> None:
+        conn = Connection(url=connection) if isinstance(connection, str) else connection
+        self._conn = conn
         self.dimension = dimension
         self.collection = collection
-        self.backend_name = "qdrant-local" if url == ":memory:" else "qdrant-remote"
+        self.ledger = f"{collection}_ledger"
+        self.backend_name = "qdrant-local" if conn.url == ":memory:" else "qdrant-remote"
         try:
-            if url == ":memory:":
-                self._client = QdrantClient(location=":memory:")
-            else:
-                self._client = QdrantClient(url=url, api_key=api_key, prefer_grpc=True)
-            if not self._client.collection_exists(collection):
-                self._client.create_collection(
-                    collection,
-                    vectors_config={
-                        DENSE: models.VectorParams(size=dimension, distance=models.Distance.COSINE),
-                        # Only rescored over candidates, so no HNSW graph (m = 0).
-                        CONTEXT_DENSE: models.VectorParams(
-                            size=dimension, distance=models.Distance.COSINE,
-                            hnsw_config=models.HnswConfigDiff(m=0),
-                        ),
-                    },
-                    sparse_vectors_config={
-                        KEYWORDS: models.SparseVectorParams(modifier=models.Modifier.IDF),
-                        CONTEXT_KEYWORDS: models.SparseVectorParams(modifier=models.Modifier.IDF),
-                    },
-                )
-            self.ledger = f"{collection}_ledger"
-            if not self._client.collection_exists(self.ledger):
-                self._client.create_collection(self.ledger, vectors_config={})
-            with warnings.catch_warnings():
-                # Local mode ignores payload indexes and says so; the server needs them.
-                warnings.filterwarnings("ignore", "Payload indexes have no effect")
-                for field, kind in INDEXES.items():
-                    self._client.create_payload_index(collection, field, _SCHEMAS[kind])
-                for field, kind in LEDGER_INDEXES.items():
-                    self._client.create_payload_index(self.ledger, field, _SCHEMAS[kind])
+            self._client = cast(QdrantClient, Retrying(
+                client or _client(conn), conn.retries, conn.backoff_s
+            ))
+            self._ensure_schema()
         except (ResponseHandlingException, UnexpectedResponse, ConnectionError) as exc:
-            raise StoreUnavailable(f"cannot reach Qdrant at {url}: {exc}") from exc
+            raise StoreUnavailable(f"cannot reach Qdrant at {conn.describe()}: {exc}") from exc
+
+    def _ensure_schema(self) -> None:
+        """Create the collections and payload indexes, or check the existing ones: idempotent,
+        so every replica runs it on start. A mismatch is refused, never patched over."""
+        if self._client.collection_exists(self.collection):
+            check_schema(self._client.get_collection(self.collection), self.collection,
+                         self.dimension)
+        else:
+            self._client.create_collection(
+                self.collection,
+                vectors_config={
+                    DENSE: models.VectorParams(size=self.dimension, distance=models.Distance.COSINE),
+                    # Only rescored over candidates, so no HNSW graph (m = 0).
+                    CONTEXT_DENSE: models.VectorParams(
+                        size=self.dimension, distance=models.Distance.COSINE,
+                        hnsw_config=models.HnswConfigDiff(m=0),
+                    ),
+                },
+                sparse_vectors_config={
+                    KEYWORDS: models.SparseVectorParams(modifier=models.Modifier.IDF),
+                    CONTEXT_KEYWORDS: models.SparseVectorParams(modifier=models.Modifier.IDF),
+                },
+                **self._layout(),
+            )
+        if not self._client.collection_exists(self.ledger):
+            self._client.create_collection(self.ledger, vectors_config={}, **self._layout())
+        with warnings.catch_warnings():
+            # Local mode ignores payload indexes and says so; the server needs them.
+            warnings.filterwarnings("ignore", "Payload indexes have no effect")
+            existing = self._client.get_collection(self.collection).payload_schema
+            for field, kind in INDEXES.items():
+                if field not in existing:
+                    self._client.create_payload_index(self.collection, field, _SCHEMAS[kind])
+            for field, kind in LEDGER_INDEXES.items():
+                self._client.create_payload_index(self.ledger, field, _SCHEMAS[kind])
+
+    def _layout(self) -> dict[str, Any]:
+        c = self._conn
+        layout = {"shard_number": c.shard_number, "replication_factor": c.replication_factor,
+                  "write_consistency_factor": c.write_consistency_factor}
+        return {k: v for k, v in layout.items() if v is not None}
 
     def upsert(self, memories: Sequence[Memory]) -> None:
         points = []
@@ -167,6 +233,14 @@ class QdrantStore:
             m = from_payload(r.id, r.payload, vec)
             out[m.id] = m
         return out
+
+    def owners(self, ids: Sequence[str]) -> dict[str, str]:
+        if not ids:
+            return {}
+        records = self._client.retrieve(
+            self.collection, ids=list(ids), with_payload=["tenant"], with_vectors=False
+        )
+        return {str(r.id): str((r.payload or {}).get("tenant", "")) for r in records}
 
     def set_fields(self, tenant: str, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
         if not updates:
@@ -257,6 +331,24 @@ class QdrantStore:
             )
             if records:
                 yield [from_payload(r.id, r.payload or {}) for r in records]
+            if offset is None:
+                return
+
+    def export_pages(
+        self, tenant: str, after_id: str = "", page_size: int = 512
+    ) -> Iterator[list[Memory]]:
+        offset: Any = after_id or None
+        f = _filter(tenant)
+        while True:
+            records, offset = self._client.scroll(
+                self.collection, scroll_filter=f, offset=offset, with_payload=True,
+                limit=page_size + 1 if offset == after_id else page_size,
+                with_vectors=[DENSE, CONTEXT_DENSE],
+            )
+            page = [exported_memory(r.id, r.payload or {}, cast(dict[str, Any], r.vector))
+                    for r in records if str(r.id) != after_id]
+            if page:
+                yield page
             if offset is None:
                 return
 

@@ -1,0 +1,62 @@
+"""Retries with exponential backoff for the remote Qdrant backend.
+
+Only failures that say "try again" are retried: gRPC UNAVAILABLE and RESOURCE_EXHAUSTED, HTTP 429
+and 503, and connection errors. Every write the service sends is idempotent (ids are fixed before
+the first attempt, payload sets and deletes name their points, ledger events have deterministic
+ids), so an attempt whose answer was lost can be repeated safely.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+log = logging.getLogger(__name__)
+
+RETRYABLE_GRPC = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED}
+RETRYABLE_HTTP = {429, 503}
+
+
+def retryable(exc: BaseException) -> bool:
+    if isinstance(exc, grpc.RpcError):
+        return exc.code() in RETRYABLE_GRPC
+    if isinstance(exc, UnexpectedResponse):
+        return exc.status_code in RETRYABLE_HTTP
+    return isinstance(exc, (ResponseHandlingException, ConnectionError, TimeoutError))
+
+
+class Retrying:
+    """Wraps a client: each method call is retried on retryable failures, with exponential
+    backoff and jitter (``backoff_s``, doubling, capped at 5 s), at most ``retries`` times."""
+
+    def __init__(
+        self, client: Any, retries: int, backoff_s: float,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._client, self._retries, self._backoff, self._sleep = client, retries, backoff_s, sleep
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._client, name)
+        if not callable(target):
+            return target
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            for attempt in range(self._retries + 1):
+                try:
+                    return target(*args, **kwargs)
+                except Exception as exc:
+                    if attempt == self._retries or not retryable(exc):
+                        raise
+                    delay = min(5.0, self._backoff * 2**attempt) * random.uniform(0.5, 1.0)
+                    log.warning("qdrant %s failed (%s); retry %d in %.2f s",
+                                name, type(exc).__name__, attempt + 1, delay)
+                    self._sleep(delay)
+            raise AssertionError("unreachable")
+
+        return call

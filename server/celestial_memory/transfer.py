@@ -1,0 +1,96 @@
+"""Export and Import: moving a tenant's memories between stores (embedded <-> remote) losslessly.
+
+Export reads pages in id order straight from the store (after flushing pending reinforcements),
+so it resumes from the last id a client received. Import writes each memory as exported: id,
+content, context, vectors, zone, score, counts, times, tags, metadata, pinned. Keyword vectors are
+rebuilt from the text and drop times from the memory's state (both deterministic), so they match
+the importing server's settings. Writes are upserts by id: importing twice changes nothing, and a
+broken import can be sent again. Capacities are enforced after each batch, as after any write.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from celestial_memory.clock import Clock
+from celestial_memory.config import Settings
+from celestial_memory.domain import validation as check
+from celestial_memory.domain.models import IndexVectors, Memory, Vector, content_hash
+from celestial_memory.domain.zones import Zone
+from celestial_memory.errors import InvalidArgument
+from celestial_memory.rebalancer import Rebalancer
+from celestial_memory.reinforcement import ReinforcementQueue
+from celestial_memory.retrieval import Retrieval
+from celestial_memory.store.base import MemoryStore
+
+
+@dataclass(slots=True)
+class Imported:
+    """One memory as an import receives it (the proto's ExportedMemory, decoded)."""
+
+    memory: Memory  # vector set; tenant ignored
+    context_vector: Vector | None
+
+
+class Transfer:
+    def __init__(
+        self, settings: Settings, store: MemoryStore, retrieval: Retrieval, rebalancer: Rebalancer,
+        queue: ReinforcementQueue, lock: threading.RLock, clock: Clock,
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._retrieval = retrieval
+        self._rebalancer = rebalancer
+        self._queue = queue
+        self._lock = lock
+        self._clock = clock
+
+    def export_pages(self, tenant: str, after_id: str = "") -> Iterator[list[Memory]]:
+        after = check.memory_id(after_id, "after_id") if after_id else ""
+        self._queue.flush()  # recalls acknowledged before the export are in it
+        yield from self._store.export_pages(tenant, after)
+
+    def import_batch(self, tenant: str, items: Sequence[Imported]) -> int:
+        """Validate a whole batch, then write it: a bad item writes nothing of its batch."""
+        if len(items) > self._settings.max_batch:
+            raise InvalidArgument("memories", f"more than {self._settings.max_batch} in a batch")
+        now = self._clock.now()
+        memories = [self._checked(tenant, it, i, now) for i, it in enumerate(items)]
+        ids = [m.id for m in memories]
+        check.own_ids(tenant, self._store.owners(ids), ids, "memories")
+        self._queue.flush()
+        with self._lock:
+            self._store.upsert(memories)
+            self._rebalancer.enforce_capacity(tenant)
+        return len(memories)
+
+    def _checked(self, tenant: str, it: Imported, i: int, now: float) -> Memory:
+        s, m, p = self._settings, it.memory, f"memories[{i}]."
+        m.id = check.memory_id(m.id, f"{p}memory.id")
+        m.tenant = tenant
+        m.content = check.content(m.content, s, f"{p}memory.content")
+        m.context = check.context(m.context, s, f"{p}memory.context")
+        if m.zone not in Zone.__members__.values():
+            raise InvalidArgument(f"{p}memory.zone", "is not a zone")
+        for name in ("score", "created_at", "last_recalled_at", "written_at", "context_score"):
+            if not np.isfinite(getattr(m, name)):
+                raise InvalidArgument(f"{p}{name}", "is not finite")
+        check.unit_interval(m.importance, f"{p}memory.importance")
+        check.tags(m.tags, s, f"{p}memory.tags")
+        check.metadata(m.metadata, s, f"{p}memory.metadata")
+        assert m.vector is not None
+        vec = check.vector(m.vector, self._store.dimension, f"{p}vector")
+        ctx = (check.vector(it.context_vector, self._store.dimension, f"{p}context_vector")
+               if it.context_vector is not None else vec)
+        joined = f"{m.context}\n{m.content}" if m.context else m.content
+        kw = self._retrieval.keywords
+        m.vector = vec
+        m.index = IndexVectors(ctx, kw.document(m.content), kw.document(joined, contextual=True))
+        m.content_hash = content_hash(m.content)
+        m.drop_times = self._rebalancer.drop_times(m.recall_count, m.last_recalled_at, m.importance)
+        if not m.pinned:  # the invariant every write keeps (rebalancer.settled_zone)
+            m.zone = self._rebalancer.settled_zone(m, now)
+        return m

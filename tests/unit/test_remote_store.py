@@ -1,0 +1,88 @@
+"""The remote backend's retries and its schema check on start."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+import pytest
+from celestial_memory.errors import SchemaMismatch
+from celestial_memory.store.qdrant_store import QdrantStore
+from celestial_memory.store.retry import Retrying
+from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import UnexpectedResponse
+
+
+class Status(grpc.RpcError):
+    def __init__(self, code: grpc.StatusCode) -> None:
+        self._code = code
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+
+class Flaky:
+    """Fails with the given errors, then answers; records every call's arguments."""
+
+    def __init__(self, *errors: Exception) -> None:
+        self.errors = list(errors)
+        self.calls: list[tuple[Any, ...]] = []
+
+    def upsert(self, *args: Any) -> str:
+        self.calls.append(args)
+        if self.errors:
+            raise self.errors.pop(0)
+        return "ok"
+
+
+def http(status: int) -> UnexpectedResponse:
+    return UnexpectedResponse(status, "x", b"", None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("error", [
+    Status(grpc.StatusCode.UNAVAILABLE), Status(grpc.StatusCode.RESOURCE_EXHAUSTED),
+    http(503), http(429), ConnectionError("reset"),
+])
+def test_transient_failures_are_retried_with_the_same_request(error: Exception) -> None:
+    client = Flaky(error, error)
+    delays: list[float] = []
+    assert Retrying(client, 5, 0.1, sleep=delays.append).upsert("c", ["same-id"]) == "ok"
+    assert client.calls == [("c", ["same-id"])] * 3
+    assert len(delays) == 2 and delays[0] <= 0.1 and 0.1 <= delays[1] <= 0.2  # doubling
+
+
+@pytest.mark.parametrize("error", [Status(grpc.StatusCode.INVALID_ARGUMENT), http(400)])
+def test_other_failures_are_not_retried(error: Exception) -> None:
+    client = Flaky(error)
+    with pytest.raises(type(error)):
+        Retrying(client, 5, 0.1, sleep=lambda s: None).upsert("c")
+    assert len(client.calls) == 1
+
+
+def test_retries_give_up_after_the_limit() -> None:
+    client = Flaky(*[Status(grpc.StatusCode.UNAVAILABLE)] * 10)
+    with pytest.raises(grpc.RpcError):
+        Retrying(client, 3, 0.0, sleep=lambda s: None).upsert("c")
+    assert len(client.calls) == 4
+
+
+def test_start_is_idempotent_and_keeps_what_is_there() -> None:
+    client = QdrantClient(location=":memory:")
+    QdrantStore(":memory:", 8, "c", client=client)
+    QdrantStore(":memory:", 8, "c", client=client)  # a second replica starting
+    assert client.get_collection("c").config.params.sparse_vectors is not None
+
+
+def test_a_dimension_mismatch_is_refused_clearly() -> None:
+    client = QdrantClient(location=":memory:")
+    QdrantStore(":memory:", 8, "c", client=client)
+    with pytest.raises(SchemaMismatch, match=r"'dense' is 8-d .*not 16-d cosine"):
+        QdrantStore(":memory:", 16, "c", client=client)
+
+
+def test_a_foreign_collection_is_refused_clearly() -> None:
+    client = QdrantClient(location=":memory:")
+    client.create_collection("c", vectors_config=models.VectorParams(
+        size=8, distance=models.Distance.DOT))
+    with pytest.raises(SchemaMismatch, match="no dense vector 'dense'.*no sparse vector"):
+        QdrantStore(":memory:", 8, "c", client=client)
