@@ -6,7 +6,8 @@ STAMP   = $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 export HF_HUB_OFFLINE = 1
 export TOKENIZERS_PARALLELISM = false
 
-.PHONY: install run test lint proto bench-latency bench-rebalance bench-recall clean
+.PHONY: install run test lint proto bench-latency bench-rebalance bench-recall bench-migration \
+	eval-locomo clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +43,21 @@ bench-rebalance: install
 
 bench-recall: install
 	$(PY) benchmarks/recall_latency.py
+
+bench-migration: install
+	$(PY) benchmarks/migration.py
+
+# LoCoMo recall quality: a throwaway server with the admin clock, then `celestial eval locomo`.
+LOCOMO ?= ../shared/data/locomo-dev
+EVAL_ADDRESS ?= localhost:50061
+eval-locomo: install
+	rm -rf .eval-data
+	CELESTIAL_ADMIN_CLOCK=true CELESTIAL_DATA_DIR=.eval-data CELESTIAL_ADDRESS=$(EVAL_ADDRESS) \
+		$(VENV)/bin/celestial serve > .eval-server.log 2>&1 & pid=$$!; \
+	until $(PY) -m celestial_memory.healthcheck $(EVAL_ADDRESS) >/dev/null 2>&1; do \
+		kill -0 $$pid || exit 1; sleep 1; done; \
+	$(VENV)/bin/celestial --target $(EVAL_ADDRESS) eval locomo $(LOCOMO) --k 5 10; rc=$$?; \
+	kill $$pid; wait $$pid; rm -rf .eval-data; exit $$rc
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

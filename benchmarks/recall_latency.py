@@ -82,7 +82,7 @@ def main() -> int:
         print(f"loaded {args.memories:,} memories in {time.perf_counter() - t:.1f} s")
         print(summary("in-process before the index build", in_process(svc, queries(rng, centres, 30))))
         t = time.perf_counter()
-        svc.store.optimize()
+        assert svc.store.optimize(), "nothing to build"
         print(f"vector indexes built in {time.perf_counter() - t:.1f} s")
         print(summary("in-process", in_process(svc, queries(rng, centres, args.calls))))
         print(summary("through gRPC", asyncio.run(through_grpc(svc, queries(rng, centres, args.calls)))))

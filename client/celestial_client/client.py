@@ -125,6 +125,12 @@ class CelestialClient:
         )
         return cv.rebalance(self._call("Rebalance", req))
 
+    def recent(self, limit: int = 10, **filters: Unpack[RecallOptions]) -> list[Memory]:
+        """The newest memories (filters as for recall, e.g. ``session_id``), newest first."""
+        f = cv.recall_request(self.tenant, "", 1, **filters).filter
+        resp = self._call("Recent", pb.RecentRequest(tenant=self.tenant, limit=limit, filter=f))
+        return [cv.memory(m) for m in resp.memories]
+
     def export(self, after_id: str = "") -> Iterator[pb.ExportedMemory]:
         """Every memory of the tenant with its vectors, in id order; resume after ``after_id``.
         The records are protobuf messages, meant for ``import_memories`` (here or on another
@@ -234,6 +240,11 @@ class AsyncCelestialClient:
             tenant=self.tenant, dry_run=dry_run, full=full, no_forget=not forget
         )
         return cv.rebalance(await self._call("Rebalance", req))
+
+    async def recent(self, limit: int = 10, **filters: Unpack[RecallOptions]) -> list[Memory]:
+        f = cv.recall_request(self.tenant, "", 1, **filters).filter
+        req = pb.RecentRequest(tenant=self.tenant, limit=limit, filter=f)
+        return [cv.memory(m) for m in (await self._call("Recent", req)).memories]
 
     async def export(self, after_id: str = "") -> AsyncIterator[pb.ExportedMemory]:
         call = self._stub.Export(pb.ExportRequest(tenant=self.tenant, after_id=after_id))

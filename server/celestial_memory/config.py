@@ -94,6 +94,9 @@ class Settings(BaseSettings):
 
     # Rebalance
     rebalance_interval_s: float = Field(300.0, ge=0, description="0 disables the schedule")
+    capacity_interval_ms: float = Field(
+        1000.0, ge=0, le=10_000, description="capacity after reinforcements: at most this late"
+    )
     optimize_interval_s: float = Field(
         120.0, ge=0, description="embedded store: build vector indexes this often; 0 = never"
     )

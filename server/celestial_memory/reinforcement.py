@@ -31,12 +31,17 @@ class ReinforcementQueue:
         self,
         store: MemoryStore,
         interval_s: float,
-        on_flushed: Callable[[str, set[str]], None],
+        on_flushed: Callable[[str, set[str], bool], None],
+        on_tick: Callable[[], None] = lambda: None,
     ) -> None:
         self._store = store
         self._interval = interval_s
-        self._on_flushed = on_flushed
+        self._on_flushed = on_flushed  # (tenant, ids, scheduled): after a write
+        self._on_tick = on_tick  # after every scheduled flush, written or not
         self._pending: dict[str, dict[str, Fields]] = {}  # tenant -> id -> latest fields
+        # Taken from pending and being written: still visible to overlay until written, so a
+        # reader never sees neither the pending fields nor the written ones.
+        self._inflight: dict[str, dict[str, Fields]] = {}
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
         self._wake = threading.Event()
@@ -55,14 +60,14 @@ class ReinforcementQueue:
     def overlay(self, tenant: str, pid: str) -> Fields | None:
         """The fields not yet written for a memory, if any."""
         with self._lock:
-            fields = self._pending.get(tenant, {}).get(pid)
+            fields = self._pending.get(tenant, {}).get(pid) or self._inflight.get(tenant, {}).get(pid)
             return dict(fields) if fields else None
 
     def pending(self) -> int:
         with self._lock:
             return sum(len(b) for b in self._pending.values())
 
-    def flush(self) -> int:
+    def flush(self, scheduled: bool = False) -> int:
         """Write everything pending now; returns how many memories were written.
 
         ``on_flushed`` runs after the flush lock is released: it takes the service lock, and a
@@ -72,6 +77,7 @@ class ReinforcementQueue:
         with self._flush_lock:
             with self._lock:
                 batch, self._pending = self._pending, {}
+                self._inflight = batch
             for tenant, updates in batch.items():
                 try:
                     self._store.set_fields(tenant, list(updates.items()))
@@ -81,10 +87,13 @@ class ReinforcementQueue:
                         bucket = self._pending.setdefault(tenant, {})
                         for pid, fields in updates.items():
                             bucket[pid] = {**fields, **bucket.get(pid, {})}
+                        self._inflight = {}
                     raise
                 written[tenant] = set(updates)
+            with self._lock:
+                self._inflight = {}
         for tenant, ids in written.items():
-            self._on_flushed(tenant, ids)
+            self._on_flushed(tenant, ids, scheduled)
         return sum(len(ids) for ids in written.values())
 
     def _run(self) -> None:
@@ -92,7 +101,8 @@ class ReinforcementQueue:
             self._wake.wait(self._interval)
             self._wake.clear()
             try:
-                self.flush()
+                self.flush(scheduled=True)
+                self._on_tick()
             except Exception:
                 log.exception("reinforcement flush failed; retrying")
 

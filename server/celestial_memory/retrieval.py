@@ -62,7 +62,9 @@ class Retrieval:
         from another model)."""
         joined = [f"{c}\n{t}" if c else t for c, t in zip(contexts, contents, strict=True)]
         todo = [i for i, c in enumerate(contexts) if c and embedded_here[i]]
-        ctx_dense = dict(zip(todo, self.embedder.embed([joined[i] for i in todo]), strict=True))
+        ctx_dense: dict[int, Vector] = {}
+        if todo:
+            ctx_dense = dict(zip(todo, self.embedder.embed([joined[i] for i in todo]), strict=True))
         return [
             IndexVectors(
                 context_dense=np.asarray(ctx_dense.get(i, dense[i]), dtype=np.float32),

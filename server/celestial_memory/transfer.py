@@ -11,7 +11,7 @@ broken import can be sent again. Capacities are enforced after each batch, as af
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,7 +22,6 @@ from celestial_memory.domain.models import IndexVectors, Memory, Vector, content
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import InvalidArgument
 from celestial_memory.rebalancer import Rebalancer
-from celestial_memory.reinforcement import ReinforcementQueue
 from celestial_memory.retrieval import Retrieval
 from celestial_memory.store.base import MemoryStore
 
@@ -38,19 +37,19 @@ class Imported:
 class Transfer:
     def __init__(
         self, settings: Settings, store: MemoryStore, retrieval: Retrieval, rebalancer: Rebalancer,
-        queue: ReinforcementQueue, lock: threading.RLock, clock: Clock,
+        flush: Callable[[], None], lock: threading.RLock, clock: Clock,
     ) -> None:
         self._settings = settings
         self._store = store
         self._retrieval = retrieval
         self._rebalancer = rebalancer
-        self._queue = queue
+        self._flush = flush  # pending reinforcements and deferred capacity
         self._lock = lock
         self._clock = clock
 
     def export_pages(self, tenant: str, after_id: str = "") -> Iterator[list[Memory]]:
         after = check.memory_id(after_id, "after_id") if after_id else ""
-        self._queue.flush()  # recalls acknowledged before the export are in it
+        self._flush()  # recalls acknowledged before the export are in it
         yield from self._store.export_pages(tenant, after)
 
     def import_batch(self, tenant: str, items: Sequence[Imported]) -> int:
@@ -61,7 +60,7 @@ class Transfer:
         memories = [self._checked(tenant, it, i, now) for i, it in enumerate(items)]
         ids = [m.id for m in memories]
         check.own_ids(tenant, self._store.owners(ids), ids, "memories")
-        self._queue.flush()
+        self._flush()
         with self._lock:
             self._store.upsert(memories)
             self._rebalancer.enforce_capacity(tenant)

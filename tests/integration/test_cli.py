@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
+from celestial_client import dump_file
 from celestial_client.cli import main
 from celestial_memory.grpc_api.server import MemoryServer
 
@@ -46,3 +48,26 @@ async def test_cli_reports_errors(server: MemoryServer, capsys: pytest.CaptureFi
     )
     assert code == 1
     assert "INVALID_ARGUMENT" in capsys.readouterr().err
+
+
+async def test_cli_export_resume_and_import(
+    server: MemoryServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    for i in range(5):
+        await cli(server, capsys, "--tenant", "src", "store", f"note {i}", "--tag", "t")
+    dump = tmp_path / "src.bin"
+    out = await cli(server, capsys, "--tenant", "src", "export", str(dump))
+    assert "exported 5 memories" in out
+    full = dump.read_bytes()
+    # A broken export: two records and half of the third. --resume finishes it.
+    count = dump_file.last_complete(dump)[0]
+    cut = [pos for pos, _ in dump_file._records(dump)][1] + 10
+    dump.write_bytes(full[:cut])
+    assert dump_file.last_complete(dump)[0] == 2
+    out = await cli(server, capsys, "--tenant", "src", "export", str(dump), "--resume")
+    assert "exported 5 memories" in out and dump.read_bytes() == full and count == 5
+    out = await cli(server, capsys, "--tenant", "dst", "import", str(dump))
+    assert "imported 5 memories" in out
+    out = await cli(server, capsys, "--tenant", "dst", "import", str(dump), "--skip", "3")
+    assert "imported 2 memories" in out  # idempotent: nothing doubled
+    assert "total 5" in await cli(server, capsys, "--tenant", "dst", "stats")

@@ -135,3 +135,20 @@ async def test_the_admin_clock_is_off_by_default(
         assert (await c.set_clock(T0)).timestamp() == T0
         m = await c.store("replayed")
         assert m.created_at.timestamp() == T0
+
+
+async def test_recent_lists_the_newest_first_and_a_whole_session(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder
+) -> None:
+    async with (
+        running_server(tmp_path, embedder, ManualClock(T0 + 100)) as srv,
+        AsyncCelestialClient(f"127.0.0.1:{srv.port}", tenant="r") as c,
+    ):
+        await c.store_batch([
+            StoreItem(f"turn {i}", created_at=T0 + i, session_id=f"s{i % 2}") for i in range(6)
+        ])
+        newest = await c.recent(limit=3)
+        assert [m.content for m in newest] == ["turn 5", "turn 4", "turn 3"]
+        session = await c.recent(limit=100, session_id="s0")
+        assert [m.content for m in session] == ["turn 4", "turn 2", "turn 0"]
+        assert all(m.recall_count == 0 for m in session)  # not reinforced

@@ -54,7 +54,7 @@ def test_a_cannot_overwrite_b_by_id(service: MemoryService) -> None:
 
 
 def test_counts_exports_and_rebalances_are_per_tenant(service: MemoryService) -> None:
-    a, b = seed(service)
+    a, _ = seed(service)
     assert service.stats("A").total == 3 and service.stats("B").total == 4
     exported = [m.id for page in service.transfer.export_pages("A") for m in page]
     assert sorted(exported) == sorted(a)

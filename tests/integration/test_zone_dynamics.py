@@ -68,7 +68,7 @@ def test_a_closing_queue_writes_everything_pending(tmp_path: Path) -> None:
                vector=v, index=IndexVectors(v, Sparse([], []), Sparse([], [])))
     store.upsert([m])
     flushed: list[set[str]] = []
-    q = ReinforcementQueue(store, interval_s=3600, on_flushed=lambda t, ids: flushed.append(ids))
+    q = ReinforcementQueue(store, interval_s=3600, on_flushed=lambda t, ids, s: flushed.append(ids))
     q.submit(T, [(m.id, {"recall_count": 5})])
     assert q.pending() == 1 and store.get(T, [m.id])[m.id].recall_count == 0
     q.close()

@@ -241,3 +241,28 @@ def test_edge_store_survives_reopening(tmp_path: Path) -> None:
     assert again.get("a", [m.id])[m.id].recall_count == 3
     assert again.count_by_zone("a")[Zone.OUTER] == 1
     again.close()
+
+
+def test_recent_orders_by_creation_newest_first(store: MemoryStore) -> None:
+    ms = [mem(created_at=100.0 + i, session_id=f"s{i % 2}") for i in range(5)]
+    store.upsert([*ms, mem("b", created_at=999.0)])
+    assert [m.id for m in store.recent("a", MemoryFilter(), 3)] == [ms[4].id, ms[3].id, ms[2].id]
+    assert [m.id for m in store.recent("a", MemoryFilter(session_id="s1"), 10)] == [
+        ms[3].id, ms[1].id]
+
+
+def test_export_pages_in_id_order_with_vectors_and_resume(store: MemoryStore) -> None:
+    ms = [mem(content=f"m{i}", context="ctx" if i % 2 else "") for i in range(7)]
+    store.upsert([*ms, mem("b")])
+    pages = list(store.export_pages("a", page_size=3))
+    got = [m for p in pages for m in p]
+    assert [len(p) for p in pages] == [3, 3, 1]
+    assert [m.id for m in got] == sorted(m.id for m in ms)
+    by_id = {m.id: m for m in ms}
+    for m in got:
+        assert m.index is not None and m.vector is not None
+        np.testing.assert_allclose(m.vector, by_id[m.id].vector / np.linalg.norm(
+            by_id[m.id].vector), atol=1e-6)
+        assert m.context == by_id[m.id].context
+    rest = [m.id for p in store.export_pages("a", after_id=got[2].id, page_size=3) for m in p]
+    assert rest == [m.id for m in got[3:]]

@@ -7,8 +7,8 @@ import inspect
 import celestial_client
 from celestial_client import AsyncCelestialClient, CelestialClient
 
-METHODS = ["close", "delete", "get", "ledger", "rebalance", "recall", "set_clock", "stats", "store",
-           "store_batch", "update"]
+METHODS = ["close", "delete", "export", "get", "import_memories", "ledger", "rebalance", "recall",
+           "recent", "set_clock", "stats", "store", "store_batch", "update"]
 
 
 def test_exports_are_pinned() -> None:

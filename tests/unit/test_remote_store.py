@@ -84,5 +84,5 @@ def test_a_foreign_collection_is_refused_clearly() -> None:
     client = QdrantClient(location=":memory:")
     client.create_collection("c", vectors_config=models.VectorParams(
         size=8, distance=models.Distance.DOT))
-    with pytest.raises(SchemaMismatch, match="no dense vector 'dense'.*no sparse vector"):
+    with pytest.raises(SchemaMismatch, match=r"no dense vector 'dense'.*no sparse vector"):
         QdrantStore(":memory:", 8, "c", client=client)

@@ -431,6 +431,22 @@ class ExportedMemory(_message.Message):
     tenant: str
     def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., vector: _Optional[_Iterable[float]] = ..., context_vector: _Optional[_Iterable[float]] = ..., context_score: _Optional[float] = ..., created_at_s: _Optional[float] = ..., last_recalled_at_s: _Optional[float] = ..., written_at_s: _Optional[float] = ..., tenant: _Optional[str] = ...) -> None: ...
 
+class RecentRequest(_message.Message):
+    __slots__ = ("tenant", "limit", "filter")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    limit: int
+    filter: RecallFilter
+    def __init__(self, tenant: _Optional[str] = ..., limit: _Optional[int] = ..., filter: _Optional[_Union[RecallFilter, _Mapping]] = ...) -> None: ...
+
+class RecentResponse(_message.Message):
+    __slots__ = ("memories",)
+    MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    memories: _containers.RepeatedCompositeFieldContainer[Memory]
+    def __init__(self, memories: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ...) -> None: ...
+
 class SetClockRequest(_message.Message):
     __slots__ = ("now",)
     NOW_FIELD_NUMBER: _ClassVar[int]

@@ -95,6 +95,11 @@ class MemoryServiceStub:
                 request_serializer=celestial_dot_v1_dot_memory__pb2.ExportedMemory.SerializeToString,
                 response_deserializer=celestial_dot_v1_dot_memory__pb2.ImportResponse.FromString,
                 _registered_method=True)
+        self.Recent = channel.unary_unary(
+                '/celestial.v1.MemoryService/Recent',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.RecentRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.RecentResponse.FromString,
+                _registered_method=True)
         self.SetClock = channel.unary_unary(
                 '/celestial.v1.MemoryService/SetClock',
                 request_serializer=celestial_dot_v1_dot_memory__pb2.SetClockRequest.SerializeToString,
@@ -194,6 +199,14 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Recent(self, request, context):
+        """The newest memories matching a filter, newest first, without reinforcing them: e.g. the
+        last n memories, or every memory of a session (filter.session_id).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def SetClock(self, request, context):
         """Admin, for replays of history: sets the server's clock. Refused (FAILED_PRECONDITION)
         unless the server runs with CELESTIAL_ADMIN_CLOCK=true, which also turns the scheduled
@@ -265,6 +278,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.Import,
                     request_deserializer=celestial_dot_v1_dot_memory__pb2.ExportedMemory.FromString,
                     response_serializer=celestial_dot_v1_dot_memory__pb2.ImportResponse.SerializeToString,
+            ),
+            'Recent': grpc.unary_unary_rpc_method_handler(
+                    servicer.Recent,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.RecentRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.RecentResponse.SerializeToString,
             ),
             'SetClock': grpc.unary_unary_rpc_method_handler(
                     servicer.SetClock,
@@ -597,6 +615,33 @@ class MemoryService:
             '/celestial.v1.MemoryService/Import',
             celestial_dot_v1_dot_memory__pb2.ExportedMemory.SerializeToString,
             celestial_dot_v1_dot_memory__pb2.ImportResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Recent(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/celestial.v1.MemoryService/Recent',
+            celestial_dot_v1_dot_memory__pb2.RecentRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.RecentResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -109,6 +109,14 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         return cv.rebalance_to_pb(rep)
 
     @mapped
+    async def Recent(self, request: pb.RecentRequest, context: Context) -> pb.RecentResponse:
+        memories = await self._run(
+            self._service.recent, self._tenant(request.tenant), cv.filter_from_pb(request.filter),
+            request.limit or 10,
+        )
+        return pb.RecentResponse(memories=[self._memory(m) for m in memories])
+
+    @mapped
     async def SetClock(
         self, request: pb.SetClockRequest, context: Context
     ) -> pb.SetClockResponse:

@@ -80,6 +80,11 @@ class MemoryStore(Protocol):
 
     # -- batch work for the rebalancer: conditions are payload.Condition, ANDed with the tenant
 
+    def recent(self, tenant: str, flt: MemoryFilter, limit: int) -> list[Memory]:
+        """The newest ``limit`` memories matching ``flt``, newest first (order_by on the
+        created_at range index)."""
+        ...
+
     def export_pages(
         self, tenant: str, after_id: str = "", page_size: int = 512
     ) -> Iterator[list[Memory]]:
@@ -134,8 +139,9 @@ class MemoryStore(Protocol):
     def write_marker(self, name: str, value: float) -> None:
         ...
 
-    def optimize(self) -> bool:
-        """Build pending vector indexes where the backend needs to be told; True if it did."""
+    def optimize(self, min_new: int = 1000) -> bool:
+        """Build the vector indexes where the backend needs to be told and at least ``min_new``
+        points were written since the last build; True if it built."""
         ...
 
     def flush(self) -> None:

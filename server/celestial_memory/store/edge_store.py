@@ -155,6 +155,8 @@ class EdgeStore:
         self._ledger = _open(path.with_name(path.name + "_ledger"), ledger_config, LEDGER_INDEXES)
         # The engine is thread-safe; the lock keeps count-then-delete sequences whole.
         self._write_lock = threading.Lock()
+        # Points upserted since the last index build (optimize); a reopened store builds once.
+        self._unindexed = 1_000_000
 
     def _update(self, op: Any, shard: Any = None) -> None:
         try:
@@ -170,6 +172,7 @@ class EdgeStore:
             points.append(qe.Point(m.id, _vectors(m), to_payload(m)))
         if points:
             self._update(qe.UpdateOperation.upsert_points(points))
+            self._unindexed += len(points)
 
     def get(
         self, tenant: str, ids: Sequence[str], with_vectors: bool = False
@@ -197,11 +200,12 @@ class EdgeStore:
         return {str(r.id): str((r.payload or {}).get("tenant", "")) for r in records}
 
     def set_fields(self, tenant: str, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        # Scoped by tenant: one read of the owners, then writes by id. (A write by a tenant
+        # filter per memory was measured at about 20 ms each at 100,000 memories.)
+        owners = self.owners([pid for pid, _ in updates])
         for point_id, fields in updates:
-            # Scoped by tenant in the filter, so a foreign id can never be touched.
-            self._update(
-                qe.UpdateOperation.set_payload_by_filter(_filter(tenant, ids=[point_id]), dict(fields))
-            )
+            if owners.get(point_id) == tenant:
+                self._update(qe.UpdateOperation.set_payload([point_id], dict(fields)))
 
     def delete(self, tenant: str, ids: Sequence[str]) -> int:
         if not ids:
@@ -277,6 +281,13 @@ class EdgeStore:
     ) -> Iterator[list[Memory]]:
         for page in self._scroll(_filter(tenant, flt), True, page_size):
             yield [from_payload(pid, p) for pid, p in page]
+
+    def recent(self, tenant: str, flt: MemoryFilter, limit: int) -> list[Memory]:
+        records, _ = self._shard.scroll(qe.ScrollRequest(
+            limit=limit, filter=_filter(tenant, flt), with_payload=True,
+            order_by=qe.OrderBy("created_at", direction=qe.Direction.Desc),
+        ))
+        return [from_payload(r.id, r.payload or {}) for r in records]
 
     def export_pages(
         self, tenant: str, after_id: str = "", page_size: int = 512
@@ -377,13 +388,14 @@ class EdgeStore:
                          {"kind": "marker", "tenant": "", "value": float(value)})
         self._update(qe.UpdateOperation.upsert_points([point]), self._ledger)
 
-    def optimize(self) -> bool:
+    def optimize(self, min_new: int = 1000) -> bool:
         """Build the vector indexes (HNSW) over what was written since the last build: minutes
         at 100,000 memories, so the server runs it in a worker thread, off the request path
-        (server.py). Returns whether there was anything to build."""
-        info = self._shard.info()
-        if info.indexed_vectors_count >= info.points_count:
+        (server.py). Points written since the last build are searched exhaustively meanwhile,
+        which costs little below about a thousand. Returns whether it built anything."""
+        if self._unindexed < min_new:
             return False
+        self._unindexed = 0
         self._shard.optimize()
         return True
 

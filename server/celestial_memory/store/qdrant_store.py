@@ -334,6 +334,13 @@ class QdrantStore:
             if offset is None:
                 return
 
+    def recent(self, tenant: str, flt: MemoryFilter, limit: int) -> list[Memory]:
+        records, _ = self._client.scroll(
+            self.collection, scroll_filter=_filter(tenant, flt), limit=limit, with_payload=True,
+            order_by=models.OrderBy(key="created_at", direction=models.Direction.DESC),
+        )
+        return [from_payload(r.id, r.payload or {}) for r in records]
+
     def export_pages(
         self, tenant: str, after_id: str = "", page_size: int = 512
     ) -> Iterator[list[Memory]]:
@@ -435,7 +442,7 @@ class QdrantStore:
             "kind": "marker", "tenant": "", "value": float(value)})
         self._client.upsert(self.ledger, points=[point], wait=True)
 
-    def optimize(self) -> bool:
+    def optimize(self, min_new: int = 1000) -> bool:
         """A Qdrant server builds its indexes itself (its optimizers); nothing to do."""
         return False
 
