@@ -66,8 +66,17 @@ async def test_cli_export_resume_and_import(
     assert dump_file.last_complete(dump)[0] == 2
     out = await cli(server, capsys, "--tenant", "src", "export", str(dump), "--resume")
     assert "exported 5 memories" in out and dump.read_bytes() == full and count == 5
-    out = await cli(server, capsys, "--tenant", "dst", "import", str(dump))
+    # Lose two memories, then restore them from the file (ids are global, so a file goes back
+    # to its own tenant here; another tenant would be refused).
+    ids = [r.memory.id for r in dump_file.read(dump)]
+    for mid in ids[:2]:
+        await cli(server, capsys, "--tenant", "src", "delete", mid)
+    assert "total 3" in await cli(server, capsys, "--tenant", "src", "stats")
+    out = await cli(server, capsys, "--tenant", "src", "import", str(dump))
     assert "imported 5 memories" in out
-    out = await cli(server, capsys, "--tenant", "dst", "import", str(dump), "--skip", "3")
+    out = await cli(server, capsys, "--tenant", "src", "import", str(dump), "--skip", "3")
     assert "imported 2 memories" in out  # idempotent: nothing doubled
-    assert "total 5" in await cli(server, capsys, "--tenant", "dst", "stats")
+    assert "total 5" in await cli(server, capsys, "--tenant", "src", "stats")
+    code = await asyncio.to_thread(main, ["--target", f"127.0.0.1:{server.port}", "--tenant",
+                                          "dst", "import", str(dump)])
+    assert code == 1 and "PERMISSION_DENIED" in capsys.readouterr().err

@@ -135,10 +135,32 @@ async def test_delete_by_filter_refuses_an_empty_filter(stub: pb_grpc.MemoryServ
     assert resp.deleted == 1 and await total(stub) == 0
 
 
-async def test_export_and_import_are_unimplemented_for_now(
+async def test_export_and_import_refuse_bad_input_and_write_nothing(
     stub: pb_grpc.MemoryServiceStub,
 ) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as exc:
-        async for _ in stub.Export(pb.ExportRequest(tenant=T)):
+        async for _ in stub.Export(pb.ExportRequest(tenant=T, after_id="nope")):
             pass
-    assert exc.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "after_id" in (exc.value.details() or "")
+    good = pb.ExportedMemory(
+        memory=pb.Memory(id=str(uuid.uuid4()), content="fine", zone=pb.ZONE_OUTER, importance=0.5),
+        vector=[0.1] * 384, tenant=T,
+    )
+    cases = [
+        (pb.Memory(id="not-a-uuid", content="x", zone=pb.ZONE_OUTER), [0.1] * 384, "memory.id"),
+        (pb.Memory(id=str(uuid.uuid4()), content=" ", zone=pb.ZONE_OUTER), [0.1] * 384,
+         "memory.content"),
+        (pb.Memory(id=str(uuid.uuid4()), content="x", zone=pb.ZONE_OUTER), [0.1] * 3, "vector"),
+        (pb.Memory(id=str(uuid.uuid4()), content="x", zone=pb.ZONE_UNSPECIFIED), [0.1] * 384,
+         "zone"),
+    ]
+    for memory, vector, field in cases:
+        bad = pb.ExportedMemory(memory=memory, vector=vector, tenant=T)
+
+        async def stream(bad: pb.ExportedMemory = bad) -> AsyncIterator[pb.ExportedMemory]:
+            yield good
+            yield bad
+
+        await expect(stub.Import(stream()), grpc.StatusCode.INVALID_ARGUMENT, field)
+    assert await total(stub) == 0  # one bad memory rejects its whole batch
