@@ -31,7 +31,7 @@ from celestial_memory.domain.models import (
     content_hash,
 )
 from celestial_memory.domain.scoring import MemoryFunction, ScoreBreakdown
-from celestial_memory.domain.trajectory import DROP_FIELDS
+from celestial_memory.domain.trajectory import DROP_FIELDS, drop_times
 from celestial_memory.domain.zones import Zone, ZoneTable
 from celestial_memory.embedding import Embedder
 from celestial_memory.errors import FailedPrecondition, InvalidArgument, NotFound
@@ -280,32 +280,54 @@ class MemoryService:
                 context = self.store.similarities(tenant, cvec, [ids[r.index] for r in ranked])
             else:  # the query is the context: C = its cosine to the content
                 context = {ids[r.index]: float(signals[r.index, 0]) for r in ranked}
-            now = self.clock.now()
-            results = []
-            updates = []
-            for r in ranked:
-                m = found[ids[r.index]]
+            mems = [found[ids[r.index]] for r in ranked]
+            for m in mems:
                 if p := pending.get(m.id):  # count from the pending reinforcement
                     m.recall_count = p["recall_count"]
                     m.last_recalled_at = p["last_recalled_at"]
                     m.context_score = p["context_score"]
-                zone = m.zone = zone_of[m.id]
-                c = max(context.get(m.id, 0.0), 0.0)
-                if q.reinforce:
-                    m.recall_count += 1
-                    m.last_recalled_at = now
-                    m.context_score = c
-                b = self.fn.breakdown(m.recall_count, m.last_recalled_at, m.importance, c, now)
-                if q.reinforce:
-                    # A recall never moves what it returns outward.
-                    m.zone = min(zone, self.zones.zone_of_score(b.total))
-                    m.score = b.total
-                    updates.append((m.id, _reinforced_fields(self._placed(m, now))))
-                results.append(RecallResult(m, zone, r.relevance, b))
-            if updates:
+                m.zone = zone_of[m.id]
+            found_in = [m.zone for m in mems]
+            cs = [max(context.get(m.id, 0.0), 0.0) for m in mems]
+            breakdowns = self._score_recalled(mems, cs, q.reinforce)
+            if q.reinforce and mems:
                 # Written behind (see reinforcement.py); capacity is enforced after the write.
-                self._queue.submit(tenant, updates)
-        return results
+                self._queue.submit(tenant, [(m.id, _reinforced_fields(m)) for m in mems])
+        return [
+            RecallResult(m, z, r.relevance, b)
+            for m, z, r, b in zip(mems, found_in, ranked, breakdowns, strict=True)
+        ]
+
+    def _score_recalled(
+        self, mems: Sequence[Memory], context: Sequence[float], reinforce: bool
+    ) -> list[ScoreBreakdown]:
+        """The breakdown of each recalled memory (numpy over all of them) and, when the recall
+        reinforces, its new state: count + 1, freshness reset, C, score, zone, drop times."""
+        if not mems:
+            return []
+        now = self.clock.now()
+        fn = self.fn
+        counts = np.array([m.recall_count + int(reinforce) for m in mems], dtype=np.int64)
+        lasts = np.array([now if reinforce else m.last_recalled_at for m in mems])
+        imps = np.array([m.importance for m in mems])
+        r, f = fn.recall_score(counts), fn.freshness(lasts, now)
+        c = np.clip(np.asarray(context, dtype=np.float64), 0.0, 1.0)
+        totals = fn.w_recall * r + fn.w_freshness * f + fn.w_importance * imps + fn.w_context * c
+        if reinforce:
+            # A recall never moves what it returns outward.
+            zones = np.minimum([int(m.zone) for m in mems], self.zones.zone_of(totals))
+            drops = drop_times(fn, self.zones, counts, lasts, imps)
+            for i, m in enumerate(mems):
+                m.recall_count, m.last_recalled_at = int(counts[i]), now
+                m.context_score, m.score = float(context[i]), float(totals[i])
+                m.zone = Zone(int(zones[i]))
+                m.drop_times = (float(drops[i, 0]), float(drops[i, 1]), float(drops[i, 2]),
+                                float(drops[i, 3]))
+                m.written_at = now
+        return [
+            ScoreBreakdown(float(r[i]), float(f[i]), m.importance, float(c[i]), float(totals[i]))
+            for i, m in enumerate(mems)
+        ]
 
     # -- get / update / delete -------------------------------------------------------------
 

@@ -246,10 +246,12 @@ class EdgeStore:
             qe.QueryRequest(limit=len(ids), query=q, filter=f, with_payload=False)
             for q in queries.values()
         ]))
-        row = {mid: i for i, mid in enumerate(ids)}
+        # Keyed by UUID: the engine returns UUID objects, and str() of 480 of them per recall
+        # cost about a millisecond.
+        row = {uuid.UUID(mid): i for i, mid in enumerate(ids)}
         for col, b in zip(queries, batches, strict=True):
             for p in b:
-                scores[row[str(p.id)], col] = p.score
+                scores[row[cast(uuid.UUID, p.id)], col] = p.score
         return scores
 
     def similarities(self, tenant: str, vector: Vector, ids: Sequence[str]) -> dict[str, float]:
