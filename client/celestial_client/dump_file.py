@@ -1,7 +1,8 @@
 """The export file: ExportedMemory messages, each written as a varint length and its bytes.
 
 Binary protobuf keeps vectors and times exact. A file cut short by a crash ends in at most one
-partial record; ``read`` stops before it and ``last_complete`` tells where to resume.
+partial record; ``read`` stops before it and ``last_complete`` tells where to resume. Files are
+streamed, never loaded whole: an export of a million memories is gigabytes.
 """
 
 from __future__ import annotations
@@ -24,21 +25,32 @@ def write(out: BinaryIO, records: Iterable[pb.ExportedMemory]) -> Iterator[pb.Ex
         yield r
 
 
-def _records(path: Path) -> Iterator[tuple[int, pb.ExportedMemory]]:
-    """(end offset, record) for every complete record."""
-    buf = path.read_bytes()
-    pos = 0
-    while pos < len(buf):
+def _frames(f: BinaryIO) -> Iterator[tuple[int, int]]:
+    """(start, size) of every complete record, read from ``f`` without loading the file: the
+    caller reads or skips each record's bytes before asking for the next."""
+    total = f.seek(0, 2)
+    pos = f.seek(0)
+    while pos < total:
+        head = f.read(10)  # a varint length takes at most 10 bytes
         try:
-            size, start = _DecodeVarint(buf, pos)
+            size, used = _DecodeVarint(head, 0)
         except IndexError:
             return
-        if start + size > len(buf):
+        start = pos + used
+        if start + size > total:
             return
-        rec = pb.ExportedMemory()
-        rec.ParseFromString(buf[start:start + size])
-        pos = start + size
-        yield pos, rec
+        f.seek(start)
+        yield start, size
+        pos = f.seek(start + size)
+
+
+def _records(path: Path) -> Iterator[tuple[int, pb.ExportedMemory]]:
+    """(end offset, record) for every complete record, streamed."""
+    with path.open("rb") as f:
+        for start, size in _frames(f):
+            rec = pb.ExportedMemory()
+            rec.ParseFromString(f.read(size))
+            yield start + size, rec
 
 
 def read(path: Path) -> Iterator[pb.ExportedMemory]:
@@ -47,9 +59,17 @@ def read(path: Path) -> Iterator[pb.ExportedMemory]:
 
 
 def last_complete(path: Path) -> tuple[int, int, str]:
-    """(records, byte length of the complete part, last memory id) of an export file."""
-    count, end, last = 0, 0, ""
-    if path.exists():
-        for pos, rec in _records(path):
-            count, end, last = count + 1, pos, rec.memory.id
-    return count, end, last
+    """(records, byte length of the complete part, last memory id) of an export file. Only the
+    last record is parsed; the others are skipped by their lengths."""
+    if not path.exists():
+        return 0, 0, ""
+    count, last = 0, (0, 0)
+    with path.open("rb") as f:
+        for frame in _frames(f):
+            count, last = count + 1, frame
+        if not count:
+            return 0, 0, ""
+        f.seek(last[0])
+        rec = pb.ExportedMemory()
+        rec.ParseFromString(f.read(last[1]))
+    return count, last[0] + last[1], rec.memory.id

@@ -57,11 +57,12 @@ class ReinforcementQueue:
             for pid, fields in updates:
                 bucket.setdefault(pid, {}).update(fields)
 
-    def overlay(self, tenant: str, pid: str) -> Fields | None:
-        """The fields not yet written for a memory, if any."""
+    def overlay_many(self, tenant: str, pids: Sequence[str]) -> dict[str, Fields]:
+        """The fields not yet written for each of ``pids`` that has any (one lock, for a
+        recall's candidates)."""
         with self._lock:
-            fields = self._pending.get(tenant, {}).get(pid) or self._inflight.get(tenant, {}).get(pid)
-            return dict(fields) if fields else None
+            pending, inflight = self._pending.get(tenant, {}), self._inflight.get(tenant, {})
+            return {pid: dict(f) for pid in pids if (f := pending.get(pid) or inflight.get(pid))}
 
     def pending(self) -> int:
         with self._lock:

@@ -55,16 +55,18 @@ class Retrieval:
 
     def index_vectors(
         self, contents: Sequence[str], contexts: Sequence[str], dense: Sequence[Vector],
-        embedded_here: Sequence[bool],
+        embedded_here: Sequence[bool], given_context_dense: Sequence[Vector | None] = (),
     ) -> list[IndexVectors]:
         """The non-content vectors of new memories. The contextual text is embedded only where
         there is context and the server embedded the content (a caller's own vectors may come
-        from another model)."""
+        from another model); ``given_context_dense`` (an import's) is used where not None."""
         joined = [f"{c}\n{t}" if c else t for c, t in zip(contexts, contents, strict=True)]
         todo = [i for i, c in enumerate(contexts) if c and embedded_here[i]]
-        ctx_dense: dict[int, Vector] = {}
+        ctx_dense: dict[int, Vector] = {
+            i: v for i, v in enumerate(given_context_dense) if v is not None
+        }
         if todo:
-            ctx_dense = dict(zip(todo, self.embedder.embed([joined[i] for i in todo]), strict=True))
+            ctx_dense.update(zip(todo, self.embedder.embed([joined[i] for i in todo]), strict=True))
         return [
             IndexVectors(
                 context_dense=np.asarray(ctx_dense.get(i, dense[i]), dtype=np.float32),

@@ -135,6 +135,8 @@ class MemoryService:
         self._enforce_deferred(force=not scheduled, only=tenant)
 
     def _enforce_deferred(self, force: bool = False, only: str | None = None) -> None:
+        if not self._deferred:  # the flusher's tick, every interval: usually nothing to do
+            return
         interval = self.settings.capacity_interval_ms / 1000
         with self._lock:
             now = time.monotonic()
@@ -266,7 +268,7 @@ class MemoryService:
         cvec = self.embedder.embed([context_text])[0] if context_text else None
 
         with self._lock:
-            pending = {mid: p for mid in ids if (p := self._queue.overlay(tenant, mid))}
+            pending = self._queue.overlay_many(tenant, ids)
             for mid, p in pending.items():  # a reinforcement not written yet may have moved it
                 zone_of[mid] = min(zone_of[mid], Zone(p["zone"]))
             ranked = zone_order(
@@ -282,10 +284,10 @@ class MemoryService:
                 context = {ids[r.index]: float(signals[r.index, 0]) for r in ranked}
             mems = [found[ids[r.index]] for r in ranked]
             for m in mems:
-                if p := pending.get(m.id):  # count from the pending reinforcement
-                    m.recall_count = p["recall_count"]
-                    m.last_recalled_at = p["last_recalled_at"]
-                    m.context_score = p["context_score"]
+                if waiting := pending.get(m.id):  # count from the pending reinforcement
+                    m.recall_count = waiting["recall_count"]
+                    m.last_recalled_at = waiting["last_recalled_at"]
+                    m.context_score = waiting["context_score"]
                 m.zone = zone_of[m.id]
             found_in = [m.zone for m in mems]
             cs = [max(context.get(m.id, 0.0), 0.0) for m in mems]

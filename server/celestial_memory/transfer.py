@@ -13,13 +13,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from celestial_memory.clock import Clock
 from celestial_memory.config import Settings
 from celestial_memory.domain import validation as check
-from celestial_memory.domain.models import IndexVectors, Memory, Vector, content_hash
-from celestial_memory.domain.zones import Zone
+from celestial_memory.domain.models import Memory, Vector, content_hash
 from celestial_memory.errors import InvalidArgument
 from celestial_memory.rebalancer import Rebalancer
 from celestial_memory.retrieval import Retrieval
@@ -57,7 +57,16 @@ class Transfer:
         if len(items) > self._settings.max_batch:
             raise InvalidArgument("memories", f"more than {self._settings.max_batch} in a batch")
         now = self._clock.now()
-        memories = [self._checked(tenant, it, i, now) for i, it in enumerate(items)]
+        checked = [self._checked(tenant, it, i, now) for i, it in enumerate(items)]
+        memories = [m for m, _ in checked]
+        # Keyword vectors are rebuilt from the text; the exported contextual vector is kept.
+        index = self._retrieval.index_vectors(
+            [m.content for m in memories], [m.context for m in memories],
+            [cast(Vector, m.vector) for m in memories], [False] * len(memories),
+            [ctx for _, ctx in checked],
+        )
+        for m, ix in zip(memories, index, strict=True):
+            m.index = ix
         ids = [m.id for m in memories]
         check.own_ids(tenant, self._store.owners(ids), ids, "memories")
         self._flush()
@@ -66,14 +75,14 @@ class Transfer:
             self._rebalancer.enforce_capacity(tenant)
         return len(memories)
 
-    def _checked(self, tenant: str, it: Imported, i: int, now: float) -> Memory:
+    def _checked(self, tenant: str, it: Imported, i: int, now: float) -> tuple[Memory, Vector | None]:
+        """The memory validated and placed (vector set, not yet indexed), and its exported
+        contextual vector, if any."""
         s, m, p = self._settings, it.memory, f"memories[{i}]."
         m.id = check.memory_id(m.id, f"{p}memory.id")
         m.tenant = tenant
         m.content = check.content(m.content, s, f"{p}memory.content")
         m.context = check.context(m.context, s, f"{p}memory.context")
-        if m.zone not in Zone.__members__.values():
-            raise InvalidArgument(f"{p}memory.zone", "is not a zone")
         for name in ("score", "created_at", "last_recalled_at", "written_at", "context_score"):
             if not np.isfinite(getattr(m, name)):
                 raise InvalidArgument(f"{p}{name}", "is not finite")
@@ -83,13 +92,10 @@ class Transfer:
         assert m.vector is not None
         vec = check.vector(m.vector, self._store.dimension, f"{p}vector")
         ctx = (check.vector(it.context_vector, self._store.dimension, f"{p}context_vector")
-               if it.context_vector is not None else vec)
-        joined = f"{m.context}\n{m.content}" if m.context else m.content
-        kw = self._retrieval.keywords
+               if it.context_vector is not None else None)
         m.vector = vec
-        m.index = IndexVectors(ctx, kw.document(m.content), kw.document(joined, contextual=True))
         m.content_hash = content_hash(m.content)
         m.drop_times = self._rebalancer.drop_times(m.recall_count, m.last_recalled_at, m.importance)
         if not m.pinned:  # the invariant every write keeps (rebalancer.settled_zone)
             m.zone = self._rebalancer.settled_zone(m, now)
-        return m
+        return m, ctx

@@ -169,9 +169,11 @@ class QdrantStore:
     def _ensure_schema(self) -> None:
         """Create the collections and payload indexes, or check the existing ones: idempotent,
         so every replica runs it on start. A mismatch is refused, never patched over."""
+        existing: dict[str, Any] = {}  # payload indexes already there
         if self._client.collection_exists(self.collection):
-            check_schema(self._client.get_collection(self.collection), self.collection,
-                         self.dimension)
+            info = self._client.get_collection(self.collection)
+            check_schema(info, self.collection, self.dimension)
+            existing = dict(info.payload_schema or {})
         else:
             self._client.create_collection(
                 self.collection,
@@ -194,7 +196,6 @@ class QdrantStore:
         with warnings.catch_warnings():
             # Local mode ignores payload indexes and says so; the server needs them.
             warnings.filterwarnings("ignore", "Payload indexes have no effect")
-            existing = self._client.get_collection(self.collection).payload_schema
             for field, kind in INDEXES.items():
                 if field not in existing:
                     self._client.create_payload_index(self.collection, field, _SCHEMAS[kind])
