@@ -133,8 +133,9 @@ def clock_for_share(svc: MemoryService, share: float, total: int) -> tuple[float
     return hi, due
 
 
-def open_service(path: Path, clock: ManualClock) -> MemoryService:
-    settings = Settings(data_dir=path, rebalance_interval_s=0, instance_id="bench")
+def open_service(path: Path, clock: ManualClock, **overrides: object) -> MemoryService:
+    settings = Settings(data_dir=path, rebalance_interval_s=0, instance_id="bench",
+                        **overrides)  # type: ignore[arg-type]
     store = EdgeStore(path / "shard", DIM)
     return MemoryService(settings, store, PrecomputedOnly(), clock, DefaultEvaluator())
 

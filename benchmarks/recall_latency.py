@@ -4,7 +4,10 @@ Loads N memories (default 100,000; precomputed 384-d vectors around 1,000 centre
 texts) into Qdrant Edge, builds the vector indexes as the server's background task does, then
 serves the store over gRPC and times Recall calls that pass their query vector (so no model runs)
 and a two-word keyword query: hybrid candidates in all five zones, rescoring, zone order and the
-written-behind reinforcement. Reports p50 / p90 through gRPC and, for scale, in-process.
+reinforcement. Reports p50 / p90 through gRPC with the default settings and, in-process, the
+same recall three ways in one run, interleaved call by call (the machines are noisy): writing
+the reinforcement through (the default), writing it behind (``reinforce_flush_ms`` 50), and not
+reinforcing.
 
     python benchmarks/recall_latency.py [--memories 100000] [--calls 300]
 """
@@ -36,13 +39,34 @@ def queries(rng: np.random.Generator, centres: np.ndarray, n: int) -> list[tuple
     return list(zip(q.tolist(), words, strict=True))
 
 
-def in_process(svc: MemoryService, qs: list[tuple[list[float], str]]) -> list[float]:
+def in_process(
+    svc: MemoryService, qs: list[tuple[list[float], str]], reinforce: bool = True
+) -> list[float]:
     times = []
     for vec, text in qs:
         t = time.perf_counter()
-        svc.recall(TENANT, RecallQuery(query=text, query_vector=vec, limit=10))
+        svc.recall(TENANT, RecallQuery(query=text, query_vector=vec, limit=10, reinforce=reinforce))
         times.append((time.perf_counter() - t) * 1000)
     return times
+
+
+def compare_modes(path: Path, qs: list[tuple[list[float], str]], rounds: int = 10) -> None:
+    """Write-through, write-behind and no reinforcement, in rounds of a few calls each so that
+    all three see the same machine (one process may open the store: each round reopens it)."""
+    modes = {"write-through": (0.0, True), "write-behind (50 ms)": (50.0, True),
+             "no reinforcement": (0.0, False)}
+    times: dict[str, list[float]] = {m: [] for m in modes}
+    per = max(1, len(qs) // rounds)
+    for r in range(rounds):
+        chunk = qs[r * per:(r + 1) * per]
+        for mode, (flush_ms, reinforce) in modes.items():
+            svc = open_service(path, ManualClock(T0), reinforce_flush_ms=flush_ms,
+                               optimize_interval_s=0)
+            in_process(svc, chunk[:5], reinforce)  # warm the caches after the reopen
+            times[mode] += in_process(svc, chunk, reinforce)
+            svc.close()
+    for mode, ts in times.items():
+        print(summary(f"in-process, {mode}", ts))
 
 
 async def through_grpc(svc: MemoryService, qs: list[tuple[list[float], str]]) -> list[float]:
@@ -84,8 +108,8 @@ def main() -> int:
         t = time.perf_counter()
         assert svc.store.optimize(), "nothing to build"
         print(f"vector indexes built in {time.perf_counter() - t:.1f} s")
-        print(summary("in-process", in_process(svc, queries(rng, centres, args.calls))))
         print(summary("through gRPC", asyncio.run(through_grpc(svc, queries(rng, centres, args.calls)))))
+        compare_modes(Path(tmp), queries(rng, centres, args.calls))
     return 0
 
 

@@ -78,6 +78,9 @@ class Settings(BaseSettings):
         description="dense, context dense, keywords, context keywords",
     )
     recall_candidates: int = Field(30, gt=0, description="candidates per zone (at least)")
+    recall_hnsw_ef: int = Field(
+        48, ge=0, description="HNSW beam for candidates (at least the candidates; 0 = engine's)"
+    )
     keyword_k1: float = Field(1.2, gt=0)
     keyword_b: float = Field(0.4, ge=0, le=1)
     keyword_avg_len: float = Field(14.0, gt=0, description="BM25 average content length (terms)")
@@ -107,8 +110,11 @@ class Settings(BaseSettings):
         description="this replica's name in the rebalance lease",
     )
 
-    # Reinforcement write-behind: recalled memories' updates are written within this bound.
-    reinforce_flush_ms: float = Field(50.0, gt=0, le=100)
+    # Reinforcement: 0 = written before the Recall returns; > 0 = written behind, within this
+    # bound (reinforcement.py).
+    reinforce_flush_ms: float = Field(
+        0.0, ge=0, le=100, description="0 = write-through; else the write-behind bound"
+    )
 
     default_tenant: str = "default"
     # Replays of history: lets an admin call set the server's clock (SetClock). Off by default;

@@ -128,11 +128,13 @@ class MemoryService:
     def _after_reinforcement(self, tenant: str, ids: set[str], scheduled: bool) -> None:
         """Capacity after reinforcements. Under a steady recall load a full zone would be
         re-ranked after every flush (about 22 ms for a full outer zone at 100,000 memories), so
-        a scheduled flush enforces a tenant at most every ``capacity_interval_ms`` and defers
-        otherwise; explicit flushes (any read or write through the service) enforce at once."""
+        a scheduled flush or a written-through recall only defers: the queue's tick enforces a
+        tenant at most every ``capacity_interval_ms``, off the recall's path. Explicit flushes
+        (any read or write through the service) enforce at once."""
         with self._lock:
             self._deferred.setdefault(tenant, set()).update(ids)
-        self._enforce_deferred(force=not scheduled, only=tenant)
+        if not scheduled:
+            self._enforce_deferred(force=True, only=tenant)
 
     def _enforce_deferred(self, force: bool = False, only: str | None = None) -> None:
         if not self._deferred:  # the flusher's tick, every interval: usually nothing to do
@@ -253,17 +255,13 @@ class MemoryService:
         zones = sorted(set(flt.zones)) if flt.zones else list(Zone)
         hq = self.retrieval.query(text, qvec)
 
-        per_zone = self.store.search_zones(
+        cands = self.store.candidates(
             tenant, hq, zones, flt, self.retrieval.candidates_per_zone(limit)
         )
-        zone_of: dict[str, Zone] = {}
-        for zone, zone_ids in zip(zones, per_zone, strict=True):
-            for mid in zone_ids:
-                zone_of.setdefault(mid, zone)
-        if not zone_of:
+        if not cands.ids:
             return []
-        ids = list(zone_of)
-        signals = self.store.signal_scores(tenant, hq, ids)
+        ids, signals = cands.ids, cands.signals
+        zone_of = dict(zip(ids, map(Zone, cands.zones), strict=True))
         relevance = self.retrieval.relevance(signals, keywords=not hq.keywords.is_empty())
         cvec = self.embedder.embed([context_text])[0] if context_text else None
 
@@ -289,7 +287,7 @@ class MemoryService:
                     m.last_recalled_at = waiting["last_recalled_at"]
                     m.context_score = waiting["context_score"]
                 m.zone = zone_of[m.id]
-            found_in = [m.zone for m in mems]
+            candsin = [m.zone for m in mems]
             cs = [max(context.get(m.id, 0.0), 0.0) for m in mems]
             breakdowns = self._score_recalled(mems, cs, q.reinforce)
             if q.reinforce and mems:
@@ -297,7 +295,7 @@ class MemoryService:
                 self._queue.submit(tenant, [(m.id, _reinforced_fields(m)) for m in mems])
         return [
             RecallResult(m, z, r.relevance, b)
-            for m, z, r, b in zip(mems, found_in, ranked, breakdowns, strict=True)
+            for m, z, r, b in zip(mems, candsin, ranked, breakdowns, strict=True)
         ]
 
     def _score_recalled(

@@ -13,7 +13,7 @@ import pytest
 from celestial_memory.domain.models import HybridQuery, IndexVectors, Memory, MemoryFilter
 from celestial_memory.domain.zones import Zone
 from celestial_memory.keywords import KeywordEncoder
-from celestial_memory.store.base import MemoryStore
+from celestial_memory.store.base import MemoryStore, candidates_of
 from celestial_memory.store.edge_store import EdgeStore
 from celestial_memory.store.qdrant_store import QdrantStore
 
@@ -133,6 +133,28 @@ def test_search_zones_is_one_query_per_zone_scoped_to_the_tenant(store: MemorySt
     store.upsert([core, belt, far, mem("b", zone=Zone.CORE, vector=q)])
     res = store.search_zones("a", hq(q), list(Zone), MemoryFilter(), limit=5)
     assert [ids(r) for r in res] == [[core.id], [], [], [belt.id, far.id], []]
+
+
+def test_candidates_are_the_zone_searches_then_their_signal_scores(store: MemoryStore) -> None:
+    q = unit_vectors(1, DIM, seed=11)[0]
+    noise = unit_vectors(12, DIM, seed=12)
+    zones = [Zone.CORE, Zone.OUTER, Zone.BELT, Zone.CLOUD]
+    words = ["budget review", "yoga class", "budget", "trip to Busan"]
+    memories = [mem(zone=zones[i % 4], vector=q + 0.3 * noise[i], content=words[i % 4])
+                for i in range(12)]
+    store.upsert([*memories, mem("b", vector=q, content="budget")])
+    for flt in (MemoryFilter(), MemoryFilter(zones=[Zone.OUTER, Zone.CLOUD])):
+        zs = sorted(set(flt.zones)) if flt.zones else list(Zone)
+        got = store.candidates("a", hq(q, "budget"), zs, flt, 2)
+        want = candidates_of(store, "a", hq(q, "budget"), zs, flt, 2)
+        assert got.ids == want.ids and got.zones == want.zones
+        np.testing.assert_allclose(got.signals, want.signals, atol=1e-6)
+        by_id = {m.id: m for m in memories}
+        assert set(got.ids) <= set(by_id)  # the tenant's only
+        assert len(got.ids) == 2 * len([z for z in zs if z != Zone.INNER])  # 3 in each other
+        assert all(int(by_id[i].zone) == z for i, z in zip(got.ids, got.zones, strict=True))
+        assert (got.signals[:, 2] > 0).sum() == sum(
+            "budget" in by_id[i].content for i in got.ids)
 
 
 def test_search_limits_candidates_and_ranks_by_fusion(store: MemoryStore) -> None:

@@ -70,6 +70,11 @@ class IndexVectors:
 class HybridQuery:
     dense: Vector
     keywords: Sparse
+    # HNSW beam for the candidate search; None = the engine's default (ef_construct).
+    hnsw_ef: int | None = None
+
+    def ef_for(self, limit: int) -> int | None:
+        return None if self.hnsw_ef is None else max(self.hnsw_ef, limit)
 
 
 @dataclass(slots=True)

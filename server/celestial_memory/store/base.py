@@ -8,6 +8,7 @@ round trip (or an in-process batch for the embedded store). The scenario suite i
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -15,6 +16,16 @@ import numpy.typing as npt
 from celestial_memory.domain.models import HybridQuery, Memory, MemoryFilter, Vector, ZoneEvent
 from celestial_memory.domain.zones import Zone
 from celestial_memory.store.payload import Condition
+
+
+@dataclass(slots=True)
+class Candidates:
+    """A recall's candidates: unique ids in zone order, the zone each was first found in, and
+    their exact scores by each of SIGNALS (rows follow ``ids``)."""
+
+    ids: list[str]
+    zones: list[int]
+    signals: npt.NDArray[np.float64]
 
 
 class MemoryStore(Protocol):
@@ -59,6 +70,13 @@ class MemoryStore(Protocol):
     ) -> npt.NDArray[np.float64]:
         """Exact score of each memory by each of SIGNALS (rows follow ``ids``; 0 where a memory
         has no matching term), in one batch."""
+        ...
+
+    def candidates(
+        self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter, limit: int
+    ) -> Candidates:
+        """``search_zones``, then ``signal_scores`` over the union: a recall's two round trips
+        (``candidates_of`` composes them; a backend may do it with less conversion)."""
         ...
 
     def similarities(self, tenant: str, vector: Vector, ids: Sequence[str]) -> dict[str, float]:
@@ -149,3 +167,16 @@ class MemoryStore(Protocol):
 
     def close(self) -> None:
         ...
+
+
+def candidates_of(
+    store: MemoryStore, tenant: str, query: HybridQuery, zones: Sequence[Zone],
+    flt: MemoryFilter, limit: int,
+) -> Candidates:
+    """``MemoryStore.candidates`` from the store's own ``search_zones`` and ``signal_scores``."""
+    first: dict[str, int] = {}
+    for zone, ids in zip(zones, store.search_zones(tenant, query, zones, flt, limit), strict=True):
+        for mid in ids:
+            first.setdefault(mid, int(zone))
+    ids = list(first)
+    return Candidates(ids, list(first.values()), store.signal_scores(tenant, query, ids))

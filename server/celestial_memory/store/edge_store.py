@@ -27,6 +27,7 @@ from celestial_memory.domain.models import (
 )
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import StoreUnavailable
+from celestial_memory.store.base import Candidates
 from celestial_memory.store.payload import (
     CONTEXT_DENSE,
     CONTEXT_KEYWORDS,
@@ -57,6 +58,9 @@ _INDEX_PARAMS: dict[str, Any] = {
     "float": qe.FloatIndexParams(),
     "keyword": qe.KeywordIndexParams(),
 }
+
+
+_TENANT_ONLY = qe.PayloadSelector.Include(["tenant"])
 
 
 def _condition(c: Condition) -> Any:
@@ -109,7 +113,11 @@ def _signal_queries(query: HybridQuery) -> dict[int, Any]:
 def _prefetches(query: HybridQuery, limit: int) -> list[Any]:
     # Candidates come from the content vector and both keyword vectors; the contextual dense
     # vector is only rescored (it has no HNSW graph).
-    return [qe.Prefetch(limit=limit, query=q) for c, q in _signal_queries(query).items() if c != 1]
+    ef = query.ef_for(limit)
+    return [
+        qe.Prefetch(limit=limit, query=q, params=qe.SearchParams(hnsw_ef=ef) if c == 0 else None)
+        for c, q in _signal_queries(query).items() if c != 1
+    ]
 
 
 def _open(path: Path, config: Any, indexes: Mapping[str, str]) -> Any:
@@ -196,7 +204,7 @@ class EdgeStore:
     def owners(self, ids: Sequence[str]) -> dict[str, str]:
         if not ids:
             return {}
-        records = self._shard.retrieve(list(ids), with_payload=True, with_vector=False)
+        records = self._shard.retrieve(list(ids), with_payload=_TENANT_ONLY, with_vector=False)
         return {str(r.id): str((r.payload or {}).get("tenant", "")) for r in records}
 
     def set_fields(self, tenant: str, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
@@ -224,31 +232,55 @@ class EdgeStore:
     def search_zones(
         self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter, limit: int
     ) -> list[list[str]]:
+        return [[str(k) for k in keys] for keys in self._search_zones(tenant, query, zones, flt, limit)]
+
+    def _search_zones(
+        self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter, limit: int
+    ) -> list[list[uuid.UUID]]:
+        prefetches = _prefetches(query, limit)  # built once: each converts the query vector
+        fusion = cast(Any, qe.Fusion.Rrf(k=60))
         requests = [
             qe.QueryRequest(
-                limit=limit, prefetches=_prefetches(query, limit), query=cast(Any, qe.Fusion.Rrf(k=60)),
+                limit=limit, prefetches=prefetches, query=fusion,
                 filter=_filter(tenant, replace(flt, zones=[zone])), with_payload=False,
             )
             for zone in zones
         ]
         batches = self._shard.query_batch(qe.QueryBatchRequest(requests))
-        return [[str(p.id) for p in b] for b in batches]
+        return [[cast(uuid.UUID, p.id) for p in b] for b in batches]
+
+    def candidates(
+        self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter, limit: int
+    ) -> Candidates:
+        # The engine's UUID objects go from the first round trip into the second as they are:
+        # converting ids to strings and back cost about a millisecond per recall (issue 4).
+        first: dict[uuid.UUID, int] = {}
+        for zone, keys in zip(zones, self._search_zones(tenant, query, zones, flt, limit),
+                              strict=True):
+            for k in keys:
+                first.setdefault(k, int(zone))
+        keys = list(first)
+        return Candidates([str(k) for k in keys], list(first.values()),
+                          self._signal_scores(tenant, query, keys))
 
     def signal_scores(
         self, tenant: str, query: HybridQuery, ids: Sequence[str]
     ) -> npt.NDArray[np.float64]:
-        scores = np.zeros((len(ids), len(SIGNALS)))
-        if not ids:
+        return self._signal_scores(tenant, query, [uuid.UUID(mid) for mid in ids])
+
+    def _signal_scores(
+        self, tenant: str, query: HybridQuery, keys: Sequence[uuid.UUID]
+    ) -> npt.NDArray[np.float64]:
+        scores = np.zeros((len(keys), len(SIGNALS)))
+        if not keys:
             return scores
-        f = _filter(tenant, ids=ids)
+        f = qe.Filter(must=[_condition(Eq("tenant", tenant)), qe.HasIdCondition(set(keys))])
         queries = _signal_queries(query)
         batches = self._shard.query_batch(qe.QueryBatchRequest([
-            qe.QueryRequest(limit=len(ids), query=q, filter=f, with_payload=False)
+            qe.QueryRequest(limit=len(keys), query=q, filter=f, with_payload=False)
             for q in queries.values()
         ]))
-        # Keyed by UUID: the engine returns UUID objects, and str() of 480 of them per recall
-        # cost about a millisecond.
-        row = {uuid.UUID(mid): i for i, mid in enumerate(ids)}
+        row = {k: i for i, k in enumerate(keys)}
         for col, b in zip(queries, batches, strict=True):
             for p in b:
                 scores[row[cast(uuid.UUID, p.id)], col] = p.score

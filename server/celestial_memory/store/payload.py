@@ -23,11 +23,11 @@ KEYWORDS = "keywords"
 CONTEXT_KEYWORDS = "keywords_context"
 SIGNALS = (DENSE, CONTEXT_DENSE, KEYWORDS, CONTEXT_KEYWORDS)
 
-# Payload indexes: field -> kind. The tenant index is an is_tenant keyword index.
+# Payload indexes: field -> kind. The tenant index is an is_tenant keyword index. Only what is
+# filtered or ordered on: ``score`` is neither, and every reinforcement rewrites it.
 INDEXES: dict[str, str] = {
     "tenant": "tenant",
     "zone": "integer",
-    "score": "float",
     "created_at": "float",
     "last_recalled_at": "float",
     "importance": "float",

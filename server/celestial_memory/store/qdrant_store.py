@@ -22,6 +22,7 @@ from celestial_memory.domain.models import (
 )
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import StoreUnavailable
+from celestial_memory.store.base import Candidates, candidates_of
 from celestial_memory.store.payload import (
     CONTEXT_DENSE,
     CONTEXT_KEYWORDS,
@@ -104,8 +105,11 @@ def _signal_queries(query: HybridQuery) -> dict[int, Any]:
 
 def _prefetches(query: HybridQuery, limit: int) -> list[models.Prefetch]:
     # Candidates come from the content vector and both keyword vectors (see edge_store.py).
+    ef = query.ef_for(limit)
+    dense_params = models.SearchParams(hnsw_ef=ef) if ef is not None else None
     return [
-        models.Prefetch(query=q, using=SIGNALS[c], limit=limit)
+        models.Prefetch(query=q, using=SIGNALS[c], limit=limit,
+                        params=dense_params if c == 0 else None)
         for c, q in _signal_queries(query).items() if c != 1
     ]
 
@@ -279,6 +283,11 @@ class QdrantStore:
         ]
         responses = self._client.query_batch_points(self.collection, requests=requests)
         return [[str(p.id) for p in r.points] for r in responses]
+
+    def candidates(
+        self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter, limit: int
+    ) -> Candidates:
+        return candidates_of(self, tenant, query, zones, flt, limit)
 
     def signal_scores(
         self, tenant: str, query: HybridQuery, ids: Sequence[str]
