@@ -5,9 +5,13 @@ texts) into Qdrant Edge, builds the vector indexes as the server's background ta
 serves the store over gRPC and times Recall calls that pass their query vector (so no model runs)
 and a two-word keyword query: hybrid candidates in all five zones, rescoring, zone order and the
 reinforcement. Reports p50 / p90 through gRPC with the default settings and, in-process, the
-same recall three ways in one run, interleaved call by call (the machines are noisy): writing
-the reinforcement through (the default), writing it behind (``reinforce_flush_ms`` 50), and not
-reinforcing.
+same recall three ways in one run: writing the reinforcement through (the default), writing it
+behind (``reinforce_flush_ms`` 50), and not reinforcing; and beside them the raw engine doing the
+same work with no service around it (the five zone queries in one batch, the four rescoring
+queries over their union, the payloads of the ten best, ten payload writes). Each way runs
+twice, in the order A B C D then D C B A, with half the calls each time, so drift on the noisy
+machine falls on all alike; each run is long enough that a write-behind flusher's lag stays
+inside it.
 
     python benchmarks/recall_latency.py [--memories 100000] [--calls 300]
 """
@@ -16,13 +20,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
 import statistics
 import sys
 import tempfile
 import time
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import numpy as np
+import qdrant_edge as qe
 from celestial_client import AsyncCelestialClient
 from celestial_memory.clock import ManualClock
 from celestial_memory.grpc_api.server import MemoryServer
@@ -50,38 +57,101 @@ def in_process(
     return times
 
 
-def compare_modes(path: Path, qs: list[tuple[list[float], str]], rounds: int = 10) -> None:
-    """Write-through, write-behind and no reinforcement, in rounds of a few calls each so that
-    all three see the same machine (one process may open the store: each round reopens it)."""
+def raw_engine(svc: MemoryService, qs: list[tuple[list[float], str]]) -> list[float]:
+    """The engine's share of a recall: the same requests straight to Qdrant Edge, with the
+    query's keyword vector made beforehand (see the module docstring)."""
+    shard = svc.store._shard  # the benchmark's own look inside the embedded store
+    tenant = qe.FieldCondition("tenant", match=qe.MatchValue(TENANT))
+    prepared = [(vec, svc.retrieval.keywords.query(text)) for vec, text in qs]
+    times = []
+    for vec, kw in prepared:
+        t = time.perf_counter()
+        sparse = qe.SparseVector(kw.indices, kw.values)
+        dense = qe.Query.Nearest(vec, using="dense")
+        words = [qe.Query.Nearest(sparse, using=u) for u in ("keywords", "keywords_context")]
+        prefetches = [qe.Prefetch(limit=30, query=dense, params=qe.SearchParams(hnsw_ef=48)),
+                      *(qe.Prefetch(limit=30, query=w) for w in words)]
+        batches = shard.query_batch(qe.QueryBatchRequest([
+            qe.QueryRequest(limit=30, prefetches=prefetches, query=qe.Fusion.Rrf(k=60),
+                            with_payload=False, filter=qe.Filter(must=[
+                                tenant, qe.FieldCondition("zone", match=qe.MatchValue(z))]))
+            for z in range(5)
+        ]))
+        ids = list(dict.fromkeys(p.id for b in batches for p in b))
+        f = qe.Filter(must=[tenant, qe.HasIdCondition(set(ids))])
+        rescored = shard.query_batch(qe.QueryBatchRequest([
+            qe.QueryRequest(limit=len(ids), query=q, filter=f, with_payload=False)
+            for q in (dense, qe.Query.Nearest(vec, using="dense_context"), *words)
+        ]))
+        best = [p.id for p in rescored[0][:10]]
+        for r in shard.retrieve(best, with_payload=True, with_vector=False):
+            p = r.payload or {}
+            fields = {k: p[k] for k in ("zone", "score", "context_score", "drop_core",
+                                        "drop_inner", "drop_outer", "drop_belt")}
+            shard.update(qe.UpdateOperation.set_payload([r.id], {
+                **fields, "recall_count": p["recall_count"] + 1, "last_recalled_at": T0,
+                "written_at": T0}))
+        times.append((time.perf_counter() - t) * 1000)
+    return times
+
+
+def compare_modes(path: Path, qs: list[tuple[list[float], str]]) -> None:
+    """Write-through, write-behind, no reinforcement, raw engine (see the module docstring)."""
     modes = {"write-through": (0.0, True), "write-behind (50 ms)": (50.0, True),
-             "no reinforcement": (0.0, False)}
+             "no reinforcement": (0.0, False), "raw engine": (0.0, False)}
     times: dict[str, list[float]] = {m: [] for m in modes}
-    per = max(1, len(qs) // rounds)
-    for r in range(rounds):
-        chunk = qs[r * per:(r + 1) * per]
-        for mode, (flush_ms, reinforce) in modes.items():
+    # Each way gets its own queries: a memory written once is cheaper to write again.
+    own = {m: qs[i::len(modes)] for i, m in enumerate(modes)}
+    for second, order in ((False, list(modes)), (True, list(modes)[::-1])):
+        for mode in order:
+            half = len(own[mode]) // 2
+            chunk = own[mode][half:] if second else own[mode][:half]
+            flush_ms, reinforce = modes[mode]
             svc = open_service(path, ManualClock(T0), reinforce_flush_ms=flush_ms,
                                optimize_interval_s=0)
-            in_process(svc, chunk[:5], reinforce)  # warm the caches after the reopen
-            times[mode] += in_process(svc, chunk, reinforce)
+            for warm, calls in ((True, chunk[:5]), (False, chunk)):  # warm after the reopen
+                ts = (raw_engine(svc, calls) if mode == "raw engine"
+                      else in_process(svc, calls, reinforce))
+                if not warm:
+                    times[mode] += ts
             svc.close()
     for mode, ts in times.items():
         print(summary(f"in-process, {mode}", ts))
 
 
-async def through_grpc(svc: MemoryService, qs: list[tuple[list[float], str]]) -> list[float]:
+async def _client_calls(target: str, qs: list[tuple[list[float], str]]) -> list[float]:
+    times = []
+    async with AsyncCelestialClient(target, tenant=TENANT) as c:
+        for vec, text in qs:
+            t = time.perf_counter()
+            await c.recall(text, 10, query_vector=vec)
+            times.append((time.perf_counter() - t) * 1000)
+    return times
+
+
+def _client_process(target: str, qs: list[tuple[list[float], str]], out: Connection) -> None:
+    out.send(asyncio.run(_client_calls(target, qs)))
+
+
+async def through_grpc(
+    svc: MemoryService, qs: list[tuple[list[float], str]]
+) -> tuple[list[float], list[float]]:
+    """Timed by a client in its own process (as callers are: they do not share the server's
+    interpreter lock), then by one in the server's process; half of the calls each."""
     srv = MemoryServer(svc, "127.0.0.1:0")
     await srv.start()
-    times = []
+    target, half = f"127.0.0.1:{srv.port}", len(qs) // 2
     try:
-        async with AsyncCelestialClient(f"127.0.0.1:{srv.port}", tenant=TENANT) as c:
-            for vec, text in qs:
-                t = time.perf_counter()
-                await c.recall(text, 10, query_vector=vec)
-                times.append((time.perf_counter() - t) * 1000)
+        receive, send = multiprocessing.get_context("spawn").Pipe(duplex=False)
+        proc = multiprocessing.get_context("spawn").Process(
+            target=_client_process, args=(target, qs[:half], send))
+        proc.start()
+        own_process = await asyncio.to_thread(receive.recv)
+        await asyncio.to_thread(proc.join)
+        same_process = await _client_calls(target, qs[half:])
     finally:
         await srv.stop(0)  # closes the service and its store
-    return times
+    return own_process, same_process
 
 
 def summary(label: str, times: list[float]) -> str:
@@ -108,8 +178,10 @@ def main() -> int:
         t = time.perf_counter()
         assert svc.store.optimize(), "nothing to build"
         print(f"vector indexes built in {time.perf_counter() - t:.1f} s")
-        print(summary("through gRPC", asyncio.run(through_grpc(svc, queries(rng, centres, args.calls)))))
-        compare_modes(Path(tmp), queries(rng, centres, args.calls))
+        own, same = asyncio.run(through_grpc(svc, queries(rng, centres, 2 * args.calls)))
+        print(summary("through gRPC, client in its own process", own))
+        print(summary("through gRPC, client in the server's process", same))
+        compare_modes(Path(tmp), queries(rng, centres, 4 * args.calls))
     return 0
 
 

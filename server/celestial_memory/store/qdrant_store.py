@@ -103,10 +103,16 @@ def _signal_queries(query: HybridQuery) -> dict[int, Any]:
     return out
 
 
-def _prefetches(query: HybridQuery, limit: int) -> list[models.Prefetch]:
+_EXACT = models.SearchParams(quantization=models.QuantizationSearchParams(ignore=True))
+
+
+def _prefetches(query: HybridQuery, limit: int, tuned: bool) -> list[models.Prefetch]:
     # Candidates come from the content vector and both keyword vectors (see edge_store.py).
-    ef = query.ef_for(limit)
-    dense_params = models.SearchParams(hnsw_ef=ef) if ef is not None else None
+    # ``tuned``: not local mode, which searches exactly and warns about search parameters.
+    dense_params = models.SearchParams(
+        hnsw_ef=query.ef_for(limit),
+        quantization=models.QuantizationSearchParams(rescore=True, oversampling=2.0),
+    ) if tuned else None
     return [
         models.Prefetch(query=q, using=SIGNALS[c], limit=limit,
                         params=dense_params if c == 0 else None)
@@ -162,6 +168,8 @@ class QdrantStore:
         self.collection = collection
         self.ledger = f"{collection}_ledger"
         self.backend_name = "qdrant-local" if conn.url == ":memory:" else "qdrant-remote"
+        # Local mode searches exactly and warns that search parameters do nothing.
+        self._exact = None if conn.url == ":memory:" else _EXACT
         try:
             self._client = cast(QdrantClient, Retrying(
                 client or _client(conn), conn.retries, conn.backoff_s
@@ -182,7 +190,13 @@ class QdrantStore:
             self._client.create_collection(
                 self.collection,
                 vectors_config={
-                    DENSE: models.VectorParams(size=self.dimension, distance=models.Distance.COSINE),
+                    # int8 copies for the HNSW search (see edge_store.py _QUANTIZED).
+                    DENSE: models.VectorParams(
+                        size=self.dimension, distance=models.Distance.COSINE,
+                        quantization_config=models.ScalarQuantization(
+                            scalar=models.ScalarQuantizationConfig(
+                                type=models.ScalarType.INT8, always_ram=True)),
+                    ),
                     # Only rescored over candidates, so no HNSW graph (m = 0).
                     CONTEXT_DENSE: models.VectorParams(
                         size=self.dimension, distance=models.Distance.COSINE,
@@ -276,7 +290,8 @@ class QdrantStore:
     ) -> list[list[str]]:
         requests = [
             models.QueryRequest(
-                prefetch=_prefetches(query, limit), query=models.FusionQuery(fusion=models.Fusion.RRF),
+                prefetch=_prefetches(query, limit, self._exact is not None),
+                query=models.FusionQuery(fusion=models.Fusion.RRF),
                 filter=_filter(tenant, replace(flt, zones=[zone])), limit=limit, with_payload=False,
             )
             for zone in zones
@@ -298,7 +313,8 @@ class QdrantStore:
         f = _filter(tenant, ids=ids)
         queries = _signal_queries(query)
         responses = self._client.query_batch_points(self.collection, requests=[
-            models.QueryRequest(query=q, using=SIGNALS[c], filter=f, limit=len(ids), with_payload=False)
+            models.QueryRequest(query=q, using=SIGNALS[c], filter=f, limit=len(ids),
+                                with_payload=False, params=self._exact)
             for c, q in queries.items()
         ])
         row = {mid: i for i, mid in enumerate(ids)}
@@ -313,6 +329,7 @@ class QdrantStore:
         r = self._client.query_points(
             self.collection, query=vector.tolist(), using=DENSE,
             query_filter=_filter(tenant, ids=ids), limit=len(ids), with_payload=False,
+            search_params=self._exact,
         )
         return {str(p.id): float(p.score) for p in r.points}
 
