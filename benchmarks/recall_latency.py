@@ -57,11 +57,21 @@ def in_process(
     return times
 
 
-def raw_engine(svc: MemoryService, qs: list[tuple[list[float], str]]) -> list[float]:
+STAGES = ("zone queries", "rescoring", "payloads", "writes")
+
+
+def raw_engine(
+    svc: MemoryService, qs: list[tuple[list[float], str]],
+    stages: dict[str, list[float]] | None = None,
+) -> list[float]:
     """The engine's share of a recall: the same requests straight to Qdrant Edge, with the
-    query's keyword vector made beforehand (see the module docstring)."""
+    query's keyword vector made beforehand (see the module docstring). Each stage's time goes
+    to ``stages`` when given."""
     shard = svc.store._shard  # the benchmark's own look inside the embedded store
     tenant = qe.FieldCondition("tenant", match=qe.MatchValue(TENANT))
+    quantized = qe.SearchParams(hnsw_ef=48, quantization=qe.QuantizationSearchParams(
+        rescore=True, oversampling=2.0))
+    exact = qe.SearchParams(quantization=qe.QuantizationSearchParams(ignore=True))
     prepared = [(vec, svc.retrieval.keywords.query(text)) for vec, text in qs]
     times = []
     for vec, kw in prepared:
@@ -69,7 +79,7 @@ def raw_engine(svc: MemoryService, qs: list[tuple[list[float], str]]) -> list[fl
         sparse = qe.SparseVector(kw.indices, kw.values)
         dense = qe.Query.Nearest(vec, using="dense")
         words = [qe.Query.Nearest(sparse, using=u) for u in ("keywords", "keywords_context")]
-        prefetches = [qe.Prefetch(limit=30, query=dense, params=qe.SearchParams(hnsw_ef=48)),
+        prefetches = [qe.Prefetch(limit=30, query=dense, params=quantized),
                       *(qe.Prefetch(limit=30, query=w) for w in words)]
         batches = shard.query_batch(qe.QueryBatchRequest([
             qe.QueryRequest(limit=30, prefetches=prefetches, query=qe.Fusion.Rrf(k=60),
@@ -78,20 +88,29 @@ def raw_engine(svc: MemoryService, qs: list[tuple[list[float], str]]) -> list[fl
             for z in range(5)
         ]))
         ids = list(dict.fromkeys(p.id for b in batches for p in b))
+        t1 = time.perf_counter()
         f = qe.Filter(must=[tenant, qe.HasIdCondition(set(ids))])
         rescored = shard.query_batch(qe.QueryBatchRequest([
-            qe.QueryRequest(limit=len(ids), query=q, filter=f, with_payload=False)
+            qe.QueryRequest(limit=len(ids), query=q, filter=f, with_payload=False, params=exact)
             for q in (dense, qe.Query.Nearest(vec, using="dense_context"), *words)
         ]))
-        best = [p.id for p in rescored[0][:10]]
-        for r in shard.retrieve(best, with_payload=True, with_vector=False):
+        scores = {p.id: p.score for p in rescored[0]}  # the service weighs all four signals
+        best = sorted(scores, key=scores.__getitem__, reverse=True)[:10]
+        t2 = time.perf_counter()
+        records = shard.retrieve(best, with_payload=True, with_vector=False)
+        t3 = time.perf_counter()
+        for r in records:
             p = r.payload or {}
             fields = {k: p[k] for k in ("zone", "score", "context_score", "drop_core",
                                         "drop_inner", "drop_outer", "drop_belt")}
             shard.update(qe.UpdateOperation.set_payload([r.id], {
                 **fields, "recall_count": p["recall_count"] + 1, "last_recalled_at": T0,
                 "written_at": T0}))
-        times.append((time.perf_counter() - t) * 1000)
+        t4 = time.perf_counter()
+        for stage, a, b in zip(STAGES, (t, t1, t2, t3), (t1, t2, t3, t4), strict=True):
+            if stages is not None:
+                stages.setdefault(stage, []).append((b - a) * 1000)
+        times.append((t4 - t) * 1000)
     return times
 
 
@@ -100,6 +119,7 @@ def compare_modes(path: Path, qs: list[tuple[list[float], str]]) -> None:
     modes = {"write-through": (0.0, True), "write-behind (50 ms)": (50.0, True),
              "no reinforcement": (0.0, False), "raw engine": (0.0, False)}
     times: dict[str, list[float]] = {m: [] for m in modes}
+    stages: dict[str, list[float]] = {}
     # Each way gets its own queries: a memory written once is cheaper to write again.
     own = {m: qs[i::len(modes)] for i, m in enumerate(modes)}
     for second, order in ((False, list(modes)), (True, list(modes)[::-1])):
@@ -110,13 +130,15 @@ def compare_modes(path: Path, qs: list[tuple[list[float], str]]) -> None:
             svc = open_service(path, ManualClock(T0), reinforce_flush_ms=flush_ms,
                                optimize_interval_s=0)
             for warm, calls in ((True, chunk[:5]), (False, chunk)):  # warm after the reopen
-                ts = (raw_engine(svc, calls) if mode == "raw engine"
+                ts = (raw_engine(svc, calls, None if warm else stages) if mode == "raw engine"
                       else in_process(svc, calls, reinforce))
                 if not warm:
                     times[mode] += ts
             svc.close()
     for mode, ts in times.items():
         print(summary(f"in-process, {mode}", ts))
+    print("raw engine by stage, p50: " + ", ".join(
+        f"{stage} {statistics.median(ts):.2f} ms" for stage, ts in stages.items()))
 
 
 async def _client_calls(target: str, qs: list[tuple[list[float], str]]) -> list[float]:

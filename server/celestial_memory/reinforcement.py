@@ -1,18 +1,20 @@
-"""Writing reinforcement: through (the default) or behind, within a bound.
+"""Writing reinforcement: through (the default), or behind within a bound.
 
 Durability (what is acknowledged when):
 - Store, StoreBatch, Update, Delete are written before they are acknowledged.
 - ``reinforce_flush_ms = 0`` (the default), write-through: the reinforcement of what a Recall
-  returns (recall count, last recall, context score, score, zone, drop times) is written by the
-  recalling thread before the Recall is acknowledged. Measured at 100,000 memories on 2 cores,
-  this is faster than writing behind: a flusher thread's writes, interleaved with the searches of
-  the next recalls, contended with them for the interpreter lock and the engine's segment locks
-  and cost a recall about 6 ms, where writing its 10 payloads in place costs about 1 to 2 ms
-  (see the issue 4 note).
-- ``reinforce_flush_ms > 0``, write-behind: a Recall is acknowledged first; its updates wait in
-  this queue and are written in one batch at most that many milliseconds (at most 100) later, and
-  on a graceful stop before the store closes. A crash (SIGKILL, power loss) can lose at most the
-  reinforcements of that last interval; never a stored memory.
+  returned (recall count, last recall, context score, score, zone, drop times) is written by the
+  recalling thread, under the service lock, before the Recall is acknowledged: a crash loses none.
+- ``reinforce_flush_ms > 0`` (at most 100), write-behind: a Recall is acknowledged first. Its
+  updates wait in this queue and are written in one batch at most that many milliseconds later,
+  and on a graceful stop before the store closes. A crash (SIGKILL, power loss) can lose at most
+  the reinforcements of that last interval; never a stored memory.
+
+At 100,000 memories on 2 cores neither was consistently faster: the flusher's writes compete with
+the next recalls for the two cores, where writing through adds the writes (about 2 ms) to the
+recall (through gRPC, interleaved: 18.0 ms through, 19.0 behind; in-process, three runs of
+``make bench-recall``: 16.3 / 15.2, 18.7 / 18.0, 11.5 / 14.1). So the default is the one that
+loses nothing.
 - Within one process, reads see pending reinforcements: recall overlays them and the service
   flushes the queue before a get, update, delete, stats or rebalance.
 - Across replicas, two recalls of one memory within the same interval may count once (the later

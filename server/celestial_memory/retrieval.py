@@ -78,7 +78,8 @@ class Retrieval:
 
     def query(self, text: str, dense: Vector) -> HybridQuery:
         # Candidates are rescored exactly, so the ANN beam can be narrow: at 100,000 memories
-        # ef 48 kept 99.4-99.9% of the exact top 30 per zone at 60% of the default's time.
+        # (float vectors) ef 48 kept 99.4-99.9% of the exact top 30 per zone, and the five zone
+        # queries took 5.7 ms against 8.9 with the engine's default.
         ef = self.settings.recall_hnsw_ef
         return HybridQuery(dense, self.keywords.query(text), ef or None)
 

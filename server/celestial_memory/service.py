@@ -287,7 +287,7 @@ class MemoryService:
                     m.last_recalled_at = waiting["last_recalled_at"]
                     m.context_score = waiting["context_score"]
                 m.zone = zone_of[m.id]
-            candsin = [m.zone for m in mems]
+            found_in = [m.zone for m in mems]
             cs = [max(context.get(m.id, 0.0), 0.0) for m in mems]
             breakdowns = self._score_recalled(mems, cs, q.reinforce)
             if q.reinforce and mems:
@@ -295,7 +295,7 @@ class MemoryService:
                 self._queue.submit(tenant, [(m.id, _reinforced_fields(m)) for m in mems])
         return [
             RecallResult(m, z, r.relevance, b)
-            for m, z, r, b in zip(mems, candsin, ranked, breakdowns, strict=True)
+            for m, z, r, b in zip(mems, found_in, ranked, breakdowns, strict=True)
         ]
 
     def _score_recalled(

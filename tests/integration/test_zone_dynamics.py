@@ -4,6 +4,7 @@ backend (service level, manual clock, vectors given so the tests choose the simi
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +36,20 @@ def recall(svc: MemoryService, v: np.ndarray, limit: int = 1, reinforce: bool = 
     return [r.memory.id for r in svc.recall(T, q)]
 
 
-def test_recall_is_written_behind_and_read_back(service: MemoryService) -> None:
+@pytest.fixture
+def behind(
+    tmp_path: Path, backend_kind: str, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> Iterator[MemoryService]:
+    """A service that writes reinforcement behind (the default writes it through)."""
+    settings = Settings(data_dir=tmp_path, rebalance_interval_s=0, reinforce_flush_ms=50)
+    svc = build_service(settings, embedder=embedder, store=open_backend(backend_kind, tmp_path),
+                        clock=clock)
+    yield svc
+    svc.close()
+
+
+def test_recall_is_written_behind_and_read_back(behind: MemoryService) -> None:
+    service = behind
     v = unit_vectors(1)[0]
     (mid,) = store_vectors(service, v[None])
     for _ in range(3):
@@ -47,7 +61,27 @@ def test_recall_is_written_behind_and_read_back(service: MemoryService) -> None:
     assert service.store.get(T, [mid])[mid].recall_count == 3
 
 
-def test_the_flusher_writes_without_being_asked(service: MemoryService) -> None:
+def test_write_through_is_in_the_store_when_the_recall_returns(
+    tmp_path: Path, backend_kind: str, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> None:
+    settings = Settings(data_dir=tmp_path, rebalance_interval_s=0, reinforce_flush_ms=0)
+    svc = build_service(settings, embedder=embedder, store=open_backend(backend_kind, tmp_path),
+                        clock=clock)
+    try:
+        v = unit_vectors(1, seed=3)[0]
+        (mid,) = store_vectors(svc, v[None])
+        for n in (1, 2, 3):
+            clock.advance(60)
+            recall(svc, v)
+            assert svc._queue.pending() == 0
+            stored = svc.store.get(T, [mid])[mid]  # the store itself, no flush asked for
+            assert (stored.recall_count, stored.last_recalled_at) == (n, clock.now())
+    finally:
+        svc.close()
+
+
+def test_the_flusher_writes_without_being_asked(behind: MemoryService) -> None:
+    service = behind
     v = unit_vectors(1, seed=1)[0]
     (mid,) = store_vectors(service, v[None])
     recall(service, v)
