@@ -310,9 +310,7 @@ class MemoryService:
         counts = np.array([m.recall_count + int(reinforce) for m in mems], dtype=np.int64)
         lasts = np.array([now if reinforce else m.last_recalled_at for m in mems])
         imps = np.array([m.importance for m in mems])
-        r, f = fn.recall_score(counts), fn.freshness(lasts, now)
-        c = np.clip(np.asarray(context, dtype=np.float64), 0.0, 1.0)
-        totals = fn.w_recall * r + fn.w_freshness * f + fn.w_importance * imps + fn.w_context * c
+        r, f, _, c, totals = fn.terms(counts, lasts, imps, context, now)
         if reinforce:
             # A recall never moves what it returns outward.
             zones = np.minimum([int(m.zone) for m in mems], self.zones.zone_of(totals))

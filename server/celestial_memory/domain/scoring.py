@@ -60,12 +60,22 @@ class MemoryFunction:
         context: ArrayLike,
         now: float,
     ) -> FloatArray:
-        return self._combine(
-            self.recall_score(recall_count),
-            self.freshness(last_recalled_at, now),
-            np.asarray(importance, dtype=np.float64),
-            np.clip(np.asarray(context, dtype=np.float64), 0.0, 1.0),
-        )
+        return self.terms(recall_count, last_recalled_at, importance, context, now)[4]
+
+    def terms(
+        self,
+        recall_count: ArrayLike,
+        last_recalled_at: ArrayLike,
+        importance: ArrayLike,
+        context: ArrayLike,
+        now: float,
+    ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
+        """R, F, A, C (clipped to [0, 1]) and the total, each an array."""
+        r = self.recall_score(recall_count)
+        f = self.freshness(last_recalled_at, now)
+        a = np.asarray(importance, dtype=np.float64)
+        c = np.clip(np.asarray(context, dtype=np.float64), 0.0, 1.0)
+        return r, f, a, c, self._combine(r, f, a, c)
 
     def _combine(self, r: FloatArray, f: FloatArray, a: FloatArray, c: FloatArray) -> FloatArray:
         return (

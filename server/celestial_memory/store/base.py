@@ -7,9 +7,9 @@ round trip (or an in-process batch for the embedded store). The scenario suite i
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -174,9 +174,19 @@ def candidates_of(
     flt: MemoryFilter, limit: int,
 ) -> Candidates:
     """``MemoryStore.candidates`` from the store's own ``search_zones`` and ``signal_scores``."""
-    first: dict[str, int] = {}
-    for zone, ids in zip(zones, store.search_zones(tenant, query, zones, flt, limit), strict=True):
-        for mid in ids:
-            first.setdefault(mid, int(zone))
+    first = first_zones(zones, store.search_zones(tenant, query, zones, flt, limit))
     ids = list(first)
     return Candidates(ids, list(first.values()), store.signal_scores(tenant, query, ids))
+
+
+K = TypeVar("K", bound=Hashable)
+
+
+def first_zones(zones: Sequence[Zone], per_zone: Sequence[Sequence[K]]) -> dict[K, int]:
+    """Each candidate (an id, or a backend's own key for it) and the first zone it was found
+    in, in zone order."""
+    first: dict[K, int] = {}
+    for zone, keys in zip(zones, per_zone, strict=True):
+        for k in keys:
+            first.setdefault(k, int(zone))
+    return first

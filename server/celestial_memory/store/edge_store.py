@@ -27,7 +27,7 @@ from celestial_memory.domain.models import (
 )
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import StoreUnavailable
-from celestial_memory.store.base import Candidates
+from celestial_memory.store.base import Candidates, first_zones
 from celestial_memory.store.payload import (
     CONTEXT_DENSE,
     CONTEXT_KEYWORDS,
@@ -35,6 +35,7 @@ from celestial_memory.store.payload import (
     INDEXES,
     KEYWORDS,
     LEDGER_INDEXES,
+    QUANTIZED_OVERSAMPLING,
     SIGNALS,
     AnyOf,
     Between,
@@ -47,6 +48,7 @@ from celestial_memory.store.payload import (
     event_payload,
     exported_memory,
     from_payload,
+    search_vectors,
     to_payload,
 )
 
@@ -88,22 +90,11 @@ def _sparse(v: Sparse) -> Any:
     return qe.SparseVector(v.indices, v.values)
 
 
-def _vectors(m: Memory) -> dict[str, Any]:
-    if m.vector is None or m.index is None:
-        raise ValueError(f"memory {m.id} has no search vectors")
-    return {
-        DENSE: m.vector.tolist(),
-        CONTEXT_DENSE: m.index.context_dense.tolist(),
-        KEYWORDS: _sparse(m.index.keywords),
-        CONTEXT_KEYWORDS: _sparse(m.index.context_keywords),
-    }
-
-
 # The content vector's HNSW search runs on int8 copies (4x smaller, always in RAM), then rescores
 # twice the limit with the float vectors: at 100,000 memories this cut the five zone searches
 # from 7.0 to 5.8 ms and kept 98.9-100% of their exact top 30. Rescoring over candidates reads the
 # float vectors only (``_EXACT``): relevance needs the true cosine.
-_QUANTIZED = qe.QuantizationSearchParams(rescore=True, oversampling=2.0)
+_QUANTIZED = qe.QuantizationSearchParams(rescore=True, oversampling=QUANTIZED_OVERSAMPLING)
 _EXACT = qe.SearchParams(quantization=qe.QuantizationSearchParams(ignore=True))
 
 
@@ -189,7 +180,7 @@ class EdgeStore:
         for m in memories:
             if m.vector is None:
                 raise ValueError(f"memory {m.id} has no vector")
-            points.append(qe.Point(m.id, _vectors(m), to_payload(m)))
+            points.append(qe.Point(m.id, search_vectors(m, _sparse), to_payload(m)))
         if points:
             self._update(qe.UpdateOperation.upsert_points(points))
             self._unindexed += len(points)
@@ -266,11 +257,7 @@ class EdgeStore:
     ) -> Candidates:
         # The engine's UUID objects go from the first round trip into the second as they are:
         # converting ids to strings and back cost about a millisecond per recall (issue 4).
-        first: dict[uuid.UUID, int] = {}
-        for zone, keys in zip(zones, self._search_zones(tenant, query, zones, flt, limit),
-                              strict=True):
-            for k in keys:
-                first.setdefault(k, int(zone))
+        first = first_zones(zones, self._search_zones(tenant, query, zones, flt, limit))
         keys = list(first)
         return Candidates([str(k) for k in keys], list(first.values()),
                           self._signal_scores(tenant, query, keys))

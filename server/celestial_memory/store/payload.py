@@ -7,7 +7,7 @@ Filters are built here as backend-neutral conditions that each backend translate
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,21 @@ CONTEXT_DENSE = "dense_context"
 KEYWORDS = "keywords"
 CONTEXT_KEYWORDS = "keywords_context"
 SIGNALS = (DENSE, CONTEXT_DENSE, KEYWORDS, CONTEXT_KEYWORDS)
+# The content vector's HNSW search runs on int8 copies, then rescores this many times its limit
+# with the float vectors (edge_store.py has the measurements).
+QUANTIZED_OVERSAMPLING = 2.0
+
+
+def search_vectors(m: Memory, sparse: Callable[[Sparse], Any]) -> dict[str, Any]:
+    """A memory's four named vectors, sparse ones made by the backend's ``sparse``."""
+    if m.vector is None or m.index is None:
+        raise ValueError(f"memory {m.id} has no search vectors")
+    return {
+        DENSE: m.vector.tolist(),
+        CONTEXT_DENSE: m.index.context_dense.tolist(),
+        KEYWORDS: sparse(m.index.keywords),
+        CONTEXT_KEYWORDS: sparse(m.index.context_keywords),
+    }
 
 # Payload indexes: field -> kind. The tenant index is an is_tenant keyword index. Only what is
 # filtered or ordered on: ``score`` is neither, and every reinforcement rewrites it.

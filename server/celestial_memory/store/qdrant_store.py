@@ -30,6 +30,7 @@ from celestial_memory.store.payload import (
     INDEXES,
     KEYWORDS,
     LEDGER_INDEXES,
+    QUANTIZED_OVERSAMPLING,
     SIGNALS,
     AnyOf,
     Between,
@@ -42,6 +43,7 @@ from celestial_memory.store.payload import (
     event_payload,
     exported_memory,
     from_payload,
+    search_vectors,
     to_payload,
 )
 from celestial_memory.store.retry import Retrying
@@ -84,17 +86,6 @@ def _sparse(v: Sparse) -> models.SparseVector:
     return models.SparseVector(indices=v.indices, values=v.values)
 
 
-def _vectors(m: Memory) -> dict[str, Any]:
-    if m.vector is None or m.index is None:
-        raise ValueError(f"memory {m.id} has no search vectors")
-    return {
-        DENSE: m.vector.tolist(),
-        CONTEXT_DENSE: m.index.context_dense.tolist(),
-        KEYWORDS: _sparse(m.index.keywords),
-        CONTEXT_KEYWORDS: _sparse(m.index.context_keywords),
-    }
-
-
 def _signal_queries(query: HybridQuery) -> dict[int, Any]:
     """Column in SIGNALS -> the query scoring it; keyword columns only for a keyword query."""
     out: dict[int, Any] = {0: query.dense.tolist(), 1: query.dense.tolist()}
@@ -111,7 +102,8 @@ def _prefetches(query: HybridQuery, limit: int, tuned: bool) -> list[models.Pref
     # ``tuned``: not local mode, which searches exactly and warns about search parameters.
     dense_params = models.SearchParams(
         hnsw_ef=query.ef_for(limit),
-        quantization=models.QuantizationSearchParams(rescore=True, oversampling=2.0),
+        quantization=models.QuantizationSearchParams(
+            rescore=True, oversampling=QUANTIZED_OVERSAMPLING),
     ) if tuned else None
     return [
         models.Prefetch(query=q, using=SIGNALS[c], limit=limit,
@@ -229,7 +221,8 @@ class QdrantStore:
     def upsert(self, memories: Sequence[Memory]) -> None:
         points = []
         for m in memories:
-            points.append(models.PointStruct(id=m.id, vector=_vectors(m), payload=to_payload(m)))
+            points.append(models.PointStruct(
+                id=m.id, vector=search_vectors(m, _sparse), payload=to_payload(m)))
         if points:
             self._client.upsert(self.collection, points=points, wait=True)
 
@@ -288,10 +281,10 @@ class QdrantStore:
     def search_zones(
         self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter, limit: int
     ) -> list[list[str]]:
+        prefetches = _prefetches(query, limit, self._exact is not None)  # the same for every zone
         requests = [
             models.QueryRequest(
-                prefetch=_prefetches(query, limit, self._exact is not None),
-                query=models.FusionQuery(fusion=models.Fusion.RRF),
+                prefetch=prefetches, query=models.FusionQuery(fusion=models.Fusion.RRF),
                 filter=_filter(tenant, replace(flt, zones=[zone])), limit=limit, with_payload=False,
             )
             for zone in zones
