@@ -17,11 +17,10 @@ from celestial_client import CelestialClient, dump_file
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.importance import DefaultEvaluator
+from celestial_memory.domain.requests import NewMemory
 from celestial_memory.grpc_api.server import MemoryServer
-from celestial_memory.service import MemoryService, NewMemory
-from celestial_memory.store.base import MemoryStore
-from celestial_memory.store.edge_store import EdgeStore
-from celestial_memory.store.qdrant_store import QdrantStore
+from celestial_memory.service import MemoryService
+from celestial_memory.store import MemoryRepository, open_edge, open_qdrant
 
 DIM = 384
 T = "bench"
@@ -35,7 +34,7 @@ class NoEmbedder:
         raise AssertionError("vectors are given")
 
 
-def service(store: MemoryStore, path: Path) -> MemoryService:
+def service(store: MemoryRepository, path: Path) -> MemoryService:
     s = Settings(data_dir=path, rebalance_interval_s=0, optimize_interval_s=0)
     return MemoryService(s, store, NoEmbedder(), ManualClock(1_750_000_000.0), DefaultEvaluator())
 
@@ -58,14 +57,14 @@ def leg(label: str, src: int, dst: int, path: Path, n: int) -> None:
 async def main_async(n: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        a = service(EdgeStore(root / "a", DIM), root)
+        a = service(open_edge(root / "a", DIM), root)
         rng = np.random.default_rng(1)
         vec = rng.standard_normal((n, DIM)).astype(np.float32)
         a.store_many(T, [NewMemory(f"memory {i}", vector=v, tags=["t"], metadata={"i": str(i)},
                                    context="previous" if i % 2 else "")
                          for i, v in enumerate(vec)])
-        b = service(QdrantStore(":memory:", DIM, "bench"), root)
-        c = service(EdgeStore(root / "c", DIM), root)
+        b = service(open_qdrant(":memory:", DIM, "bench"), root)
+        c = service(open_edge(root / "c", DIM), root)
         servers = [MemoryServer(s, "127.0.0.1:0") for s in (a, b, c)]
         for srv in servers:
             await srv.start()

@@ -32,10 +32,11 @@ from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.importance import DefaultEvaluator
 from celestial_memory.domain.models import IndexVectors, Memory
+from celestial_memory.domain.requests import RecallQuery
 from celestial_memory.domain.trajectory import drop_times
 from celestial_memory.domain.zones import Zone
-from celestial_memory.service import MemoryService, RecallQuery
-from celestial_memory.store.edge_store import EdgeStore
+from celestial_memory.service import MemoryService
+from celestial_memory.store import open_edge
 
 DIM = 384
 DAY = 86_400.0
@@ -136,7 +137,7 @@ def clock_for_share(svc: MemoryService, share: float, total: int) -> tuple[float
 def open_service(path: Path, clock: ManualClock, **overrides: object) -> MemoryService:
     settings = Settings(data_dir=path, rebalance_interval_s=0, instance_id="bench",
                         **overrides)  # type: ignore[arg-type]
-    store = EdgeStore(path / "shard", DIM)
+    store = open_edge(path / "shard", DIM)
     return MemoryService(settings, store, PrecomputedOnly(), clock, DefaultEvaluator())
 
 

@@ -32,8 +32,9 @@ import numpy as np
 import qdrant_edge as qe
 from celestial_client import AsyncCelestialClient
 from celestial_memory.clock import ManualClock
+from celestial_memory.domain.requests import RecallQuery
 from celestial_memory.grpc_api.server import MemoryServer
-from celestial_memory.service import MemoryService, RecallQuery
+from celestial_memory.service import MemoryService
 
 sys.path.insert(0, str(Path(__file__).parent))
 from rebalance import DIM, NOISE, T0, TENANT, VOCAB, open_service, populate

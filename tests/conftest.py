@@ -17,9 +17,7 @@ from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.embedding import SentenceTransformerEmbedder
 from celestial_memory.service import MemoryService
-from celestial_memory.store.base import MemoryStore
-from celestial_memory.store.edge_store import EdgeStore
-from celestial_memory.store.qdrant_store import QdrantStore
+from celestial_memory.store import MemoryRepository, open_edge, open_qdrant
 
 DIM = 384
 
@@ -29,10 +27,10 @@ def embedder() -> SentenceTransformerEmbedder:
     return SentenceTransformerEmbedder()
 
 
-def open_backend(kind: str, path: Path, dimension: int = DIM) -> MemoryStore:
+def open_backend(kind: str, path: Path, dimension: int = DIM) -> MemoryRepository:
     if kind == "edge":
-        return EdgeStore(path / "edge", dimension)
-    return QdrantStore(":memory:", dimension, "memories_test")
+        return open_edge(path / "edge", dimension)
+    return open_qdrant(":memory:", dimension, "memories_test")
 
 
 @pytest.fixture(params=["edge", "qdrant-local"])

@@ -7,16 +7,16 @@ from celestial_memory.config import Settings
 from celestial_memory.domain.importance import evaluator_from_settings
 from celestial_memory.embedding import Embedder, SentenceTransformerEmbedder
 from celestial_memory.service import MemoryService
-from celestial_memory.store.base import MemoryStore
+from celestial_memory.store.repository import MemoryRepository
 
 
-def open_store(settings: Settings, dimension: int) -> MemoryStore:
+def open_store(settings: Settings, dimension: int) -> MemoryRepository:
     collection = settings.collection_name(dimension)
     if settings.backend == "edge":
-        from celestial_memory.store.edge_store import EdgeStore
+        from celestial_memory.store.edge_engine import EdgeEngine
 
-        return EdgeStore(settings.data_dir / collection, dimension)
-    from celestial_memory.store.qdrant_store import Connection, QdrantStore
+        return MemoryRepository(EdgeEngine(settings.data_dir / collection, dimension))
+    from celestial_memory.store.qdrant_engine import Connection, QdrantEngine
 
     key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
     conn = Connection(
@@ -27,14 +27,14 @@ def open_store(settings: Settings, dimension: int) -> MemoryStore:
         replication_factor=settings.qdrant_replication_factor,
         write_consistency_factor=settings.qdrant_write_consistency_factor,
     )
-    return QdrantStore(conn, dimension, collection)
+    return MemoryRepository(QdrantEngine(conn, dimension, collection))
 
 
 def build_service(
     settings: Settings,
     *,
     embedder: Embedder | None = None,
-    store: MemoryStore | None = None,
+    store: MemoryRepository | None = None,
     clock: Clock | None = None,
 ) -> MemoryService:
     embedder = embedder or SentenceTransformerEmbedder(settings.model, settings.device)

@@ -1,7 +1,7 @@
 """Re-placing memories as time passes: score moves, capacity, forgetting, the ledger.
 
-Scores between recalls only fall, so every write stores when the memory's resting score (C = 0,
-DESIGN.md §1) will drop below each zone threshold (``domain/trajectory.py``). A rebalance:
+Scores between recalls only fall, so every write stores when the memory's resting score (C = 0)
+will drop below each zone threshold (``domain/trajectory.py``). A rebalance:
 
 1. **moves by score**: the *incremental* rebalance (the default, and the schedule) issues one
    filtered update per zone, ``drop_k < now and zone <= k -> zone k+1``, on indexed fields: it
@@ -16,30 +16,29 @@ Every eviction and every forgotten memory leaves a ``ZoneEvent`` in the append-o
 ids are derived from the memory, its last write and the move, so writing the same event twice
 (two replicas, a retry) keeps one. Replicas over one store take a lease in the store before a
 rebalance; one without the lease skips (``skipped_by`` names the holder).
+
+The rebalancer is logic only: it names the memories it works on as Selections
+(domain/selection.py) and the placement (placement.py) runs it under the tenant's lock.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection
 
 import numpy as np
 from celestial_memory.clock import Clock
 from celestial_memory.config import Settings
 from celestial_memory.domain.models import Memory, RebalanceReport, ZoneEvent
 from celestial_memory.domain.scoring import MemoryFunction
-from celestial_memory.domain.trajectory import ALREADY, DROP_FIELDS, drop_times
+from celestial_memory.domain.selection import Falling, Selection
+from celestial_memory.domain.trajectory import ALREADY, drop_times
 from celestial_memory.domain.zones import Zone, ZoneTable
-from celestial_memory.store.base import MemoryStore
-from celestial_memory.store.payload import AnyOf, Between, Condition, Either, Eq
+from celestial_memory.store.repository import MemoryRepository
 
 DAY = 86_400.0
-MOVE_FIELDS = ("zone", "pinned", "recall_count", "last_recalled_at", "importance")
-SCORE_FIELDS = (*MOVE_FIELDS, "context_score", "content_hash", "written_at")
 
 
 def event_id(memory_id: str, version: str, from_zone: int, to: str) -> str:
@@ -48,54 +47,19 @@ def event_id(memory_id: str, version: str, from_zone: int, to: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"celestial-event:{memory_id}:{version}:{from_zone}:{to}"))
 
 
-@dataclass(slots=True)
-class _Members:
-    """Payload columns of a set of memories, for vectorised scoring."""
-
-    ids: list[str]
-    zone: np.ndarray
-    pinned: np.ndarray
-    recall_count: np.ndarray
-    last: np.ndarray
-    importance: np.ndarray
-    context: np.ndarray
-    content_hash: list[str]
-    written_at: np.ndarray
-
-    def version(self, i: int) -> str:
-        """The state of memory i's last write (a manual clock may repeat write times)."""
-        return f"{self.written_at[i]!r}:{self.recall_count[i]!r}:{self.importance[i]!r}"
-
-    @classmethod
-    def of(cls, rows: list[tuple[str, dict[str, object]]]) -> _Members:
-        def col(name: str, dtype: type, default: object = 0) -> np.ndarray:
-            return np.fromiter((p.get(name, default) for _, p in rows), dtype, len(rows))
-
-        return cls(
-            ids=[pid for pid, _ in rows], zone=col("zone", np.int64),
-            pinned=col("pinned", np.int64), recall_count=col("recall_count", np.float64),
-            last=col("last_recalled_at", np.float64), importance=col("importance", np.float64),
-            context=col("context_score", np.float64),
-            content_hash=[str(p.get("content_hash", "")) for _, p in rows],
-            written_at=col("written_at", np.float64),
-        )
-
-
 class Rebalancer:
     def __init__(
         self,
-        store: MemoryStore,
+        repo: MemoryRepository,
         fn: MemoryFunction,
         zones: ZoneTable,
         clock: Clock,
-        lock: threading.RLock,
         settings: Settings,
     ) -> None:
-        self._store = store
+        self._repo = repo
         self._fn = fn
         self._zones = zones
         self._clock = clock
-        self._lock = lock
         self._forget_after = settings.auto_forget_days * DAY
         self._lease_ttl = settings.rebalance_lease_s
         # Writes racing a rebalance and clock skew between replicas: look this far back.
@@ -125,26 +89,24 @@ class Rebalancer:
     ) -> RebalanceReport:
         started = time.perf_counter()
         lease = f"rebalance:{tenant}"
-        holder = self._store.acquire_lease(lease, self.instance_id, self._clock.now(),
-                                           self._lease_ttl)
+        holder = self._repo.acquire_lease(lease, self.instance_id, self._clock.now(),
+                                          self._lease_ttl)
         if holder != self.instance_id:
             return RebalanceReport(0, {}, 0, 0, dry_run, 0.0, full, skipped_by=holder)
         try:
-            with self._lock:
-                now = self._clock.now()
-                scanned, moved = (self._full(tenant, now, dry_run) if full
-                                  else self._incremental(tenant, now, dry_run))
-                if not dry_run:
-                    self._store.write_marker(f"rebalanced:{tenant}", now)
-                if dry_run:
-                    evicted = self._overflow_after(tenant, moved)
-                    forgotten = (self._store.count_where(tenant, self._forgettable(now))
-                                 if forget else 0)
-                else:
-                    evicted = len(self.enforce_capacity(tenant))
-                    forgotten = self.forget(tenant, now) if forget else 0
+            now = self._clock.now()
+            scanned, moved = (self._full(tenant, now, dry_run) if full
+                              else self._incremental(tenant, now, dry_run))
+            if not dry_run:
+                self._repo.write_marker(f"rebalanced:{tenant}", now)
+            if dry_run:
+                evicted = self._overflow_after(tenant, moved)
+                forgotten = self._repo.count(tenant, self._forgettable(now)) if forget else 0
+            else:
+                evicted = len(self.enforce_capacity(tenant))
+                forgotten = self.forget(tenant, now) if forget else 0
         finally:
-            self._store.release_lease(lease, self.instance_id)
+            self._repo.release_lease(lease, self.instance_id)
         return RebalanceReport(
             scanned=scanned, moved=moved, evicted=evicted, forgotten=forgotten, dry_run=dry_run,
             duration_ms=(time.perf_counter() - started) * 1000, full=full,
@@ -161,27 +123,19 @@ class Rebalancer:
         indexed field. For each (from, to) pair the engine selects its memories by filter,
         counts them and sets their zone: nothing is read into Python.
         """
-        last = self._store.read_marker(f"rebalanced:{tenant}")
+        last = self._repo.read_marker(f"rebalanced:{tenant}")
+        since = None if last is None else last - self._window_slack
         moved: dict[tuple[Zone, Zone], int] = {}
-        for src in range(4):
-            field = DROP_FIELDS[src]
-            due: Condition = Between(field, lt=now)
-            if last is not None:
-                since = last - self._window_slack
-                due = Either((Between(field, gte=since, lt=now), Between(field, lt=ALREADY / 2)))
-            for dst in range(src + 1, 5):
-                # Drop times grow zone by zone: it falls to dst when drop[dst-1] has passed
-                # and drop[dst] has not.
-                conds: list[Condition] = [Eq("zone", src), Eq("pinned", 0), due]
-                if dst > src + 1:
-                    conds.append(Between(DROP_FIELDS[dst - 1], lt=now))
-                if dst < 4:
-                    conds.append(Between(DROP_FIELDS[dst], gte=now))
-                n = self._store.count_where(tenant, conds)
+        for src in (Zone.CORE, Zone.INNER, Zone.OUTER, Zone.BELT):
+            for dst in Zone:
+                if dst <= src:
+                    continue
+                sel = Selection(zones=(src,), unpinned=True, falling=Falling(src, dst, now, since))
+                n = self._repo.count(tenant, sel)
                 if n:
-                    moved[(Zone(src), Zone(dst))] = n
+                    moved[(src, dst)] = n
                     if not dry_run:
-                        self._store.set_where(tenant, conds, {"zone": dst})
+                        self._repo.set_zone(tenant, dst, where=sel)
         return sum(moved.values()), moved
 
     def _full(
@@ -189,9 +143,8 @@ class Rebalancer:
     ) -> tuple[int, dict[tuple[Zone, Zone], int]]:
         # Only memories that can move are read: a rebalance moves nothing inward, nothing out of
         # the cloud (the last zone) and nothing pinned.
-        movable: list[Condition] = [AnyOf("zone", (0, 1, 2, 3)), Eq("pinned", 0)]
-        rows = [r for page in self._store.scan_fields(tenant, MOVE_FIELDS, movable) for r in page]
-        m = _Members.of(rows)
+        movable = Selection(zones=(Zone.CORE, Zone.INNER, Zone.OUTER, Zone.BELT), unpinned=True)
+        m = self._repo.members(tenant, movable)
         scores = self._fn.total(m.recall_count, m.last, m.importance, 0.0, now)
         target = np.maximum(m.zone, self._zones.zone_of(scores))
         changed = np.flatnonzero(target != m.zone)
@@ -199,8 +152,8 @@ class Rebalancer:
         if not dry_run:
             for z in np.unique(target[changed]):
                 ids = [m.ids[i] for i in changed[target[changed] == z]]
-                self._store.set_same(tenant, ids, {"zone": int(z)})
-        return len(rows), dict(moved)
+                self._repo.set_zone(tenant, Zone(int(z)), ids=ids)
+        return len(m), dict(moved)
 
     # -- capacity ----------------------------------------------------------------------------
 
@@ -216,11 +169,9 @@ class Rebalancer:
             cap = self._zones.capacity_of(zone)
             # Count only the bounded zones: they are small, and counting a large belt or cloud
             # costs time in proportion to it.
-            if zone == Zone.CLOUD or self._store.count_where(tenant, [Eq("zone", int(zone))]) <= cap:
+            if zone == Zone.CLOUD or self._repo.count(tenant, Selection(zones=(zone,))) <= cap:
                 continue
-            rows = [r for page in self._store.scan_fields(tenant, SCORE_FIELDS,
-                                                          [Eq("zone", int(zone))]) for r in page]
-            m = _Members.of(rows)
+            m = self._repo.members(tenant, Selection(zones=(zone,)))
             # Rank by the score as it stands now, with C from the last recall.
             scores = self._fn.total(m.recall_count, m.last, m.importance, m.context, now)
             keep = 2 * m.pinned + np.fromiter((i in keep_ids for i in m.ids), np.int64, len(m.ids))
@@ -233,20 +184,20 @@ class Rebalancer:
             dest = np.where(m.pinned[out] == 1, int(zone) + 1,
                             np.maximum(int(zone) + 1, resting))
             for z in np.unique(dest):
-                self._store.set_same(tenant, [m.ids[i] for i in out[dest == z]], {"zone": int(z)})
+                self._repo.set_zone(tenant, Zone(int(z)), ids=[m.ids[i] for i in out[dest == z]])
             events += [
                 ZoneEvent(event_id(m.ids[i], m.version(int(i)), int(zone), str(int(d))),
                           tenant, m.ids[i], zone, Zone(int(d)), "capacity", now, m.content_hash[i])
                 for i, d in zip(out, dest, strict=True)
             ]
-        self._store.append_events(events)
+        self._repo.append_events(events)
         return events
 
     def _overflow_after(self, tenant: str, moved: dict[tuple[Zone, Zone], int]) -> int:
         """How many evictions the moves would cause (for a dry run), cascade included."""
         bounded = [z for z in self._zones.bounded_zones() if z != Zone.CLOUD]
         counts: dict[Zone, int] = {
-            z: self._store.count_where(tenant, [Eq("zone", int(z))]) for z in bounded
+            z: self._repo.count(tenant, Selection(zones=(z,))) for z in bounded
         }
         for (src, dst), n in moved.items():
             counts[src] = counts.get(src, 0) - n
@@ -261,23 +212,20 @@ class Rebalancer:
 
     # -- forgetting --------------------------------------------------------------------------
 
-    def _forgettable(self, now: float) -> Sequence[Condition]:
+    def _forgettable(self, now: float) -> Selection:
         # In the cloud, or falling there in this rebalance (so a dry run counts what a real
         # run, which moves first and forgets after, will forget).
-        in_cloud = Either((Eq("zone", int(Zone.CLOUD)), Between(DROP_FIELDS[-1], lt=now)))
-        return [in_cloud, Eq("pinned", 0),
-                Between("last_recalled_at", lt=now - self._forget_after)]
+        return Selection(unpinned=True, reaching_cloud_by=now,
+                         not_recalled_since=now - self._forget_after)
 
     def forget(self, tenant: str, now: float) -> int:
         """Delete forgettable memories, ledger first: an event is written before its memory goes."""
-        rows = [r for page in self._store.scan_fields(tenant, SCORE_FIELDS, self._forgettable(now))
-                for r in page]
-        if not rows:
+        m = self._repo.members(tenant, self._forgettable(now))
+        if not m.ids:
             return 0
-        m = _Members.of(rows)
-        self._store.append_events([
+        self._repo.append_events([
             ZoneEvent(event_id(pid, "", int(Zone.CLOUD), "forgotten"), tenant, pid, Zone.CLOUD,
                       None, "forgotten", now, m.content_hash[i])
             for i, pid in enumerate(m.ids)
         ])
-        return self._store.delete(tenant, m.ids)
+        return self._repo.delete(tenant, m.ids)

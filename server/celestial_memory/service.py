@@ -2,17 +2,16 @@
 stats and rebalance. Front ends (the gRPC servicer, tests) call it with domain types only.
 
 Every method validates its whole input before it writes anything. Methods are synchronous and
-thread-safe: read-modify-write sequences (reinforcement, update, capacity enforcement, rebalance)
-run under one lock; the gRPC layer calls them from worker threads.
+thread-safe; the gRPC layer calls them from worker threads. Concurrency has one owner, the
+placement (placement.py): read-modify-write sequences (reinforcement, update, capacity, rebalance)
+run under the tenant's lock there, and reads run beside them.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 import uuid
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 from celestial_memory.clock import Clock, ManualClock
@@ -20,6 +19,7 @@ from celestial_memory.config import Settings
 from celestial_memory.domain import validation as check
 from celestial_memory.domain.importance import ImportanceEvaluator
 from celestial_memory.domain.models import (
+    EDITED,
     Memory,
     MemoryFilter,
     RebalanceReport,
@@ -30,60 +30,24 @@ from celestial_memory.domain.models import (
     ZoneEvent,
     content_hash,
 )
+from celestial_memory.domain.requests import MemoryChanges, NewMemory, RecallQuery
 from celestial_memory.domain.scoring import MemoryFunction, ScoreBreakdown
-from celestial_memory.domain.trajectory import DROP_FIELDS, drop_times
+from celestial_memory.domain.trajectory import drop_times
 from celestial_memory.domain.zones import Zone, ZoneTable
 from celestial_memory.embedding import Embedder
 from celestial_memory.errors import FailedPrecondition, InvalidArgument, NotFound
+from celestial_memory.placement import Placement
 from celestial_memory.rebalancer import Rebalancer
-from celestial_memory.reinforcement import ReinforcementQueue
 from celestial_memory.retrieval import Retrieval, zone_order
-from celestial_memory.store.base import MemoryStore
+from celestial_memory.store.repository import MemoryRepository
 from celestial_memory.transfer import Transfer
-
-
-@dataclass(slots=True)
-class NewMemory:
-    content: str
-    importance: float | None = None
-    tags: list[str] = field(default_factory=list)
-    session_id: str = ""
-    agent_id: str = ""
-    metadata: dict[str, str] = field(default_factory=dict)
-    created_at: float | None = None
-    vector: Sequence[float] | Vector | None = None
-    id: str = ""
-    pinned: bool = False
-    context: str = ""  # indexed for search, not part of the content (retrieval.py)
-
-
-@dataclass(slots=True)
-class RecallQuery:
-    query: str = ""
-    limit: int = 0
-    filter: MemoryFilter = field(default_factory=MemoryFilter)
-    reinforce: bool = True
-    context: str = ""
-    query_vector: Sequence[float] | None = None
-    min_relevance: float | None = None
-    ignore_zones: bool = False  # rank by relevance alone (plain hybrid search)
-
-
-@dataclass(slots=True)
-class MemoryChanges:
-    content: str | None = None
-    importance: float | None = None
-    tags: list[str] | None = None
-    metadata: dict[str, str] | None = None
-    pinned: bool | None = None
-    vector: Sequence[float] | None = None
 
 
 class MemoryService:
     def __init__(
         self,
         settings: Settings,
-        store: MemoryStore,
+        store: MemoryRepository,
         embedder: Embedder,
         clock: Clock,
         evaluator: ImportanceEvaluator,
@@ -100,56 +64,23 @@ class MemoryService:
         self.fn = MemoryFunction.from_settings(settings)
         self.zones = ZoneTable.from_settings(settings)
         self._evaluator = evaluator
-        self._lock = threading.RLock()
-        self.rebalancer = Rebalancer(store, self.fn, self.zones, clock, self._lock, settings)
-        # Tenants whose capacity enforcement after a scheduled flush is deferred (see below),
-        # with the ids to keep, and when each tenant was last enforced (monotonic seconds).
-        self._deferred: dict[str, set[str]] = {}
-        self._enforced_at: dict[str, float] = {}
-        self._queue = ReinforcementQueue(
-            store, settings.reinforce_flush_ms / 1000, on_flushed=self._after_reinforcement,
-            on_tick=self._enforce_deferred,
-        )
-        self.transfer = Transfer(
-            settings, store, self.retrieval, self.rebalancer, self._flush, self._lock, clock
-        )
+        self.rebalancer = Rebalancer(store, self.fn, self.zones, clock, settings)
+        self.placement = Placement(store, self.rebalancer, settings)
+        self.transfer = Transfer(settings, store, self.retrieval, self.placement, clock)
 
     def close(self) -> None:
         """Write pending reinforcements, then flush and close the store."""
-        self._queue.close()
+        self.placement.close()
         self.store.close()
 
-    def _flush(self) -> None:
-        """Write pending reinforcements and enforce every deferred capacity: what any read
-        through the service sees."""
-        self._queue.flush()
-        self._enforce_deferred(force=True)
+    def tenants(self) -> list[str]:
+        """Every tenant that has at least one memory (the periodic rebalance visits each)."""
+        return self.store.tenants()
 
-    def _after_reinforcement(self, tenant: str, ids: set[str], scheduled: bool) -> None:
-        """Capacity after reinforcements. Under a steady recall load a full zone would be
-        re-ranked after every flush (about 22 ms for a full outer zone at 100,000 memories), so
-        a scheduled flush or a written-through recall only defers: the queue's tick enforces a
-        tenant at most every ``capacity_interval_ms``, off the recall's path. Explicit flushes
-        (any read or write through the service) enforce at once."""
-        with self._lock:
-            self._deferred.setdefault(tenant, set()).update(ids)
-        if not scheduled:
-            self._enforce_deferred(force=True, only=tenant)
-
-    def _enforce_deferred(self, force: bool = False, only: str | None = None) -> None:
-        if not self._deferred:  # the flusher's tick, every interval: usually nothing to do
-            return
-        interval = self.settings.capacity_interval_ms / 1000
-        with self._lock:
-            now = time.monotonic()
-            for tenant in [only] if only is not None else list(self._deferred):
-                if tenant not in self._deferred:
-                    continue
-                if not force and now - self._enforced_at.get(tenant, -1e9) < interval:
-                    continue
-                keep = self._deferred.pop(tenant)
-                self._enforced_at[tenant] = now
-                self.rebalancer.enforce_capacity(tenant, keep_ids=keep)
+    def build_indexes(self) -> bool:
+        """Build the vector indexes if enough was written since the last build (minutes at
+        100,000 memories: the server runs this off the request path); True if it built."""
+        return self.store.optimize()
 
     def _placed(self, m: Memory, now: float) -> Memory:
         """Stamp a memory about to be written with its drop times and write time."""
@@ -200,22 +131,10 @@ class MemoryService:
                     vector=dense[i], context=it.context, index=index[i],
                 ), now
             ))
-        with self._lock:
-            self.store.upsert(memories)
-            self._enforce_capacity(tenant, memories)
+        self.placement.write(tenant, memories)
         for m in memories:
             m.vector = m.index = None
         return memories
-
-    def _enforce_capacity(
-        self, tenant: str, written: Sequence[Memory], keep_ids: Collection[str] = ()
-    ) -> None:
-        """After a write: push overflow outward and show the memories just written where
-        capacity left them."""
-        events = self.rebalancer.enforce_capacity(tenant, keep_ids=keep_ids)
-        moved = {e.memory_id: e.to_zone for e in events if e.to_zone is not None}
-        for m in written:
-            m.zone = moved.get(m.id, m.zone)
 
     def _check_new(self, item: NewMemory, index: int, batch: bool) -> NewMemory:
         p = f"requests[{index}]." if batch else ""
@@ -265,10 +184,10 @@ class MemoryService:
         relevance = self.retrieval.relevance(signals, keywords=not hq.keywords.is_empty())
         cvec = self.embedder.embed([context_text])[0] if context_text else None
 
-        with self._lock:
-            pending = self._queue.overlay_many(tenant, ids)
+        with self.placement.locked(tenant):
+            pending = self.placement.pending(tenant, ids)
             for mid, p in pending.items():  # a reinforcement not written yet may have moved it
-                zone_of[mid] = min(zone_of[mid], Zone(p["zone"]))
+                zone_of[mid] = min(zone_of[mid], p.zone)
             ranked = zone_order(
                 [int(zone_of[mid]) for mid in ids], relevance, gate, s.zone_margin,
                 by_zone=not q.ignore_zones,
@@ -283,16 +202,16 @@ class MemoryService:
             mems = [found[ids[r.index]] for r in ranked]
             for m in mems:
                 if waiting := pending.get(m.id):  # count from the pending reinforcement
-                    m.recall_count = waiting["recall_count"]
-                    m.last_recalled_at = waiting["last_recalled_at"]
-                    m.context_score = waiting["context_score"]
+                    m.recall_count = waiting.recall_count
+                    m.last_recalled_at = waiting.last_recalled_at
+                    m.context_score = waiting.context_score
                 m.zone = zone_of[m.id]
             found_in = [m.zone for m in mems]
             cs = [max(context.get(m.id, 0.0), 0.0) for m in mems]
             breakdowns = self._score_recalled(mems, cs, q.reinforce)
             if q.reinforce and mems:
-                # Written behind (see reinforcement.py); capacity is enforced after the write.
-                self._queue.submit(tenant, [(m.id, _reinforced_fields(m)) for m in mems])
+                # Capacity follows off the recall's path (placement.py).
+                self.placement.reinforce(tenant, mems)
         return [
             RecallResult(m, z, r.relevance, b)
             for m, z, r, b in zip(mems, found_in, ranked, breakdowns, strict=True)
@@ -329,13 +248,17 @@ class MemoryService:
 
     # -- get / update / delete -------------------------------------------------------------
 
+    def _flush(self) -> None:
+        """Pending reinforcements and deferred capacity, before a read that must see them."""
+        self.placement.flush()
+
     def get(self, tenant: str, memory_id: str) -> Memory:
         mid = check.memory_id(memory_id)
         self._flush()
         return self._find(tenant, mid)
 
     def _find(self, tenant: str, mid: str) -> Memory:
-        # No queue flush here: update calls this under the service lock (see reinforcement.py).
+        # No flush here: update calls this under the tenant's lock (placement.py).
         found = self.store.get(tenant, [mid])
         if mid not in found:
             raise NotFound(f"memory {mid} not found")
@@ -357,7 +280,7 @@ class MemoryService:
             vec = self.embedder.embed([new_content])[0]
 
         self._flush()
-        with self._lock:
+        with self.placement.locked(tenant):
             m = self._find(tenant, mid)
             now = self.clock.now()
             if new_content is not None:
@@ -387,14 +310,14 @@ class MemoryService:
                 self.store.upsert([m])
                 m.vector = m.index = None
             else:
-                self.store.set_fields(tenant, [(m.id, _editable_fields(m))])
-            self._enforce_capacity(tenant, [m], keep_ids={m.id})
+                self.store.save(tenant, [m], EDITED)
+            self.placement.enforce(tenant, [m], keep_ids={m.id})
         return m
 
     def delete(self, tenant: str, memory_id: str) -> bool:
         mid = check.memory_id(memory_id)
         self._flush()
-        with self._lock:
+        with self.placement.locked(tenant):
             return self.store.delete(tenant, [mid]) > 0
 
     def delete_by_filter(self, tenant: str, flt: MemoryFilter) -> int:
@@ -402,7 +325,7 @@ class MemoryService:
         if flt.is_empty():
             raise InvalidArgument("filter", "is empty: refusing to delete the whole tenant")
         self._flush()
-        with self._lock:
+        with self.placement.locked(tenant):
             return self.store.delete_by_filter(tenant, flt)
 
     # -- stats / rebalance ------------------------------------------------------------------
@@ -422,8 +345,7 @@ class MemoryService:
     def rebalance(
         self, tenant: str, dry_run: bool = False, full: bool = False, forget: bool = True
     ) -> RebalanceReport:
-        self._flush()
-        return self.rebalancer.rebalance(tenant, dry_run, full, forget)
+        return self.placement.rebalance(tenant, dry_run, full, forget)
 
     def recent(self, tenant: str, flt: MemoryFilter, limit: int) -> list[Memory]:
         """The seeds' helpers: the newest memories, e.g. of one session; no reinforcement."""
@@ -459,30 +381,3 @@ class MemoryService:
             m.recall_count, m.last_recalled_at, m.importance, m.context_score, self.clock.now()
         )
 
-
-def _placement(m: Memory) -> dict[str, object]:
-    assert m.drop_times is not None
-    return {**dict(zip(DROP_FIELDS, m.drop_times, strict=True)), "written_at": m.written_at}
-
-
-def _reinforced_fields(m: Memory) -> Mapping[str, object]:
-    return {
-        "recall_count": m.recall_count,
-        "last_recalled_at": m.last_recalled_at,
-        "context_score": m.context_score,
-        "score": m.score,
-        "zone": int(m.zone),
-        **_placement(m),
-    }
-
-
-def _editable_fields(m: Memory) -> Mapping[str, object]:
-    return {
-        **_placement(m),
-        "tags": m.tags,
-        "metadata": m.metadata,
-        "pinned": int(m.pinned),
-        "importance": m.importance,
-        "score": m.score,
-        "zone": int(m.zone),
-    }

@@ -10,9 +10,7 @@ broken import can be sent again. Capacities are enforced after each batch, as af
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from typing import cast
 
 import numpy as np
@@ -20,36 +18,28 @@ from celestial_memory.clock import Clock
 from celestial_memory.config import Settings
 from celestial_memory.domain import validation as check
 from celestial_memory.domain.models import Memory, Vector, content_hash
+from celestial_memory.domain.requests import Imported
 from celestial_memory.errors import InvalidArgument
-from celestial_memory.rebalancer import Rebalancer
+from celestial_memory.placement import Placement
 from celestial_memory.retrieval import Retrieval
-from celestial_memory.store.base import MemoryStore
-
-
-@dataclass(slots=True)
-class Imported:
-    """One memory as an import receives it (the proto's ExportedMemory, decoded)."""
-
-    memory: Memory  # vector set; tenant ignored
-    context_vector: Vector | None
+from celestial_memory.store.repository import MemoryRepository
 
 
 class Transfer:
     def __init__(
-        self, settings: Settings, store: MemoryStore, retrieval: Retrieval, rebalancer: Rebalancer,
-        flush: Callable[[], None], lock: threading.RLock, clock: Clock,
+        self, settings: Settings, store: MemoryRepository, retrieval: Retrieval,
+        placement: Placement, clock: Clock,
     ) -> None:
         self._settings = settings
         self._store = store
         self._retrieval = retrieval
-        self._rebalancer = rebalancer
-        self._flush = flush  # pending reinforcements and deferred capacity
-        self._lock = lock
+        self._placement = placement
+        self._rebalancer = placement.rebalancer
         self._clock = clock
 
     def export_pages(self, tenant: str, after_id: str = "") -> Iterator[list[Memory]]:
         after = check.memory_id(after_id, "after_id") if after_id else ""
-        self._flush()  # recalls acknowledged before the export are in it
+        self._placement.flush()  # recalls acknowledged before the export are in it
         yield from self._store.export_pages(tenant, after)
 
     def import_batch(self, tenant: str, items: Sequence[Imported]) -> int:
@@ -69,10 +59,8 @@ class Transfer:
             m.index = ix
         ids = [m.id for m in memories]
         check.own_ids(tenant, self._store.owners(ids), ids, "memories")
-        self._flush()
-        with self._lock:
-            self._store.upsert(memories)
-            self._rebalancer.enforce_capacity(tenant)
+        self._placement.flush()
+        self._placement.write(tenant, memories)
         return len(memories)
 
     def _checked(self, tenant: str, it: Imported, i: int, now: float) -> tuple[Memory, Vector | None]:

@@ -13,12 +13,12 @@ from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.models import Memory
+from celestial_memory.domain.requests import NewMemory, RecallQuery
 from celestial_memory.embedding import SentenceTransformerEmbedder
 from celestial_memory.grpc_api.server import MemoryServer
-from celestial_memory.service import MemoryService, NewMemory, RecallQuery
-from celestial_memory.store.edge_store import EdgeStore
+from celestial_memory.service import MemoryService
+from celestial_memory.store import open_edge, open_qdrant
 from celestial_memory.store.payload import to_payload
-from celestial_memory.store.qdrant_store import QdrantStore
 
 from tests.conftest import unit_vectors
 
@@ -28,8 +28,8 @@ T = "mig"
 
 def service(kind: str, path: Path, embedder: SentenceTransformerEmbedder,
             clock: ManualClock) -> MemoryService:
-    store = (EdgeStore(path / "edge", embedder.dimension) if kind == "edge"
-             else QdrantStore(":memory:", embedder.dimension, "mig"))
+    store = (open_edge(path / "edge", embedder.dimension) if kind == "edge"
+             else open_qdrant(":memory:", embedder.dimension, "mig"))
     return build_service(Settings(data_dir=path, rebalance_interval_s=0,
                                   optimize_interval_s=0), embedder=embedder, store=store,
                          clock=clock)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 from celestial_memory.domain.models import MemoryFilter
+from celestial_memory.domain.requests import Imported, MemoryChanges, NewMemory, RecallQuery
 from celestial_memory.errors import NotFound, PermissionDenied
-from celestial_memory.service import MemoryChanges, MemoryService, NewMemory, RecallQuery
-from celestial_memory.transfer import Imported
+from celestial_memory.service import MemoryService
 
 
 def seed(service: MemoryService) -> tuple[list[str], list[str]]:

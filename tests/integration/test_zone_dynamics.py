@@ -12,11 +12,12 @@ import pytest
 from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
+from celestial_memory.domain.requests import MemoryChanges, NewMemory, RecallQuery
 from celestial_memory.domain.zones import Zone
 from celestial_memory.embedding import SentenceTransformerEmbedder
 from celestial_memory.reinforcement import ReinforcementQueue
-from celestial_memory.service import MemoryChanges, MemoryService, NewMemory, RecallQuery
-from celestial_memory.store.edge_store import EdgeStore
+from celestial_memory.service import MemoryService
+from celestial_memory.store import open_edge
 
 from tests.conftest import open_backend, unit_vectors
 
@@ -52,10 +53,12 @@ def test_recall_is_written_behind_and_read_back(behind: MemoryService) -> None:
     service = behind
     v = unit_vectors(1)[0]
     (mid,) = store_vectors(service, v[None])
+    counts = []
     for _ in range(3):
-        recall(service, v)
-    # Recalls before the flush count from the pending state, so none is lost...
-    assert service.store.get(T, [mid])[mid].recall_count in (0, 1, 2, 3)
+        (r,) = service.recall(T, RecallQuery(query_vector=v.tolist(), limit=1, min_relevance=0.5))
+        counts.append(r.memory.recall_count)
+    # Each recall counts from the pending state, written or not, so none is lost...
+    assert counts == [1, 2, 3]
     # ...and any read through the service flushes first.
     assert service.get(T, mid).recall_count == 3
     assert service.store.get(T, [mid])[mid].recall_count == 3
@@ -73,7 +76,7 @@ def test_write_through_is_in_the_store_when_the_recall_returns(
         for n in (1, 2, 3):
             clock.advance(60)
             recall(svc, v)
-            assert svc._queue.pending() == 0
+            assert svc.placement.queue.pending() == 0
             stored = svc.store.get(T, [mid])[mid]  # the store itself, no flush asked for
             assert (stored.recall_count, stored.last_recalled_at) == (n, clock.now())
     finally:
@@ -93,7 +96,7 @@ def test_the_flusher_writes_without_being_asked(behind: MemoryService) -> None:
 
 
 def test_a_closing_queue_writes_everything_pending(tmp_path: Path) -> None:
-    store = EdgeStore(tmp_path / "s", 4)
+    store = open_edge(tmp_path / "s", 4)
     from celestial_memory.domain.models import IndexVectors, Memory, Sparse
 
     v = np.ones(4, np.float32)
@@ -101,23 +104,25 @@ def test_a_closing_queue_writes_everything_pending(tmp_path: Path) -> None:
                score=0.1, importance=0.5, recall_count=0, created_at=0.0, last_recalled_at=0.0,
                vector=v, index=IndexVectors(v, Sparse([], []), Sparse([], [])))
     store.upsert([m])
-    flushed: list[set[str]] = []
-    q = ReinforcementQueue(store, interval_s=3600, on_flushed=lambda t, ids, s: flushed.append(ids))
-    q.submit(T, [(m.id, {"recall_count": 5})])
+    q = ReinforcementQueue(store, write_through=False)
+    m.recall_count = 5
+    assert q.submit(T, [m]) == set()  # queued, nothing written yet
+    m.recall_count = 99  # the queue keeps its own copy of the state submitted
     assert q.pending() == 1 and store.get(T, [m.id])[m.id].recall_count == 0
-    q.close()
-    assert q.pending() == 0 and flushed == [{m.id}]
+    assert q.overlay(T, [m.id])[m.id].recall_count == 5
+    assert q.close() == {T: {m.id}}
+    assert q.pending() == 0
     store.close()
-    assert EdgeStore(tmp_path / "s", 4).get(T, [m.id])[m.id].recall_count == 5
+    assert open_edge(tmp_path / "s", 4).get(T, [m.id])[m.id].recall_count == 5
     with pytest.raises(RuntimeError):
-        q.submit(T, [(m.id, {"recall_count": 6})])
+        q.submit(T, [m])
 
 
 def test_recall_without_reinforcement_queues_nothing(service: MemoryService) -> None:
     v = unit_vectors(1, seed=2)[0]
     (mid,) = store_vectors(service, v[None])
     recall(service, v, reinforce=False)
-    assert service._queue.pending() == 0
+    assert service.placement.queue.pending() == 0
     assert service.get(T, mid).recall_count == 0
 
 
@@ -150,7 +155,7 @@ def test_forgetting_deletes_but_the_ledger_remembers(
     assert rep.forgotten == 1
     with pytest.raises(Exception, match="not found"):
         service.get(T, forget_me)
-    assert service.get(T, pinned).pinned and service.get(T, recent)
+    assert service.get(T, pinned).pinned and service.get(T, recent).id == recent
     (event,) = [e for e in service.ledger(T) if e.reason == "forgotten"]
     assert (event.memory_id, event.from_zone, event.to_zone) == (forget_me, Zone.CLOUD, None)
     service.rebalance(T)
@@ -206,7 +211,7 @@ def test_rebalance_lease_keeps_replicas_apart(
     assert store.acquire_lease(f"rebalance:{T}", "A", clock.now(), 60) == "A"
     clock.advance(61)  # A crashed holding it: it expires
     assert b.rebalance(T).skipped_by == ""
-    a._queue.close()
+    a.placement.close()
     b.close()
 
 
@@ -240,5 +245,5 @@ def test_concurrent_replicas_rebalance_once(
     events = replicas[1].ledger(T)
     assert len({e.id for e in events}) == len(events)
     assert len({e.memory_id for e in events}) == len(events)
-    replicas[0]._queue.close()
+    replicas[0].placement.close()
     replicas[1].close()

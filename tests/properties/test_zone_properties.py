@@ -17,10 +17,11 @@ from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.models import MemoryFilter
+from celestial_memory.domain.requests import MemoryChanges, NewMemory, RecallQuery
 from celestial_memory.domain.zones import Zone
 from celestial_memory.embedding import SentenceTransformerEmbedder
-from celestial_memory.service import MemoryChanges, MemoryService, NewMemory, RecallQuery
-from celestial_memory.store.edge_store import EdgeStore
+from celestial_memory.service import MemoryService
+from celestial_memory.store import open_edge
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -78,7 +79,7 @@ def test_random_histories_keep_the_zone_invariants(
     history = initial + then
     with tempfile.TemporaryDirectory() as tmp:
         clock = ManualClock(1_700_000_000.0)
-        store = EdgeStore(Path(tmp) / "s", DIM)
+        store = open_edge(Path(tmp) / "s", DIM)
         svc = build_service(
             Settings(zone_capacities=CAPACITIES, zone_thresholds=THRESHOLDS, auto_forget_days=2.0),
             embedder=embedder, store=store, clock=clock,

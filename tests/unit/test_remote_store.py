@@ -7,7 +7,7 @@ from typing import Any
 import grpc
 import pytest
 from celestial_memory.errors import SchemaMismatch
-from celestial_memory.store.qdrant_store import QdrantStore
+from celestial_memory.store import open_qdrant
 from celestial_memory.store.retry import Retrying
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import UnexpectedResponse
@@ -68,16 +68,16 @@ def test_retries_give_up_after_the_limit() -> None:
 
 def test_start_is_idempotent_and_keeps_what_is_there() -> None:
     client = QdrantClient(location=":memory:")
-    QdrantStore(":memory:", 8, "c", client=client)
-    QdrantStore(":memory:", 8, "c", client=client)  # a second replica starting
+    open_qdrant(":memory:", 8, "c", client=client)
+    open_qdrant(":memory:", 8, "c", client=client)  # a second replica starting
     assert client.get_collection("c").config.params.sparse_vectors is not None
 
 
 def test_a_dimension_mismatch_is_refused_clearly() -> None:
     client = QdrantClient(location=":memory:")
-    QdrantStore(":memory:", 8, "c", client=client)
+    open_qdrant(":memory:", 8, "c", client=client)
     with pytest.raises(SchemaMismatch, match=r"'dense' is 8-d .*not 16-d cosine"):
-        QdrantStore(":memory:", 16, "c", client=client)
+        open_qdrant(":memory:", 16, "c", client=client)
 
 
 def test_a_foreign_collection_is_refused_clearly() -> None:
@@ -85,4 +85,4 @@ def test_a_foreign_collection_is_refused_clearly() -> None:
     client.create_collection("c", vectors_config=models.VectorParams(
         size=8, distance=models.Distance.DOT))
     with pytest.raises(SchemaMismatch, match=r"no dense vector 'dense'.*no sparse vector"):
-        QdrantStore(":memory:", 8, "c", client=client)
+        open_qdrant(":memory:", 8, "c", client=client)

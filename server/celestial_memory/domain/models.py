@@ -46,6 +46,12 @@ class Memory:
     written_at: float = 0.0  # last store, reinforcement or update: keys ledger events
 
 
+# The attributes each kind of write changes (the repository's ``save``).
+REINFORCED = ("recall_count", "last_recalled_at", "context_score", "score", "zone", "drop_times",
+              "written_at")
+EDITED = ("tags", "metadata", "pinned", "importance", "score", "zone", "drop_times", "written_at")
+
+
 @dataclass(frozen=True, slots=True)
 class Sparse:
     """A sparse keyword vector: term ids and their BM25 weights (see keywords.py)."""

@@ -3,7 +3,7 @@
 Between writes a memory's resting score (C = 0, as the rebalance scores it) only falls, and at a
 known rate: S(t) = base - w_f·min(alpha·(t - last)/|floor|, 1) with base = w_r·R + w_a·A. So at
 every write the moment S drops below each zone threshold is known: ``drop_times``. These are
-stored as indexed payload fields (``drop_core`` ... ``drop_belt``), and a rebalance finds every
+stored as indexed payload fields (store/payload.py ``DROP_FIELDS``), and a rebalance finds every
 memory that must move with one range filter per zone instead of rescoring everything.
 """
 
@@ -17,7 +17,6 @@ from celestial_memory.domain.zones import ZoneTable
 # Finite sentinels (payloads are JSON): "already below" and "never drops below".
 ALREADY = -1e18
 NEVER = 1e18
-DROP_FIELDS = ("drop_core", "drop_inner", "drop_outer", "drop_belt")
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -53,7 +52,3 @@ def drop_times(
     # F stops at -1: a memory whose floor score still reaches the threshold never drops below.
     return np.where(base - fn.w_freshness >= thr, NEVER, out)
 
-
-def drop_fields(times: FloatArray) -> dict[str, float]:
-    """Payload fields of one memory's drop times."""
-    return {name: float(t) for name, t in zip(DROP_FIELDS, times, strict=True)}

@@ -14,11 +14,10 @@ from celestial_memory.domain.models import (
     Stats,
     ZoneEvent,
 )
+from celestial_memory.domain.requests import Imported, MemoryChanges, NewMemory, RecallQuery
 from celestial_memory.domain.scoring import ScoreBreakdown
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import InvalidArgument
-from celestial_memory.service import MemoryChanges, NewMemory, RecallQuery
-from celestial_memory.transfer import Imported
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 

@@ -63,7 +63,7 @@ class MemoryServer:
         while True:
             await asyncio.sleep(interval)
             try:
-                for tenant in await asyncio.to_thread(self.service.store.tenants):
+                for tenant in await asyncio.to_thread(self.service.tenants):
                     rep = await asyncio.to_thread(self.service.rebalance, tenant)
                     log.info(
                         "rebalance %s: %d scanned, %d moved",
@@ -79,7 +79,7 @@ class MemoryServer:
             await asyncio.sleep(interval)
             try:
                 started = time.perf_counter()
-                if await asyncio.to_thread(self.service.store.optimize):
+                if await asyncio.to_thread(self.service.build_indexes):
                     log.info("vector indexes built in %.1f s", time.perf_counter() - started)
             except Exception:
                 log.exception("building the vector indexes failed")

@@ -13,11 +13,11 @@ from typing import Any, TypeVar
 import grpc
 from celestial.v1 import memory_pb2 as pb
 from celestial.v1 import memory_pb2_grpc as pb_grpc
+from celestial_memory.domain.requests import Imported, NewMemory
 from celestial_memory.errors import InvalidArgument
 from celestial_memory.grpc_api import converters as cv
 from celestial_memory.grpc_api.status import mapped, mapped_stream
-from celestial_memory.service import MemoryService, NewMemory
-from celestial_memory.transfer import Imported
+from celestial_memory.service import MemoryService
 
 T = TypeVar("T")
 # Imported memories are validated and written in batches of this many (one write each).

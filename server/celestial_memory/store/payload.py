@@ -1,19 +1,28 @@
-"""The Qdrant data model shared by every backend: payload layout, indexes and filters.
+"""The Qdrant data model shared by every engine: vectors, payload layout, indexes, conditions.
 
 Flags are stored as integers: Qdrant Edge 0.9.0's ``MatchValue(True)`` matches nothing on
 booleans. Times are POSIX seconds (float) so ranges and the memory function use them directly.
-Filters are built here as backend-neutral conditions that each backend translates.
+Filters are built here as backend-neutral conditions that each engine translates; this is the
+only module that names payload fields (docs/design.md, "Data model").
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from celestial_memory.domain.models import IndexVectors, Memory, MemoryFilter, Sparse, ZoneEvent
-from celestial_memory.domain.trajectory import DROP_FIELDS
+from celestial_memory.domain.models import (
+    IndexVectors,
+    Memory,
+    MemoryFilter,
+    Sparse,
+    Vector,
+    ZoneEvent,
+)
+from celestial_memory.domain.selection import Members, Selection
+from celestial_memory.domain.trajectory import ALREADY
 from celestial_memory.domain.zones import Zone
 
 # The four named vectors of a memory point; recall scores a memory by all four (retrieval.py).
@@ -23,19 +32,21 @@ KEYWORDS = "keywords"
 CONTEXT_KEYWORDS = "keywords_context"
 SIGNALS = (DENSE, CONTEXT_DENSE, KEYWORDS, CONTEXT_KEYWORDS)
 # The content vector's HNSW search runs on int8 copies, then rescores this many times its limit
-# with the float vectors (edge_store.py has the measurements).
+# with the float vectors (docs/design.md, "Recall" has the measurements).
 QUANTIZED_OVERSAMPLING = 2.0
+# When the resting score drops below each zone threshold, core..belt (domain/trajectory.py).
+DROP_FIELDS = ("drop_core", "drop_inner", "drop_outer", "drop_belt")
 
 
-def search_vectors(m: Memory, sparse: Callable[[Sparse], Any]) -> dict[str, Any]:
-    """A memory's four named vectors, sparse ones made by the backend's ``sparse``."""
+def search_vectors(m: Memory) -> dict[str, Vector | Sparse]:
+    """A memory's four named vectors."""
     if m.vector is None or m.index is None:
         raise ValueError(f"memory {m.id} has no search vectors")
     return {
-        DENSE: m.vector.tolist(),
-        CONTEXT_DENSE: m.index.context_dense.tolist(),
-        KEYWORDS: sparse(m.index.keywords),
-        CONTEXT_KEYWORDS: sparse(m.index.context_keywords),
+        DENSE: m.vector,
+        CONTEXT_DENSE: m.index.context_dense,
+        KEYWORDS: m.index.keywords,
+        CONTEXT_KEYWORDS: m.index.context_keywords,
     }
 
 # Payload indexes: field -> kind. The tenant index is an is_tenant keyword index. Only what is
@@ -117,6 +128,33 @@ def from_payload(point_id: object, p: dict[str, Any], vector: Any = None) -> Mem
     )
 
 
+def payload_fields(m: Memory, attributes: Sequence[str]) -> dict[str, Any]:
+    """The payload fields that hold the named attributes of ``m`` (``drop_times`` is four, and
+    none while unset)."""
+    p = to_payload(m)
+    keys = [k for a in attributes for k in (DROP_FIELDS if a == "drop_times" else (a,))]
+    return {k: p[k] for k in keys if k in p}
+
+
+# What the memory function needs of a memory, for vectorised scoring (domain/selection.Members).
+MEMBER_FIELDS = ("zone", "pinned", "recall_count", "last_recalled_at", "importance",
+                 "context_score", "content_hash", "written_at")
+
+
+def members(rows: Sequence[tuple[str, dict[str, Any]]]) -> Members:
+    def col(name: str, dtype: type, default: object = 0) -> Any:
+        return np.fromiter((p.get(name, default) for _, p in rows), dtype, len(rows))
+
+    return Members(
+        ids=[pid for pid, _ in rows], zone=col("zone", np.int64),
+        pinned=col("pinned", np.int64), recall_count=col("recall_count", np.float64),
+        last=col("last_recalled_at", np.float64), importance=col("importance", np.float64),
+        context=col("context_score", np.float64),
+        content_hash=[str(p.get("content_hash", "")) for _, p in rows],
+        written_at=col("written_at", np.float64),
+    )
+
+
 def exported_memory(point_id: object, payload: dict[str, Any], vectors: dict[str, Any]) -> Memory:
     """A memory read for export: payload, content vector and contextual vector."""
     m = from_payload(point_id, payload, np.asarray(vectors[DENSE], dtype=np.float32))
@@ -188,6 +226,35 @@ def conditions(
     if flt.min_importance is not None:
         out.append(Between("importance", gte=flt.min_importance))
     out.extend(Eq(f"metadata.{k}", v) for k, v in sorted(flt.metadata.items()))
+    return out
+
+
+def selection_conditions(tenant: str, sel: Selection) -> list[Condition]:
+    """A Selection (domain/selection.py) as conditions on the indexed fields."""
+    out: list[Condition] = [Eq("tenant", tenant)]
+    if len(sel.zones) == 1:
+        out.append(Eq("zone", int(sel.zones[0])))
+    elif sel.zones:
+        out.append(AnyOf("zone", tuple(int(z) for z in sel.zones)))
+    if sel.unpinned:
+        out.append(Eq("pinned", 0))
+    if (f := sel.falling) is not None:
+        drop = DROP_FIELDS[f.src]
+        if f.since is None:
+            out.append(Between(drop, lt=f.now))
+        else:  # passed since the last rebalance, or already below when last written
+            out.append(Either((Between(drop, gte=f.since, lt=f.now), Between(drop, lt=ALREADY / 2))))
+        # Drop times grow zone by zone: it falls to dst when drop[dst-1] has passed and
+        # drop[dst] has not.
+        if f.dst > f.src + 1:
+            out.append(Between(DROP_FIELDS[f.dst - 1], lt=f.now))
+        if f.dst < Zone.CLOUD:
+            out.append(Between(DROP_FIELDS[f.dst], gte=f.now))
+    if sel.reaching_cloud_by is not None:
+        out.append(Either((Eq("zone", int(Zone.CLOUD)),
+                           Between(DROP_FIELDS[-1], lt=sel.reaching_cloud_by))))
+    if sel.not_recalled_since is not None:
+        out.append(Between("last_recalled_at", lt=sel.not_recalled_since))
     return out
 
 

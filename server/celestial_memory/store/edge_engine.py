@@ -1,0 +1,291 @@
+"""The embedded engine: Qdrant Edge in-process, shards on disk under the data directory.
+
+Two shards: the memories (``<collection>``) and the ledger (``<collection>_ledger``, no vectors).
+Only one process may open a shard directory (Qdrant Edge 0.9.0); shards are flushed on close.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Hashable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+import numpy.typing as npt
+import qdrant_edge as qe
+from celestial_memory.domain.models import HybridQuery, Sparse, Vector
+from celestial_memory.errors import StoreUnavailable
+from celestial_memory.store.engine import MEMORIES, Order, Part, Point, Record
+from celestial_memory.store.payload import (
+    CONTEXT_DENSE,
+    CONTEXT_KEYWORDS,
+    DENSE,
+    INDEXES,
+    KEYWORDS,
+    LEDGER_INDEXES,
+    QUANTIZED_OVERSAMPLING,
+    SIGNALS,
+    AnyOf,
+    Between,
+    Condition,
+    Either,
+    Eq,
+)
+
+_INDEX_PARAMS: dict[str, Any] = {
+    "tenant": qe.KeywordIndexParams(is_tenant=True),
+    # Zone and pinned are matched by value only; a range structure would double the cost of
+    # every zone write (measured: 300 -> 150 ms per 10,000 moves at 200,000 memories).
+    "integer": qe.IntegerIndexParams(lookup=True, range=False),
+    "float": qe.FloatIndexParams(),
+    "keyword": qe.KeywordIndexParams(),
+}
+# The content vector's HNSW search runs on int8 copies, then rescores with the float vectors;
+# rescoring over candidates reads the float vectors only: relevance needs the true cosine.
+_QUANTIZED = qe.QuantizationSearchParams(rescore=True, oversampling=QUANTIZED_OVERSAMPLING)
+_EXACT = qe.SearchParams(quantization=qe.QuantizationSearchParams(ignore=True))
+
+
+def _condition(c: Condition) -> Any:
+    if isinstance(c, Eq):
+        return qe.FieldCondition(c.key, match=qe.MatchValue(c.value))
+    if isinstance(c, AnyOf):
+        return qe.FieldCondition(c.key, match=qe.MatchAny(cast(Any, list(c.values))))
+    if isinstance(c, Between):
+        return qe.FieldCondition(c.key, range=qe.RangeFloat(gte=c.gte, lt=c.lt))
+    if isinstance(c, Either):
+        return qe.Filter(should=[_condition(o) for o in c.options])
+    return qe.HasIdCondition(set(c.ids))
+
+
+def _filter(where: Sequence[Condition], keys: Sequence[Hashable] | None = None) -> Any:
+    must = [_condition(c) for c in where]
+    if keys is not None:
+        must.append(qe.HasIdCondition(set(cast(Sequence[Any], keys))))
+    return qe.Filter(must=must) if must else None
+
+
+def _vector(v: Vector | Sparse) -> Any:
+    return qe.SparseVector(v.indices, v.values) if isinstance(v, Sparse) else v.tolist()
+
+
+def _payload(payload: bool | Sequence[str]) -> Any:
+    return payload if isinstance(payload, bool) else qe.PayloadSelector.Include(list(payload))
+
+
+def _record(r: Any) -> Record:
+    return Record(str(r.id), r.payload or {}, cast(dict[str, Any], r.vector or {}))
+
+
+def _signal_queries(query: HybridQuery) -> dict[int, Any]:
+    """Column in SIGNALS -> the query scoring it; keyword columns only for a keyword query."""
+    dense = query.dense.tolist()
+    out = {0: qe.Query.Nearest(dense, using=DENSE), 1: qe.Query.Nearest(dense, using=CONTEXT_DENSE)}
+    if not query.keywords.is_empty():
+        kw = _vector(query.keywords)
+        out[2] = qe.Query.Nearest(kw, using=KEYWORDS)
+        out[3] = qe.Query.Nearest(kw, using=CONTEXT_KEYWORDS)
+    return out
+
+
+def _open(path: Path, config: Any, indexes: Mapping[str, str]) -> Any:
+    try:
+        if (path / "edge_config.json").exists():
+            shard = qe.EdgeShard.load(str(path), config)
+        else:
+            path.mkdir(parents=True, exist_ok=True)
+            shard = qe.EdgeShard.create(str(path), config)
+    except Exception as exc:  # the engine reports lock and format problems as plain errors
+        raise StoreUnavailable(f"cannot open the embedded store at {path}: {exc}") from exc
+    existing = set(shard.info().payload_schema)
+    for field, kind in indexes.items():
+        if field not in existing:
+            shard.update(qe.UpdateOperation.create_field_index(field, _INDEX_PARAMS[kind]))
+    return shard
+
+
+class EdgeEngine:
+    name = "edge"
+
+    def __init__(self, path: Path, dimension: int) -> None:
+        self.dimension = dimension
+        config = qe.EdgeConfig(
+            vectors={
+                DENSE: qe.EdgeVectorParams(
+                    size=dimension, distance=qe.Distance.Cosine,
+                    quantization_config=qe.ScalarQuantizationConfig(
+                        qe.ScalarType.Int8, always_ram=True),
+                ),
+                # Only rescored over candidates (HasId filter), so no HNSW graph: m = 0.
+                CONTEXT_DENSE: qe.EdgeVectorParams(
+                    size=dimension, distance=qe.Distance.Cosine,
+                    hnsw_config=qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000),
+                ),
+            },
+            sparse_vectors={
+                KEYWORDS: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf),
+                CONTEXT_KEYWORDS: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf),
+            },
+            # Payload pages kept in RAM: a full rebalance and capacity checks read many payloads.
+            payload_memory=qe.Memory.Cached,
+        )
+        ledger_config = qe.EdgeConfig(sparse_vectors={"_": qe.EdgeSparseVectorParams()})
+        self._shards = {
+            "memories": _open(path, config, INDEXES),
+            "ledger": _open(path.with_name(path.name + "_ledger"), ledger_config, LEDGER_INDEXES),
+        }
+        self._memories = self._shards[MEMORIES]
+        # Points upserted since the last index build (optimize); a reopened store builds once.
+        self._unindexed = 1_000_000
+
+    def _update(self, part: Part, op: Any) -> None:
+        try:
+            self._shards[part].update(op)
+        except Exception as exc:
+            raise StoreUnavailable(f"embedded store refused a write: {exc}") from exc
+
+    def upsert(
+        self, part: Part, points: Sequence[Point], *, insert_only: bool = False,
+        only_if: Sequence[Condition] = (),
+    ) -> None:
+        if not points:
+            return
+        pts = [qe.Point(p.id, {k: _vector(v) for k, v in p.vectors.items()}, p.payload)
+               for p in points]
+        mode = qe.UpdateMode.InsertOnly if insert_only else None
+        self._update(part, qe.UpdateOperation.upsert_points(
+            pts, condition=_filter(only_if), update_mode=mode))
+        if part == MEMORIES:
+            self._unindexed += len(pts)
+
+    def retrieve(
+        self, part: Part, ids: Sequence[str], payload: bool | Sequence[str] = True,
+        vectors: Sequence[str] = (),
+    ) -> list[Record]:
+        if not ids:
+            return []
+        records = self._shards[part].retrieve(
+            list(ids), with_payload=_payload(payload), with_vector=list(vectors) or False)
+        return [_record(r) for r in records]
+
+    def set_payload(
+        self, part: Part, fields: Mapping[str, Any], *, ids: Sequence[str] = (),
+        where: Sequence[Condition] = (),
+    ) -> None:
+        if ids:
+            self._update(part, qe.UpdateOperation.set_payload(list(ids), dict(fields)))
+        elif where:
+            self._update(part, qe.UpdateOperation.set_payload_by_filter(_filter(where), dict(fields)))
+
+    def set_payloads(
+        self, part: Part, updates: Sequence[tuple[str, Mapping[str, Any]]],
+        where: Sequence[Condition],
+    ) -> None:
+        # The engine has no batch of operations: one read finds which ids match, then each is
+        # written by id, in-process (about 20 µs each).
+        if not updates:
+            return
+        ids = [pid for pid, _ in updates]
+        records, _ = self._shards[part].scroll(qe.ScrollRequest(
+            limit=len(ids), filter=_filter(where, self.keys(ids)), with_payload=False))
+        matching = {str(r.id) for r in records}
+        for pid, fields in updates:
+            if pid in matching:
+                self._update(part, qe.UpdateOperation.set_payload([pid], dict(fields)))
+
+    def delete(self, part: Part, where: Sequence[Condition]) -> None:
+        self._update(part, qe.UpdateOperation.delete_points_by_filter(_filter(where)))
+
+    def count(self, part: Part, where: Sequence[Condition]) -> int:
+        return int(self._shards[part].count(qe.CountRequest(filter=_filter(where), exact=True)))
+
+    def scroll(
+        self, part: Part, where: Sequence[Condition], limit: int, offset: str | None = None,
+        payload: bool | Sequence[str] = True, vectors: Sequence[str] = (),
+        order: Order | None = None,
+    ) -> tuple[list[Record], str | None]:
+        order_by = None if order is None else qe.OrderBy(
+            order.key, direction=qe.Direction.Desc if order.descending else qe.Direction.Asc)
+        records, nxt = self._shards[part].scroll(qe.ScrollRequest(
+            offset=offset, limit=limit, filter=_filter(where), with_payload=_payload(payload),
+            with_vector=list(vectors) or False, order_by=order_by,
+        ))
+        return [_record(r) for r in records], None if nxt is None else str(nxt)
+
+    def facet(
+        self, part: Part, key: str, where: Sequence[Condition], limit: int
+    ) -> list[tuple[Any, int]]:
+        resp = self._shards[part].facet(
+            qe.FacetRequest(key=key, limit=limit, exact=True, filter=_filter(where)))
+        return [(hit.value, int(hit.count)) for hit in resp.hits]
+
+    def fused_search(
+        self, query: HybridQuery, filters: Sequence[Sequence[Condition]], limit: int
+    ) -> list[list[Hashable]]:
+        # Candidates come from the content vector and both keyword vectors; the contextual dense
+        # vector is only rescored (it has no HNSW graph). Built once: each converts the vector.
+        dense = qe.SearchParams(hnsw_ef=query.ef_for(limit), quantization=_QUANTIZED)
+        prefetches = [
+            qe.Prefetch(limit=limit, query=q, params=dense if c == 0 else None)
+            for c, q in _signal_queries(query).items() if c != 1
+        ]
+        fusion = cast(Any, qe.Fusion.Rrf(k=60))
+        batches = self._memories.query_batch(qe.QueryBatchRequest([
+            qe.QueryRequest(limit=limit, prefetches=prefetches, query=fusion, filter=_filter(f),
+                            with_payload=False)
+            for f in filters
+        ]))
+        return [[p.id for p in b] for b in batches]
+
+    def signal_scores(
+        self, query: HybridQuery, where: Sequence[Condition], keys: Sequence[Hashable]
+    ) -> npt.NDArray[np.float64]:
+        scores = np.zeros((len(keys), len(SIGNALS)))
+        if not keys:
+            return scores
+        f = _filter(where, keys)
+        queries = _signal_queries(query)
+        batches = self._memories.query_batch(qe.QueryBatchRequest([
+            qe.QueryRequest(limit=len(keys), query=q, filter=f, with_payload=False, params=_EXACT)
+            for q in queries.values()
+        ]))
+        row = {k: i for i, k in enumerate(keys)}
+        for col, b in zip(queries, batches, strict=True):
+            for p in b:
+                scores[row[p.id], col] = p.score
+        return scores
+
+    def similarities(
+        self, vector: Vector, where: Sequence[Condition], limit: int
+    ) -> dict[str, float]:
+        points = self._memories.query(qe.QueryRequest(
+            limit=limit, query=qe.Query.Nearest(vector.tolist(), using=DENSE),
+            filter=_filter(where), with_payload=False, params=_EXACT,
+        ))
+        return {str(p.id): float(p.score) for p in points}
+
+    def keys(self, ids: Sequence[str]) -> list[Hashable]:
+        # The engine returns UUID objects; handing them back as they are saves a conversion
+        # per candidate (HasIdCondition from 120 strings: 670 µs, from UUIDs: 430 µs).
+        return [uuid.UUID(i) for i in ids]
+
+    def optimize(self, min_new: int = 1000) -> bool:
+        """Build the vector indexes (HNSW) over what was written since the last build: minutes
+        at 100,000 memories, so the server runs it in a worker thread, off the request path.
+        Points written since the last build are searched exhaustively meanwhile, which costs
+        little below about a thousand."""
+        if self._unindexed < min_new:
+            return False
+        self._unindexed = 0
+        self._memories.optimize()
+        return True
+
+    def flush(self) -> None:
+        for shard in self._shards.values():
+            shard.flush()
+
+    def close(self) -> None:
+        for shard in self._shards.values():
+            shard.flush()
+            shard.close()

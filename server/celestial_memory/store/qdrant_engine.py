@@ -1,0 +1,330 @@
+"""The qdrant-client engine: a Qdrant server, cluster or Qdrant Cloud by URL, or ``:memory:``
+(qdrant-client's local mode, which runs the same calls without a server; CI uses it).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import numpy as np
+import numpy.typing as npt
+from celestial_memory.domain.models import HybridQuery, Sparse, Vector
+from celestial_memory.errors import StoreUnavailable
+from celestial_memory.store.engine import Order, Part, Point, Record
+from celestial_memory.store.payload import (
+    CONTEXT_DENSE,
+    CONTEXT_KEYWORDS,
+    DENSE,
+    INDEXES,
+    KEYWORDS,
+    LEDGER_INDEXES,
+    QUANTIZED_OVERSAMPLING,
+    SIGNALS,
+    AnyOf,
+    Between,
+    Condition,
+    Either,
+    Eq,
+)
+from celestial_memory.store.retry import Retrying
+from celestial_memory.store.schema import check_schema
+from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+_SCHEMAS: dict[str, Any] = {
+    "tenant": models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True),
+    "integer": models.IntegerIndexParams(
+        type=models.IntegerIndexType.INTEGER, lookup=True, range=False
+    ),
+    "float": models.PayloadSchemaType.FLOAT,
+    "keyword": models.PayloadSchemaType.KEYWORD,
+}
+_EXACT = models.SearchParams(quantization=models.QuantizationSearchParams(ignore=True))
+
+
+def _condition(c: Condition) -> Any:
+    if isinstance(c, Eq):
+        return models.FieldCondition(key=c.key, match=models.MatchValue(value=c.value))
+    if isinstance(c, AnyOf):
+        return models.FieldCondition(key=c.key, match=models.MatchAny(any=cast(Any, list(c.values))))
+    if isinstance(c, Between):
+        return models.FieldCondition(key=c.key, range=models.Range(gte=c.gte, lt=c.lt))
+    if isinstance(c, Either):
+        return models.Filter(should=[_condition(o) for o in c.options])
+    return models.HasIdCondition(has_id=list(c.ids))
+
+
+def _filter(where: Sequence[Condition], keys: Sequence[Hashable] | None = None) -> Any:
+    must = [_condition(c) for c in where]
+    if keys is not None:
+        must.append(models.HasIdCondition(has_id=[str(k) for k in keys]))
+    return models.Filter(must=must) if must else None
+
+
+def _vector(v: Vector | Sparse) -> Any:
+    if isinstance(v, Sparse):
+        return models.SparseVector(indices=v.indices, values=v.values)
+    return v.tolist()
+
+
+def _record(r: Any) -> Record:
+    return Record(str(r.id), r.payload or {}, r.vector if isinstance(r.vector, dict) else {})
+
+
+def _signal_queries(query: HybridQuery) -> dict[int, Any]:
+    """Column in SIGNALS -> the query scoring it; keyword columns only for a keyword query."""
+    out: dict[int, Any] = {0: query.dense.tolist(), 1: query.dense.tolist()}
+    if not query.keywords.is_empty():
+        out[2] = out[3] = _vector(query.keywords)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """Where and how to reach Qdrant: a URL (``:memory:`` for qdrant-client's local mode), or a
+    host with ports; TLS, API key, per-call timeout, and retries for transient failures."""
+
+    url: str = ""
+    host: str = ""
+    port: int = 6333
+    grpc_port: int = 6334
+    https: bool = False
+    api_key: str | None = None
+    timeout_s: float = 10.0
+    retries: int = 5
+    backoff_s: float = 0.2
+    # Used when the collection is created (a cluster): shards, copies of each, and how many
+    # copies must acknowledge a write (see the README, "Qdrant cluster").
+    shard_number: int | None = None
+    replication_factor: int | None = None
+    write_consistency_factor: int | None = None
+
+    def describe(self) -> str:
+        return self.url or f"{'https' if self.https else 'http'}://{self.host}:{self.port}"
+
+
+def _client(c: Connection) -> QdrantClient:
+    if c.url == ":memory:":
+        return QdrantClient(location=":memory:")
+    # gRPC preferred: the batched queries and payload updates are smaller and faster there.
+    common: dict[str, Any] = {
+        "api_key": c.api_key, "prefer_grpc": True, "timeout": max(1, round(c.timeout_s)),
+        "https": c.https or None,
+    }
+    if c.url:
+        return QdrantClient(url=c.url, **common)
+    return QdrantClient(host=c.host, port=c.port, grpc_port=c.grpc_port, **common)
+
+
+class QdrantEngine:
+    def __init__(
+        self, connection: Connection | str, dimension: int, collection: str,
+        client: QdrantClient | None = None,
+    ) -> None:
+        conn = Connection(url=connection) if isinstance(connection, str) else connection
+        self._conn = conn
+        self.dimension = dimension
+        self._names: dict[Part, str] = {"memories": collection, "ledger": f"{collection}_ledger"}
+        self.name = "qdrant-local" if conn.url == ":memory:" else "qdrant-remote"
+        # Local mode searches exactly and warns that search parameters do nothing.
+        self._tuned = conn.url != ":memory:"
+        self._exact = _EXACT if self._tuned else None
+        try:
+            self._client = cast(QdrantClient, Retrying(
+                client or _client(conn), conn.retries, conn.backoff_s
+            ))
+            self._ensure_schema()
+        except (ResponseHandlingException, UnexpectedResponse, ConnectionError) as exc:
+            raise StoreUnavailable(f"cannot reach Qdrant at {conn.describe()}: {exc}") from exc
+
+    def _ensure_schema(self) -> None:
+        """Create the collections and payload indexes, or check the existing ones: idempotent,
+        so every replica runs it on start. A mismatch is refused, never patched over."""
+        memories, ledger = self._names["memories"], self._names["ledger"]
+        existing: dict[str, Any] = {}  # payload indexes already there
+        if self._client.collection_exists(memories):
+            info = self._client.get_collection(memories)
+            check_schema(info, memories, self.dimension)
+            existing = dict(info.payload_schema or {})
+        else:
+            self._client.create_collection(
+                memories,
+                vectors_config={
+                    # int8 copies for the HNSW search, rescored (edge_engine.py _QUANTIZED).
+                    DENSE: models.VectorParams(
+                        size=self.dimension, distance=models.Distance.COSINE,
+                        quantization_config=models.ScalarQuantization(
+                            scalar=models.ScalarQuantizationConfig(
+                                type=models.ScalarType.INT8, always_ram=True)),
+                    ),
+                    # Only rescored over candidates, so no HNSW graph (m = 0).
+                    CONTEXT_DENSE: models.VectorParams(
+                        size=self.dimension, distance=models.Distance.COSINE,
+                        hnsw_config=models.HnswConfigDiff(m=0),
+                    ),
+                },
+                sparse_vectors_config={
+                    KEYWORDS: models.SparseVectorParams(modifier=models.Modifier.IDF),
+                    CONTEXT_KEYWORDS: models.SparseVectorParams(modifier=models.Modifier.IDF),
+                },
+                **self._layout(),
+            )
+        if not self._client.collection_exists(ledger):
+            self._client.create_collection(ledger, vectors_config={}, **self._layout())
+        with warnings.catch_warnings():
+            # Local mode ignores payload indexes and says so; the server needs them.
+            warnings.filterwarnings("ignore", "Payload indexes have no effect")
+            for field, kind in INDEXES.items():
+                if field not in existing:
+                    self._client.create_payload_index(memories, field, _SCHEMAS[kind])
+            for field, kind in LEDGER_INDEXES.items():
+                self._client.create_payload_index(ledger, field, _SCHEMAS[kind])
+
+    def _layout(self) -> dict[str, Any]:
+        c = self._conn
+        layout = {"shard_number": c.shard_number, "replication_factor": c.replication_factor,
+                  "write_consistency_factor": c.write_consistency_factor}
+        return {k: v for k, v in layout.items() if v is not None}
+
+    def upsert(
+        self, part: Part, points: Sequence[Point], *, insert_only: bool = False,
+        only_if: Sequence[Condition] = (),
+    ) -> None:
+        if not points:
+            return
+        pts = [models.PointStruct(id=p.id, vector={k: _vector(v) for k, v in p.vectors.items()},
+                                  payload=p.payload) for p in points]
+        self._client.upsert(
+            self._names[part], points=pts, wait=True, update_filter=_filter(only_if),
+            update_mode=models.UpdateMode.INSERT_ONLY if insert_only else None,
+        )
+
+    def retrieve(
+        self, part: Part, ids: Sequence[str], payload: bool | Sequence[str] = True,
+        vectors: Sequence[str] = (),
+    ) -> list[Record]:
+        if not ids:
+            return []
+        records = self._client.retrieve(
+            self._names[part], ids=list(ids),
+            with_payload=payload if isinstance(payload, bool) else list(payload),
+            with_vectors=list(vectors) or False,
+        )
+        return [_record(r) for r in records]
+
+    def set_payload(
+        self, part: Part, fields: Mapping[str, Any], *, ids: Sequence[str] = (),
+        where: Sequence[Condition] = (),
+    ) -> None:
+        if ids or where:
+            self._client.set_payload(self._names[part], payload=dict(fields),
+                                     points=list(ids) if ids else _filter(where), wait=True)
+
+    def set_payloads(
+        self, part: Part, updates: Sequence[tuple[str, Mapping[str, Any]]],
+        where: Sequence[Condition],
+    ) -> None:
+        if not updates:
+            return
+        ops = [
+            models.SetPayloadOperation(set_payload=models.SetPayload(
+                payload=dict(f), filter=_filter(where, [pid])))
+            for pid, f in updates
+        ]
+        self._client.batch_update_points(self._names[part], update_operations=ops, wait=True)
+
+    def delete(self, part: Part, where: Sequence[Condition]) -> None:
+        self._client.delete(self._names[part],
+                            points_selector=models.FilterSelector(filter=_filter(where)))
+
+    def count(self, part: Part, where: Sequence[Condition]) -> int:
+        return int(self._client.count(self._names[part], count_filter=_filter(where),
+                                      exact=True).count)
+
+    def scroll(
+        self, part: Part, where: Sequence[Condition], limit: int, offset: str | None = None,
+        payload: bool | Sequence[str] = True, vectors: Sequence[str] = (),
+        order: Order | None = None,
+    ) -> tuple[list[Record], str | None]:
+        order_by = None if order is None else models.OrderBy(
+            key=order.key,
+            direction=models.Direction.DESC if order.descending else models.Direction.ASC)
+        records, nxt = self._client.scroll(
+            self._names[part], scroll_filter=_filter(where), limit=limit, offset=offset,
+            with_payload=payload if isinstance(payload, bool) else list(payload),
+            with_vectors=list(vectors) or False, order_by=order_by,
+        )
+        return [_record(r) for r in records], None if nxt is None else str(nxt)
+
+    def facet(
+        self, part: Part, key: str, where: Sequence[Condition], limit: int
+    ) -> list[tuple[Any, int]]:
+        resp = self._client.facet(self._names[part], key=key, facet_filter=_filter(where),
+                                  limit=limit, exact=True)
+        return [(hit.value, int(hit.count)) for hit in resp.hits]
+
+    def fused_search(
+        self, query: HybridQuery, filters: Sequence[Sequence[Condition]], limit: int
+    ) -> list[list[Hashable]]:
+        # Candidates come from the content vector and both keyword vectors (edge_engine.py).
+        dense_params = models.SearchParams(
+            hnsw_ef=query.ef_for(limit),
+            quantization=models.QuantizationSearchParams(
+                rescore=True, oversampling=QUANTIZED_OVERSAMPLING),
+        ) if self._tuned else None
+        prefetches = [
+            models.Prefetch(query=q, using=SIGNALS[c], limit=limit,
+                            params=dense_params if c == 0 else None)
+            for c, q in _signal_queries(query).items() if c != 1
+        ]
+        responses = self._client.query_batch_points(self._names["memories"], requests=[
+            models.QueryRequest(prefetch=prefetches, query=models.FusionQuery(fusion=models.Fusion.RRF),
+                                filter=_filter(f), limit=limit, with_payload=False)
+            for f in filters
+        ])
+        return [[str(p.id) for p in r.points] for r in responses]
+
+    def signal_scores(
+        self, query: HybridQuery, where: Sequence[Condition], keys: Sequence[Hashable]
+    ) -> npt.NDArray[np.float64]:
+        scores = np.zeros((len(keys), len(SIGNALS)))
+        if not keys:
+            return scores
+        f = _filter(where, keys)
+        queries = _signal_queries(query)
+        responses = self._client.query_batch_points(self._names["memories"], requests=[
+            models.QueryRequest(query=q, using=SIGNALS[c], filter=f, limit=len(keys),
+                                with_payload=False, params=self._exact)
+            for c, q in queries.items()
+        ])
+        row = {str(k): i for i, k in enumerate(keys)}
+        for col, r in zip(queries, responses, strict=True):
+            for p in r.points:
+                scores[row[str(p.id)], col] = p.score
+        return scores
+
+    def similarities(
+        self, vector: Vector, where: Sequence[Condition], limit: int
+    ) -> dict[str, float]:
+        r = self._client.query_points(
+            self._names["memories"], query=vector.tolist(), using=DENSE,
+            query_filter=_filter(where), limit=limit, with_payload=False,
+            search_params=self._exact,
+        )
+        return {str(p.id): float(p.score) for p in r.points}
+
+    def keys(self, ids: Sequence[str]) -> list[Hashable]:
+        return list(ids)
+
+    def optimize(self, min_new: int = 1000) -> bool:
+        """A Qdrant server builds its indexes itself (its optimizers); nothing to do."""
+        return False
+
+    def flush(self) -> None:
+        """Writes are sent with wait=True; nothing is buffered here."""
+
+    def close(self) -> None:
+        self._client.close()

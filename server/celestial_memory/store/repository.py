@@ -1,0 +1,284 @@
+"""The memory repository: what the service and the rebalancer ask of storage, written once over
+either engine (store/engine.py).
+
+It owns tenant scoping (every read and write carries the tenant, and ids are global, so a write
+with a caller's id must not take another tenant's point), the payload layout (store/payload.py),
+recall candidates, export paging, the ledger, the rebalance lease and markers. Every call that
+touches many memories is one batched engine call. The scenario and congruence suites in
+``tests/scenarios`` run it against every engine.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Hashable, Iterator, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import numpy.typing as npt
+from celestial_memory.domain.models import HybridQuery, Memory, MemoryFilter, Vector, ZoneEvent
+from celestial_memory.domain.selection import Members, Selection
+from celestial_memory.domain.zones import Zone
+from celestial_memory.store.engine import LEDGER, MEMORIES, Engine, Order, Point
+from celestial_memory.store.payload import (
+    CONTEXT_DENSE,
+    DENSE,
+    MEMBER_FIELDS,
+    Between,
+    Condition,
+    Either,
+    Eq,
+    conditions,
+    event_conditions,
+    event_from_payload,
+    event_payload,
+    exported_memory,
+    from_payload,
+    members,
+    payload_fields,
+    search_vectors,
+    selection_conditions,
+    to_payload,
+)
+
+
+@dataclass(slots=True)
+class Candidates:
+    """A recall's candidates: unique ids in zone order, the zone each was first found in, and
+    their exact scores by each of SIGNALS (rows follow ``ids``)."""
+
+    ids: list[str]
+    zones: list[int]
+    signals: npt.NDArray[np.float64]
+
+
+def first_zones(zones: Sequence[Zone], per_zone: Sequence[Sequence[Hashable]]) -> dict[Hashable, int]:
+    """Each candidate key and the first zone it was found in, in zone order."""
+    first: dict[Hashable, int] = {}
+    for zone, keys in zip(zones, per_zone, strict=True):
+        for k in keys:
+            first.setdefault(k, int(zone))
+    return first
+
+
+def _singleton_id(name: str) -> str:
+    """The fixed ledger point of a lease or marker."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"celestial-lease:{name}"))
+
+
+class MemoryRepository:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.backend_name = engine.name
+        self.dimension = engine.dimension
+
+    # -- memories ----------------------------------------------------------------------------
+
+    def upsert(self, memories: Sequence[Memory]) -> None:
+        """Insert or replace memories; each must carry its vector and index vectors."""
+        self.engine.upsert(MEMORIES, [Point(m.id, search_vectors(m), to_payload(m))
+                                      for m in memories])
+
+    def get(
+        self, tenant: str, ids: Sequence[str], with_vectors: bool = False
+    ) -> dict[str, Memory]:
+        """The memories of ``tenant`` among ``ids`` (missing and foreign ones are absent)."""
+        records = self.engine.retrieve(MEMORIES, ids, vectors=[DENSE] if with_vectors else ())
+        out: dict[str, Memory] = {}
+        for r in records:
+            if r.payload.get("tenant") != tenant:
+                continue
+            vec = np.asarray(r.vectors[DENSE], dtype=np.float32) if DENSE in r.vectors else None
+            out[r.id] = from_payload(r.id, r.payload, vec)
+        return out
+
+    def owners(self, ids: Sequence[str]) -> dict[str, str]:
+        """The tenant of each id that exists, whatever its tenant."""
+        records = self.engine.retrieve(MEMORIES, ids, payload=["tenant"])
+        return {r.id: str(r.payload.get("tenant", "")) for r in records}
+
+    def save(self, tenant: str, memories: Sequence[Memory], attributes: Sequence[str]) -> None:
+        """Write the named attributes of memories of ``tenant`` (models.REINFORCED, EDITED);
+        a memory of another tenant is left alone."""
+        self.engine.set_payloads(
+            MEMORIES, [(m.id, payload_fields(m, attributes)) for m in memories],
+            [Eq("tenant", tenant)])
+
+    def set_zone(
+        self, tenant: str, zone: Zone, *, ids: Sequence[str] = (), where: Selection | None = None
+    ) -> None:
+        """Move memories to ``zone``: those matching ``where``, or ``ids``, which must come from
+        a read scoped to ``tenant`` (the rebalancer's own); they are written by id, the fastest
+        path, without the tenant filter that request-facing writes carry."""
+        if where is not None:
+            self.engine.set_payload(MEMORIES, {"zone": int(zone)},
+                                    where=selection_conditions(tenant, where))
+        elif ids:
+            self.engine.set_payload(MEMORIES, {"zone": int(zone)}, ids=ids)
+
+    def delete(self, tenant: str, ids: Sequence[str]) -> int:
+        """Delete memories of ``tenant``; returns how many existed."""
+        return self._delete(conditions(tenant, ids=ids)) if ids else 0
+
+    def delete_by_filter(self, tenant: str, flt: MemoryFilter) -> int:
+        return self._delete(conditions(tenant, flt))
+
+    def _delete(self, where: Sequence[Condition]) -> int:
+        n = self.engine.count(MEMORIES, where)
+        self.engine.delete(MEMORIES, where)
+        return n
+
+    # -- recall ------------------------------------------------------------------------------
+
+    def search_zones(
+        self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter, limit: int
+    ) -> list[list[str]]:
+        """Candidate ids per zone, best first, in one batch."""
+        return [[str(k) for k in keys] for keys in self._search(tenant, query, zones, flt, limit)]
+
+    def _search(
+        self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter, limit: int
+    ) -> list[list[Hashable]]:
+        filters = [conditions(tenant, replace(flt, zones=[zone])) for zone in zones]
+        return self.engine.fused_search(query, filters, limit)
+
+    def signal_scores(
+        self, tenant: str, query: HybridQuery, ids: Sequence[str]
+    ) -> npt.NDArray[np.float64]:
+        """Exact score of each memory by each of SIGNALS (0 for a foreign or missing id)."""
+        return self.engine.signal_scores(query, [Eq("tenant", tenant)], self.engine.keys(ids))
+
+    def candidates(
+        self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter, limit: int
+    ) -> Candidates:
+        """A recall's two batched round trips: the zone searches, then the exact scores of
+        their union. The engine's own keys go from one into the other unconverted."""
+        first = first_zones(zones, self._search(tenant, query, zones, flt, limit))
+        keys = list(first)
+        return Candidates([str(k) for k in keys], list(first.values()),
+                          self.engine.signal_scores(query, [Eq("tenant", tenant)], keys))
+
+    def similarities(self, tenant: str, vector: Vector, ids: Sequence[str]) -> dict[str, float]:
+        """Cosine similarity of ``vector`` to each of ``ids``, computed by the engine."""
+        if not ids:
+            return {}
+        return self.engine.similarities(vector, conditions(tenant, ids=ids), len(ids))
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def count_by_zone(self, tenant: str) -> dict[Zone, int]:
+        counts = dict.fromkeys(Zone, 0)
+        for value, n in self.engine.facet(MEMORIES, "zone", conditions(tenant), len(Zone)):
+            counts[Zone(int(value))] = n
+        return counts
+
+    def tenants(self) -> list[str]:
+        """Every tenant that has at least one memory."""
+        return sorted(str(v) for v, _ in self.engine.facet(MEMORIES, "tenant", [], 1_000_000))
+
+    def scan(self, tenant: str, flt: MemoryFilter, page_size: int = 1024) -> Iterator[list[Memory]]:
+        """Every matching memory of ``tenant`` (without vectors), page by page."""
+        offset: str | None = None
+        where = conditions(tenant, flt)
+        while True:
+            records, offset = self.engine.scroll(MEMORIES, where, page_size, offset)
+            if records:
+                yield [from_payload(r.id, r.payload) for r in records]
+            if offset is None:
+                return
+
+    def recent(self, tenant: str, flt: MemoryFilter, limit: int) -> list[Memory]:
+        """The newest ``limit`` memories matching ``flt``, newest first (order_by on the
+        created_at range index)."""
+        records, _ = self.engine.scroll(MEMORIES, conditions(tenant, flt), limit,
+                                        order=Order("created_at", descending=True))
+        return [from_payload(r.id, r.payload) for r in records]
+
+    def export_pages(
+        self, tenant: str, after_id: str = "", page_size: int = 512
+    ) -> Iterator[list[Memory]]:
+        """Every memory of a tenant in id order, after ``after_id``, with ``vector`` and
+        ``index.context_dense`` set (keyword vectors are rebuilt from the text on import)."""
+        offset: str | None = after_id or None
+        where = conditions(tenant)
+        while True:
+            # The scroll offset is inclusive: one more when it is the id already sent.
+            limit = page_size + 1 if offset == after_id else page_size
+            records, offset = self.engine.scroll(MEMORIES, where, limit, offset,
+                                                 vectors=[DENSE, CONTEXT_DENSE])
+            page = [exported_memory(r.id, r.payload, r.vectors) for r in records if r.id != after_id]
+            if page:
+                yield page
+            if offset is None:
+                return
+
+    # -- selections, for the rebalancer ----------------------------------------------------
+
+    def count(self, tenant: str, sel: Selection) -> int:
+        return self.engine.count(MEMORIES, selection_conditions(tenant, sel))
+
+    def members(self, tenant: str, sel: Selection, page_size: int = 20_000) -> Members:
+        """The state of every selected memory, read page by page into columns."""
+        where = selection_conditions(tenant, sel)
+        rows: list[tuple[str, dict[str, object]]] = []
+        offset: str | None = None
+        while True:
+            records, offset = self.engine.scroll(MEMORIES, where, page_size, offset,
+                                                 payload=MEMBER_FIELDS)
+            rows += [(r.id, r.payload) for r in records]
+            if offset is None:
+                return members(rows)
+
+    # -- the ledger (append-only), the rebalance lease and markers, beside the memories -----
+
+    def append_events(self, events: Sequence[ZoneEvent]) -> None:
+        """Write events; an event id already present is left as it is (replaying an event, from
+        two replicas or a retried batch, keeps the first)."""
+        self.engine.upsert(LEDGER, [Point(e.id, {}, event_payload(e)) for e in events],
+                           insert_only=True)
+
+    def read_events(
+        self, tenant: str, since: float | None, limit: int, memory_id: str = ""
+    ) -> list[ZoneEvent]:
+        """Events of ``tenant`` at or after ``since``, oldest first."""
+        where = conditions(tenant, extra=event_conditions(since, memory_id))
+        records, _ = self.engine.scroll(LEDGER, where, limit, order=Order("at"))
+        return [event_from_payload(r.id, r.payload) for r in records]
+
+    def acquire_lease(self, name: str, holder: str, now: float, ttl: float) -> str:
+        """Take or renew the lease ``name`` unless another holder's is unexpired; returns the
+        holder after the attempt (``holder`` itself on success). Two conditional writes, each
+        atomic in the engine: create it if absent, then take it if expired or already ours."""
+        pid = _singleton_id(name)
+        point = Point(pid, {}, {"kind": "lease", "tenant": "", "holder": holder,
+                                "expires_at": now + ttl})
+        self.engine.upsert(LEDGER, [point], insert_only=True)
+        free_or_mine = Either((Between("expires_at", lt=now), Eq("holder", holder)))
+        self.engine.upsert(LEDGER, [point], only_if=[free_or_mine])
+        (rec,) = self.engine.retrieve(LEDGER, [pid])
+        return str(rec.payload.get("holder", ""))
+
+    def release_lease(self, name: str, holder: str) -> None:
+        point = Point(_singleton_id(name), {}, {"kind": "lease", "tenant": "", "holder": "",
+                                                "expires_at": 0.0})
+        self.engine.upsert(LEDGER, [point], only_if=[Eq("holder", holder)])
+
+    def read_marker(self, name: str) -> float | None:
+        """A named number kept beside the memories (e.g. when a tenant was last rebalanced)."""
+        recs = self.engine.retrieve(LEDGER, [_singleton_id(f"marker:{name}")])
+        return float(recs[0].payload["value"]) if recs and "value" in recs[0].payload else None
+
+    def write_marker(self, name: str, value: float) -> None:
+        self.engine.upsert(LEDGER, [Point(_singleton_id(f"marker:{name}"), {},
+                                          {"kind": "marker", "tenant": "", "value": float(value)})])
+
+    # -- engine upkeep -----------------------------------------------------------------------
+
+    def optimize(self, min_new: int = 1000) -> bool:
+        return self.engine.optimize(min_new)
+
+    def flush(self) -> None:
+        self.engine.flush()
+
+    def close(self) -> None:
+        self.engine.close()
