@@ -68,7 +68,7 @@ def raw_engine(
     """The engine's share of a recall: the same requests straight to Qdrant Edge, with the
     query's keyword vector made beforehand (see the module docstring). Each stage's time goes
     to ``stages`` when given."""
-    shard = svc.store._shard  # the benchmark's own look inside the embedded store
+    shard = svc.store.engine._memories  # the benchmark's own look inside the embedded engine
     tenant = qe.FieldCondition("tenant", match=qe.MatchValue(TENANT))
     quantized = qe.SearchParams(hnsw_ef=48, quantization=qe.QuantizationSearchParams(
         rescore=True, oversampling=2.0))

@@ -7,16 +7,14 @@ from celestial_memory.config import Settings
 from celestial_memory.domain.importance import evaluator_from_settings
 from celestial_memory.embedding import Embedder, SentenceTransformerEmbedder
 from celestial_memory.service import MemoryService
-from celestial_memory.store.repository import MemoryRepository
+from celestial_memory.store import MemoryRepository, open_edge, open_qdrant
 
 
 def open_store(settings: Settings, dimension: int) -> MemoryRepository:
     collection = settings.collection_name(dimension)
     if settings.backend == "edge":
-        from celestial_memory.store.edge_engine import EdgeEngine
-
-        return MemoryRepository(EdgeEngine(settings.data_dir / collection, dimension))
-    from celestial_memory.store.qdrant_engine import Connection, QdrantEngine
+        return open_edge(settings.data_dir / collection, dimension)
+    from celestial_memory.store.qdrant_engine import Connection
 
     key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
     conn = Connection(
@@ -27,7 +25,7 @@ def open_store(settings: Settings, dimension: int) -> MemoryRepository:
         replication_factor=settings.qdrant_replication_factor,
         write_consistency_factor=settings.qdrant_write_consistency_factor,
     )
-    return MemoryRepository(QdrantEngine(conn, dimension, collection))
+    return open_qdrant(conn, dimension, collection)
 
 
 def build_service(

@@ -50,7 +50,7 @@ class Settings(BaseSettings):
     model: str = Field(BUNDLED_MODEL, description="sentence-transformers name or path")
     device: str = Field("cpu", description="torch device for the embedding model")
 
-    # Memory function (DESIGN.md §1)
+    # Memory function (docs/design.md, "The memory function")
     w_recall: float = Field(0.25, ge=0)
     w_freshness: float = Field(0.30, ge=0)
     w_importance: float = Field(0.25, ge=0)

@@ -3,10 +3,9 @@
     CelestialError                    INTERNAL (message not leaked)
     ├── InvalidArgument(field)        INVALID_ARGUMENT
     ├── NotFound                      NOT_FOUND
-    ├── Unauthenticated               UNAUTHENTICATED
     ├── PermissionDenied              PERMISSION_DENIED
-    ├── ResourceExhausted             RESOURCE_EXHAUSTED
-    ├── Unimplemented                 UNIMPLEMENTED
+    ├── FailedPrecondition            FAILED_PRECONDITION
+    ├── SchemaMismatch                FAILED_PRECONDITION
     └── StoreUnavailable              UNAVAILABLE
 """
 
@@ -28,19 +27,7 @@ class NotFound(CelestialError):
     pass
 
 
-class Unauthenticated(CelestialError):
-    pass
-
-
 class PermissionDenied(CelestialError):
-    pass
-
-
-class ResourceExhausted(CelestialError):
-    pass
-
-
-class Unimplemented(CelestialError):
     pass
 
 

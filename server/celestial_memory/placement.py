@@ -43,6 +43,9 @@ class Placement:
         self._deferred: dict[str, set[str]] = {}
         self._enforced_at: dict[str, float] = {}
         self._deferred_lock = threading.Lock()
+        # Held from taking deferred tenants until they are enforced, so a flush never returns
+        # while the flusher thread is still enforcing what it took.
+        self._enforcing = threading.Lock()
         interval = settings.reinforce_flush_ms / 1000
         self._interval = interval if interval > 0 else 0.05
         self._stopped = threading.Event()
@@ -102,13 +105,14 @@ class Placement:
     def _enforce_deferred(self, force: bool) -> None:
         if not self._deferred:  # the flusher's tick, every interval: usually nothing to do
             return
-        now = time.monotonic()
-        with self._deferred_lock:
-            due = {t: self._deferred.pop(t) for t in list(self._deferred)
-                   if force or now - self._enforced_at.get(t, -1e9) >= self._capacity_interval}
-            self._enforced_at.update(dict.fromkeys(due, now))
-        for tenant, keep in due.items():
-            self.enforce(tenant, keep_ids=keep)
+        with self._enforcing:
+            now = time.monotonic()
+            with self._deferred_lock:
+                due = {t: self._deferred.pop(t) for t in list(self._deferred)
+                       if force or now - self._enforced_at.get(t, -1e9) >= self._capacity_interval}
+                self._enforced_at.update(dict.fromkeys(due, now))
+            for tenant, keep in due.items():
+                self.enforce(tenant, keep_ids=keep)
 
     def _run(self) -> None:
         while not self._stopped.is_set():

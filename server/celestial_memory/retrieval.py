@@ -10,7 +10,7 @@ Recall runs in two batched round trips:
    fused by RRF inside the engine; the five zone queries go as one batch;
 2. rescoring: the candidates' exact scores by all four signals, one batch of four queries over
    their ids. Candidates missing from one prefetch would otherwise count as 0 there, which cost
-   0.02-0.03 of R@10 on LoCoMo (see the issue 4 note).
+   0.02-0.03 of R@10 on LoCoMo (docs/design.md, "Recall").
 
 Relevance is a weighted sum of the cosines (clipped at 0) and of the keyword scores divided by
 the best keyword score among the candidates (BM25 has no fixed scale), over the sum of weights:

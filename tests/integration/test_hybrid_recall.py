@@ -117,7 +117,7 @@ async def test_every_filter_alone_and_combined(
             res = await c.recall("project plan", limit=10, reinforce=False, min_relevance=0,
                                  **flt)
             assert {names[r.id] for r in res} == expected, label
-        # The seed's "all memories of a session": any query, filtered by session.
+        # "All memories of a session": any query, filtered by session.
         res = await c.recall("anything", limit=10, reinforce=False, min_relevance=0,
                              session_id="s1")
         assert {names[r.id] for r in res} == {"a", "b"}

@@ -11,7 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from celestial_memory.domain.models import HybridQuery, IndexVectors, Memory, MemoryFilter
+from celestial_memory.domain.models import (
+    HybridQuery,
+    IndexVectors,
+    Memory,
+    MemoryFilter,
+    ZoneEvent,
+)
 from celestial_memory.domain.zones import Zone
 from celestial_memory.keywords import KeywordEncoder
 from celestial_memory.store import MemoryRepository, open_edge, open_qdrant
@@ -293,3 +299,45 @@ def test_export_pages_in_id_order_with_vectors_and_resume(store: MemoryRepositor
         assert m.context == by_id[m.id].context
     rest = [m.id for p in store.export_pages("a", after_id=got[2].id, page_size=3) for m in p]
     assert rest == [m.id for m in got[3:]]
+
+
+def test_lease_is_taken_renewed_refused_released_and_expires(store: MemoryRepository) -> None:
+    assert store.acquire_lease("rebalance:a", "A", now=100.0, ttl=60) == "A"
+    assert store.acquire_lease("rebalance:a", "B", now=120.0, ttl=60) == "A"  # unexpired
+    assert store.acquire_lease("rebalance:a", "A", now=150.0, ttl=60) == "A"  # renewed to 210
+    assert store.acquire_lease("rebalance:a", "B", now=200.0, ttl=60) == "A"
+    assert store.acquire_lease("rebalance:b", "B", now=200.0, ttl=60) == "B"  # another name
+    store.release_lease("rebalance:a", "B")  # not B's: nothing happens
+    assert store.acquire_lease("rebalance:a", "B", now=201.0, ttl=60) == "A"
+    assert store.acquire_lease("rebalance:a", "B", now=211.0, ttl=60) == "B"  # A's expired
+    store.release_lease("rebalance:a", "B")
+    assert store.acquire_lease("rebalance:a", "A", now=212.0, ttl=60) == "A"
+
+
+def test_markers_are_read_back_and_overwritten(store: MemoryRepository) -> None:
+    assert store.read_marker("rebalanced:a") is None
+    store.write_marker("rebalanced:a", 1.5)
+    store.write_marker("rebalanced:b", 7.0)
+    store.write_marker("rebalanced:a", 2.5)
+    assert (store.read_marker("rebalanced:a"), store.read_marker("rebalanced:b")) == (2.5, 7.0)
+    assert store.tenants() == []  # markers and leases are not memories
+
+
+def test_ledger_is_append_only_idempotent_ordered_and_scoped(store: MemoryRepository) -> None:
+    def event(i: int, tenant: str = "a", memory: str = "m1", at: float = 0.0) -> ZoneEvent:
+        return ZoneEvent(str(uuid.uuid5(uuid.NAMESPACE_URL, f"e{i}")), tenant, memory,
+                         Zone.CORE, Zone.INNER if i % 2 else None,
+                         "capacity" if i % 2 else "forgotten", at or 100.0 + i, f"h{i}")
+
+    events = [event(i, memory=f"m{i % 2}") for i in range(6)]
+    store.append_events(events[::-1])  # written in any order, read back by time
+    store.append_events([event(2, at=999.0)])  # same id again: the first write stays
+    store.append_events([event(9, tenant="b")])
+    assert store.read_events("a", None, 100) == events
+    assert store.read_events("a", 102.0, 100) == events[2:]
+    assert store.read_events("a", None, 2) == events[:2]
+    assert store.read_events("a", None, 100, memory_id="m1") == events[1::2]
+    assert [e.tenant for e in store.read_events("b", None, 100)] == ["b"]
+    store.write_marker("x", 1.0)  # markers and leases never read as events
+    store.acquire_lease("x", "A", 1.0, 1.0)
+    assert len(store.read_events("a", None, 100)) == 6

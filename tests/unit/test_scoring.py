@@ -1,4 +1,4 @@
-"""R, F, A, C and I of DESIGN.md §1, including its corrections (R clamped, F = -1 after a day)."""
+"""R, F, A, C and I of docs/design.md, "The memory function" (R clamped, F = -1 after a day)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def test_recall_score_is_log_scaled_and_saturates_at_the_cap() -> None:
 
 
 def test_recall_score_is_clamped_above_the_cap() -> None:
-    # The seed's claim that the log alone stays below 1 is false: ln(1+n)/ln(1001) > 1 here.
+    # The claim that the log alone stays below 1 is false: ln(1+n)/ln(1001) > 1 here.
     assert math.log(1 + 5000) / math.log(1001) > 1.0
     assert fn.recall_score(5000) == 1.0
     assert fn.recall_score(10**9) == 1.0

@@ -1,4 +1,5 @@
-"""The seed's three cases (seed 000 §13.2), under DESIGN.md's corrected memory function."""
+"""Three scenario cases of the memory function (docs/design.md, "The memory function"): black-hole
+prevention, recall resets freshness, core capacity."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def test_blackhole_prevention() -> None:
     s1 = fn.breakdown(1000, t0, 1.0, 0.0, t0 + DAY)
     assert zones.zone_of_score(s1.total) > z0
     s7 = fn.breakdown(1000, t0, 1.0, 0.0, t0 + 7 * DAY)
-    # The seed asserts s7 < s1, but with F floored at -1 after one day (DESIGN.md §1) the
+    # One might expect s7 < s1, but with F floored at -1 after one day (docs/design.md) the
     # score stops falling there: a week is no worse than a day.
     assert s7.total <= s1.total
     assert s7.total == s1.total

@@ -1,8 +1,8 @@
-"""Importance evaluators: A(m) when the caller does not give one (DESIGN.md §6, seed 000 §7).
+"""Importance evaluators: A(m) when the caller does not give one (docs/design.md, "The memory function").
 
 - ``DefaultEvaluator``: a constant (0.5).
-- ``RuleBasedEvaluator``: the seed's factual / emotional / actionable / explicit patterns, each
-  with Korean counterparts (seed 004's personal-information and preference cues included).
+- ``RuleBasedEvaluator``: factual / emotional / actionable / explicit patterns, each
+  with Korean counterparts (personal-information and preference cues included).
   Korean attaches particles to words, so its patterns match stems without word boundaries.
 """
 
@@ -35,7 +35,7 @@ def _cue(english: str, korean: str) -> Cue:
     return re.compile(english, re.IGNORECASE), re.compile(korean, re.IGNORECASE)
 
 
-# Each category is a list of cues; a cue is an English pattern (seed 000) and its Korean
+# Each category is a list of cues; a cue is an English pattern and its Korean
 # counterpart, and it matches when either does.
 FACTUAL: list[Cue] = [
     _cue(r"\b\d{4}[-/]\d{1,2}[-/]\d{1,2}\b", r"\d{4}\s*년|\d{1,2}\s*월\s*\d{1,2}\s*일"),
@@ -70,7 +70,7 @@ EXPLICIT: list[Cue] = [
 
 class RuleBasedEvaluator:
     """Weighted share of matched cues: 0.25 factual, 0.25 emotional, 0.30 actionable,
-    0.20 explicit (seed 000 §7.1); a category's share is matched cues / cues."""
+    0.20 explicit; a category's share is matched cues / cues."""
 
     WEIGHTS = ((FACTUAL, 0.25), (EMOTIONAL, 0.25), (ACTIONABLE, 0.30), (EXPLICIT, 0.20))
 

@@ -1,4 +1,4 @@
-"""The memory function I(m) = w_r·R + w_f·F + w_a·A + w_c·C (DESIGN.md §1, corrected).
+"""The memory function I(m) = w_r·R + w_f·F + w_a·A + w_c·C (docs/design.md, "The memory function").
 
 Scoring is vectorised: callers pass numpy arrays (or scalars) and get arrays back, so a
 rebalance scores 100,000 memories in one pass. ``breakdown`` is the one-memory view.

@@ -14,10 +14,7 @@ log = logging.getLogger(__name__)
 STATUS: dict[type[errors.CelestialError], grpc.StatusCode] = {
     errors.InvalidArgument: grpc.StatusCode.INVALID_ARGUMENT,
     errors.NotFound: grpc.StatusCode.NOT_FOUND,
-    errors.Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
     errors.PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
-    errors.ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
-    errors.Unimplemented: grpc.StatusCode.UNIMPLEMENTED,
     errors.StoreUnavailable: grpc.StatusCode.UNAVAILABLE,
     errors.FailedPrecondition: grpc.StatusCode.FAILED_PRECONDITION,
     errors.SchemaMismatch: grpc.StatusCode.FAILED_PRECONDITION,

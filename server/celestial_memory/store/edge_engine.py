@@ -16,22 +16,8 @@ import numpy.typing as npt
 import qdrant_edge as qe
 from celestial_memory.domain.models import HybridQuery, Sparse, Vector
 from celestial_memory.errors import StoreUnavailable
-from celestial_memory.store.engine import MEMORIES, Order, Part, Point, Record
-from celestial_memory.store.payload import (
-    CONTEXT_DENSE,
-    CONTEXT_KEYWORDS,
-    DENSE,
-    INDEXES,
-    KEYWORDS,
-    LEDGER_INDEXES,
-    QUANTIZED_OVERSAMPLING,
-    SIGNALS,
-    AnyOf,
-    Between,
-    Condition,
-    Either,
-    Eq,
-)
+from celestial_memory.store import engine as en
+from celestial_memory.store import payload as pl
 
 _INDEX_PARAMS: dict[str, Any] = {
     "tenant": qe.KeywordIndexParams(is_tenant=True),
@@ -43,49 +29,35 @@ _INDEX_PARAMS: dict[str, Any] = {
 }
 # The content vector's HNSW search runs on int8 copies, then rescores with the float vectors;
 # rescoring over candidates reads the float vectors only: relevance needs the true cosine.
-_QUANTIZED = qe.QuantizationSearchParams(rescore=True, oversampling=QUANTIZED_OVERSAMPLING)
+_QUANTIZED = qe.QuantizationSearchParams(rescore=True, oversampling=pl.QUANTIZED_OVERSAMPLING)
 _EXACT = qe.SearchParams(quantization=qe.QuantizationSearchParams(ignore=True))
 
 
-def _condition(c: Condition) -> Any:
-    if isinstance(c, Eq):
-        return qe.FieldCondition(c.key, match=qe.MatchValue(c.value))
-    if isinstance(c, AnyOf):
-        return qe.FieldCondition(c.key, match=qe.MatchAny(cast(Any, list(c.values))))
-    if isinstance(c, Between):
-        return qe.FieldCondition(c.key, range=qe.RangeFloat(gte=c.gte, lt=c.lt))
-    if isinstance(c, Either):
-        return qe.Filter(should=[_condition(o) for o in c.options])
-    return qe.HasIdCondition(set(c.ids))
-
-
-def _filter(where: Sequence[Condition], keys: Sequence[Hashable] | None = None) -> Any:
-    must = [_condition(c) for c in where]
-    if keys is not None:
-        must.append(qe.HasIdCondition(set(cast(Sequence[Any], keys))))
-    return qe.Filter(must=must) if must else None
+_FILTERS = en.FilterTypes(qe.Filter, qe.FieldCondition, qe.MatchValue, qe.MatchAny, qe.RangeFloat,
+                       lambda ids: qe.HasIdCondition(set(ids)))
+_filter = _FILTERS.of
 
 
 def _vector(v: Vector | Sparse) -> Any:
     return qe.SparseVector(v.indices, v.values) if isinstance(v, Sparse) else v.tolist()
 
 
-def _payload(payload: bool | Sequence[str]) -> Any:
+def _payload(payload: en.Payload) -> Any:
     return payload if isinstance(payload, bool) else qe.PayloadSelector.Include(list(payload))
 
 
-def _record(r: Any) -> Record:
-    return Record(str(r.id), r.payload or {}, cast(dict[str, Any], r.vector or {}))
+def _record(r: Any) -> en.Record:
+    return en.Record(str(r.id), r.payload or {}, cast(dict[str, Any], r.vector or {}))
 
 
 def _signal_queries(query: HybridQuery) -> dict[int, Any]:
-    """Column in SIGNALS -> the query scoring it; keyword columns only for a keyword query."""
+    """Column in pl.SIGNALS -> the query scoring it; keyword columns only for a keyword query."""
     dense = query.dense.tolist()
-    out = {0: qe.Query.Nearest(dense, using=DENSE), 1: qe.Query.Nearest(dense, using=CONTEXT_DENSE)}
+    out = {0: qe.Query.Nearest(dense, using=pl.DENSE), 1: qe.Query.Nearest(dense, using=pl.CONTEXT_DENSE)}
     if not query.keywords.is_empty():
         kw = _vector(query.keywords)
-        out[2] = qe.Query.Nearest(kw, using=KEYWORDS)
-        out[3] = qe.Query.Nearest(kw, using=CONTEXT_KEYWORDS)
+        out[2] = qe.Query.Nearest(kw, using=pl.KEYWORDS)
+        out[3] = qe.Query.Nearest(kw, using=pl.CONTEXT_KEYWORDS)
     return out
 
 
@@ -112,43 +84,41 @@ class EdgeEngine:
         self.dimension = dimension
         config = qe.EdgeConfig(
             vectors={
-                DENSE: qe.EdgeVectorParams(
+                pl.DENSE: qe.EdgeVectorParams(
                     size=dimension, distance=qe.Distance.Cosine,
                     quantization_config=qe.ScalarQuantizationConfig(
                         qe.ScalarType.Int8, always_ram=True),
                 ),
                 # Only rescored over candidates (HasId filter), so no HNSW graph: m = 0.
-                CONTEXT_DENSE: qe.EdgeVectorParams(
+                pl.CONTEXT_DENSE: qe.EdgeVectorParams(
                     size=dimension, distance=qe.Distance.Cosine,
                     hnsw_config=qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000),
                 ),
             },
             sparse_vectors={
-                KEYWORDS: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf),
-                CONTEXT_KEYWORDS: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf),
+                pl.KEYWORDS: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf),
+                pl.CONTEXT_KEYWORDS: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf),
             },
-            # Payload pages kept in RAM: a full rebalance and capacity checks read many payloads.
+            # en.Payload pages kept in RAM: a full rebalance and capacity checks read many payloads.
             payload_memory=qe.Memory.Cached,
         )
         ledger_config = qe.EdgeConfig(sparse_vectors={"_": qe.EdgeSparseVectorParams()})
         self._shards = {
-            "memories": _open(path, config, INDEXES),
-            "ledger": _open(path.with_name(path.name + "_ledger"), ledger_config, LEDGER_INDEXES),
+            "memories": _open(path, config, pl.INDEXES),
+            "ledger": _open(path.with_name(path.name + "_ledger"), ledger_config, pl.LEDGER_INDEXES),
         }
-        self._memories = self._shards[MEMORIES]
+        self._memories = self._shards[en.MEMORIES]
         # Points upserted since the last index build (optimize); a reopened store builds once.
         self._unindexed = 1_000_000
 
-    def _update(self, part: Part, op: Any) -> None:
+    def _update(self, part: en.Part, op: Any) -> None:
         try:
             self._shards[part].update(op)
         except Exception as exc:
             raise StoreUnavailable(f"embedded store refused a write: {exc}") from exc
 
-    def upsert(
-        self, part: Part, points: Sequence[Point], *, insert_only: bool = False,
-        only_if: Sequence[Condition] = (),
-    ) -> None:
+    def upsert(self, part: en.Part, points: Sequence[en.Point], *, insert_only: bool = False,
+               only_if: en.Where = ()) -> None:
         if not points:
             return
         pts = [qe.Point(p.id, {k: _vector(v) for k, v in p.vectors.items()}, p.payload)
@@ -156,34 +126,28 @@ class EdgeEngine:
         mode = qe.UpdateMode.InsertOnly if insert_only else None
         self._update(part, qe.UpdateOperation.upsert_points(
             pts, condition=_filter(only_if), update_mode=mode))
-        if part == MEMORIES:
+        if part == en.MEMORIES:
             self._unindexed += len(pts)
 
-    def retrieve(
-        self, part: Part, ids: Sequence[str], payload: bool | Sequence[str] = True,
-        vectors: Sequence[str] = (),
-    ) -> list[Record]:
+    def retrieve(self, part: en.Part, ids: en.Names, payload: en.Payload = True,
+                 vectors: en.Names = ()) -> list[en.Record]:
         if not ids:
             return []
         records = self._shards[part].retrieve(
             list(ids), with_payload=_payload(payload), with_vector=list(vectors) or False)
         return [_record(r) for r in records]
 
-    def set_payload(
-        self, part: Part, fields: Mapping[str, Any], *, ids: Sequence[str] = (),
-        where: Sequence[Condition] = (),
-    ) -> None:
+    def set_payload(self, part: en.Part, fields: en.Fields, *, ids: en.Names = (),
+                    where: en.Where = ()) -> None:
         if ids:
             self._update(part, qe.UpdateOperation.set_payload(list(ids), dict(fields)))
         elif where:
             self._update(part, qe.UpdateOperation.set_payload_by_filter(_filter(where), dict(fields)))
 
-    def set_payloads(
-        self, part: Part, updates: Sequence[tuple[str, Mapping[str, Any]]],
-        where: Sequence[Condition],
-    ) -> None:
+    def set_payloads(self, part: en.Part, updates: Sequence[tuple[str, en.Fields]],
+                     where: en.Where) -> None:
         # The engine has no batch of operations: one read finds which ids match, then each is
-        # written by id, in-process (about 20 µs each).
+        # written by id, in-process.
         if not updates:
             return
         ids = [pid for pid, _ in updates]
@@ -194,17 +158,14 @@ class EdgeEngine:
             if pid in matching:
                 self._update(part, qe.UpdateOperation.set_payload([pid], dict(fields)))
 
-    def delete(self, part: Part, where: Sequence[Condition]) -> None:
+    def delete(self, part: en.Part, where: en.Where) -> None:
         self._update(part, qe.UpdateOperation.delete_points_by_filter(_filter(where)))
 
-    def count(self, part: Part, where: Sequence[Condition]) -> int:
+    def count(self, part: en.Part, where: en.Where) -> int:
         return int(self._shards[part].count(qe.CountRequest(filter=_filter(where), exact=True)))
 
-    def scroll(
-        self, part: Part, where: Sequence[Condition], limit: int, offset: str | None = None,
-        payload: bool | Sequence[str] = True, vectors: Sequence[str] = (),
-        order: Order | None = None,
-    ) -> tuple[list[Record], str | None]:
+    def scroll(self, part: en.Part, where: en.Where, limit: int, offset: str | None = None,
+               payload: en.Payload = True, vectors: en.Names = (), order: en.Order | None = None) -> en.Page:
         order_by = None if order is None else qe.OrderBy(
             order.key, direction=qe.Direction.Desc if order.descending else qe.Direction.Asc)
         records, nxt = self._shards[part].scroll(qe.ScrollRequest(
@@ -213,16 +174,13 @@ class EdgeEngine:
         ))
         return [_record(r) for r in records], None if nxt is None else str(nxt)
 
-    def facet(
-        self, part: Part, key: str, where: Sequence[Condition], limit: int
-    ) -> list[tuple[Any, int]]:
+    def facet(self, part: en.Part, key: str, where: en.Where, limit: int) -> list[tuple[Any, int]]:
         resp = self._shards[part].facet(
             qe.FacetRequest(key=key, limit=limit, exact=True, filter=_filter(where)))
         return [(hit.value, int(hit.count)) for hit in resp.hits]
 
-    def fused_search(
-        self, query: HybridQuery, filters: Sequence[Sequence[Condition]], limit: int
-    ) -> list[list[Hashable]]:
+    def fused_search(self, query: HybridQuery, filters: Sequence[en.Where],
+                     limit: int) -> list[list[Hashable]]:
         # Candidates come from the content vector and both keyword vectors; the contextual dense
         # vector is only rescored (it has no HNSW graph). Built once: each converts the vector.
         dense = qe.SearchParams(hnsw_ef=query.ef_for(limit), quantization=_QUANTIZED)
@@ -238,10 +196,9 @@ class EdgeEngine:
         ]))
         return [[p.id for p in b] for b in batches]
 
-    def signal_scores(
-        self, query: HybridQuery, where: Sequence[Condition], keys: Sequence[Hashable]
-    ) -> npt.NDArray[np.float64]:
-        scores = np.zeros((len(keys), len(SIGNALS)))
+    def signal_scores(self, query: HybridQuery, where: en.Where,
+                      keys: Sequence[Hashable]) -> npt.NDArray[np.float64]:
+        scores = np.zeros((len(keys), len(pl.SIGNALS)))
         if not keys:
             return scores
         f = _filter(where, keys)
@@ -256,16 +213,7 @@ class EdgeEngine:
                 scores[row[p.id], col] = p.score
         return scores
 
-    def similarities(
-        self, vector: Vector, where: Sequence[Condition], limit: int
-    ) -> dict[str, float]:
-        points = self._memories.query(qe.QueryRequest(
-            limit=limit, query=qe.Query.Nearest(vector.tolist(), using=DENSE),
-            filter=_filter(where), with_payload=False, params=_EXACT,
-        ))
-        return {str(p.id): float(p.score) for p in points}
-
-    def keys(self, ids: Sequence[str]) -> list[Hashable]:
+    def keys(self, ids: en.Names) -> list[Hashable]:
         # The engine returns UUID objects; handing them back as they are saves a conversion
         # per candidate (HasIdCondition from 120 strings: 670 µs, from UUIDs: 430 µs).
         return [uuid.UUID(i) for i in ids]

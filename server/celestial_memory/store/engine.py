@@ -4,31 +4,33 @@ An engine holds two parts, the memories (four named vectors per point) and the l
 the rebalance lease and markers; no vectors), and translates backend-neutral conditions
 (``payload.Condition``) and hybrid queries into its SDK's calls. It knows nothing of tenants,
 zones or the memory function: ``repository.MemoryRepository`` is written once above it.
-
-Two engines implement it: ``EdgeEngine`` (Qdrant Edge in-process, the default) and
-``QdrantEngine`` (qdrant-client: a server, a cluster, Qdrant Cloud, or ``:memory:``).
+Implemented by ``EdgeEngine`` (Qdrant Edge in-process, the default) and ``QdrantEngine``
+(qdrant-client: a server, a cluster, Qdrant Cloud, or ``:memory:``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
 from celestial_memory.domain.models import HybridQuery, Sparse, Vector
-from celestial_memory.store.payload import Condition
+from celestial_memory.store.payload import AnyOf, Between, Condition, Either, Eq
 
 Part = Literal["memories", "ledger"]
 MEMORIES: Part = "memories"
 LEDGER: Part = "ledger"
+Payload = bool | Sequence[str]  # all fields, none, or these
+Names = Sequence[str]  # point ids, or vector names
+Where = Sequence[Condition]  # a conjunction
+Fields = Mapping[str, Any]
 
 
 @dataclass(slots=True)
 class Point:
-    """A point to write: its id, named vectors (dense arrays or sparse keyword vectors; none in
-    the ledger) and payload."""
+    """A point to write: named vectors (none in the ledger) and payload."""
 
     id: str
     vectors: Mapping[str, Vector | Sparse]
@@ -44,98 +46,98 @@ class Record:
     vectors: dict[str, Any] = field(default_factory=dict)
 
 
+Page = tuple[list[Record], str | None]  # records and the next offset
+
+
 @dataclass(frozen=True, slots=True)
 class Order:
     key: str
     descending: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class FilterTypes:
+    """An SDK's filter classes. Both SDKs take the same keyword arguments for these, except
+    for ranges (a class each) and id sets (a list or a set): ``has_id`` builds one from ids."""
+
+    filter: Callable[..., Any]
+    field: Callable[..., Any]
+    match_value: Callable[..., Any]
+    match_any: Callable[..., Any]
+    range: Callable[..., Any]
+    has_id: Callable[[list[Any]], Any]
+
+    def condition(self, c: Condition) -> Any:
+        if isinstance(c, Eq):
+            return self.field(key=c.key, match=self.match_value(value=c.value))
+        if isinstance(c, AnyOf):
+            return self.field(key=c.key, match=self.match_any(any=list(c.values)))
+        if isinstance(c, Between):
+            return self.field(key=c.key, range=self.range(gte=c.gte, lt=c.lt))
+        if isinstance(c, Either):
+            return self.filter(should=[self.condition(o) for o in c.options])
+        return self.has_id(list(c.ids))
+
+    def of(self, where: Where, keys: Sequence[Hashable] | None = None) -> Any:
+        """The conjunction of ``where`` (and of ``keys``, engine keys), None when empty."""
+        must = [self.condition(c) for c in where]
+        if keys is not None:
+            must.append(self.has_id(list(keys)))
+        return self.filter(must=must) if must else None
+
+
 class Engine(Protocol):
     name: str  # the backend's name in Stats: edge, qdrant-local or qdrant-remote
     dimension: int
 
-    def upsert(
-        self, part: Part, points: Sequence[Point], *, insert_only: bool = False,
-        only_if: Sequence[Condition] = (),
-    ) -> None:
-        """Write points. ``insert_only`` keeps a point that exists; ``only_if`` replaces an
-        existing point only when it matches (the lease's compare-and-set)."""
-        ...
+    def upsert(self, part: Part, points: Sequence[Point], *, insert_only: bool = False,
+               only_if: Where = ()) -> None:
+        """``insert_only`` keeps a point that exists; ``only_if`` replaces an existing point
+        only when it matches (the lease's compare-and-set)."""
 
-    def retrieve(
-        self, part: Part, ids: Sequence[str], payload: bool | Sequence[str] = True,
-        vectors: Sequence[str] = (),
-    ) -> list[Record]:
-        """The points among ``ids`` that exist, with all or some payload fields."""
-        ...
+    def retrieve(self, part: Part, ids: Names, payload: Payload = True,
+                 vectors: Names = ()) -> list[Record]:
+        """The points among ``ids`` that exist."""
 
-    def set_payload(
-        self, part: Part, fields: Mapping[str, Any], *, ids: Sequence[str] = (),
-        where: Sequence[Condition] = (),
-    ) -> None:
-        """Set the same fields on the points named by ``ids`` or matching ``where`` (one)."""
-        ...
+    def set_payload(self, part: Part, fields: Fields, *, ids: Names = (),
+                    where: Where = ()) -> None:
+        """The same fields on the points named by ``ids`` or else matching ``where``."""
 
-    def set_payloads(
-        self, part: Part, updates: Sequence[tuple[str, Mapping[str, Any]]],
-        where: Sequence[Condition],
-    ) -> None:
-        """Set different fields on many points, each only if it matches ``where``."""
-        ...
+    def set_payloads(self, part: Part, updates: Sequence[tuple[str, Fields]],
+                     where: Where) -> None:
+        """Different fields on many points, each only if it matches ``where``."""
 
-    def delete(self, part: Part, where: Sequence[Condition]) -> None:
-        ...
+    def delete(self, part: Part, where: Where) -> None: ...
 
-    def count(self, part: Part, where: Sequence[Condition]) -> int:
-        ...
+    def count(self, part: Part, where: Where) -> int: ...
 
-    def scroll(
-        self, part: Part, where: Sequence[Condition], limit: int, offset: str | None = None,
-        payload: bool | Sequence[str] = True, vectors: Sequence[str] = (),
-        order: Order | None = None,
-    ) -> tuple[list[Record], str | None]:
-        """A page in id order from ``offset`` (inclusive), and the next page's offset (None at
-        the end); or, with ``order``, the first ``limit`` by that indexed field."""
-        ...
+    def scroll(self, part: Part, where: Where, limit: int, offset: str | None = None,
+               payload: Payload = True, vectors: Names = (), order: Order | None = None) -> Page:
+        """A page in id order from ``offset`` (inclusive) and the next offset (None at the
+        end); with ``order``, the first ``limit`` by that indexed field."""
 
-    def facet(
-        self, part: Part, key: str, where: Sequence[Condition], limit: int
-    ) -> list[tuple[Any, int]]:
+    def facet(self, part: Part, key: str, where: Where, limit: int) -> list[tuple[Any, int]]:
         """Each value of ``key`` among matching points and how many have it (exact)."""
-        ...
 
-    def fused_search(
-        self, query: HybridQuery, filters: Sequence[Sequence[Condition]], limit: int
-    ) -> list[list[Hashable]]:
-        """One hybrid query per filter, all in one batch: the content vector and both keyword
-        vectors as prefetches, fused by RRF. Returns the engine's keys for the hits, best first
-        (``str(key)`` is the id; ``signal_scores`` takes them back without conversion)."""
-        ...
+    def fused_search(self, query: HybridQuery, filters: Sequence[Where],
+                     limit: int) -> list[list[Hashable]]:
+        """One hybrid query per filter, in one batch: the content vector and both keyword
+        vectors as prefetches, fused by RRF. Returns engine keys (``str(key)`` is the id),
+        best first, which ``signal_scores`` takes back unconverted."""
 
-    def signal_scores(
-        self, query: HybridQuery, where: Sequence[Condition], keys: Sequence[Hashable]
-    ) -> npt.NDArray[np.float64]:
-        """Exact score of each point by each of SIGNALS (rows follow ``keys``, 0 where a point
-        has no matching term or fails ``where``), in one batch."""
-        ...
+    def signal_scores(self, query: HybridQuery, where: Where,
+                      keys: Sequence[Hashable]) -> npt.NDArray[np.float64]:
+        """Exact score of each point by each of SIGNALS (rows follow ``keys``; 0 where a point
+        has no matching term or fails ``where``; keyword columns only for a keyword query),
+        in one batch."""
 
-    def similarities(
-        self, vector: Vector, where: Sequence[Condition], limit: int
-    ) -> dict[str, float]:
-        """Exact cosine of ``vector`` to the content vector of each matching point."""
-        ...
-
-    def keys(self, ids: Sequence[str]) -> list[Hashable]:
+    def keys(self, ids: Names) -> list[Hashable]:
         """Ids as ``signal_scores`` takes them."""
-        ...
 
     def optimize(self, min_new: int = 1000) -> bool:
         """Build the vector indexes where the engine must be told to and at least ``min_new``
         points were written since the last build; True if it built."""
-        ...
 
-    def flush(self) -> None:
-        ...
+    def flush(self) -> None: ...
 
-    def close(self) -> None:
-        ...
+    def close(self) -> None: ...

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 from celestial_memory.domain.models import HybridQuery, Sparse, Vector
 from celestial_memory.errors import StoreUnavailable
-from celestial_memory.store.engine import Order, Part, Point, Record
+from celestial_memory.store import engine as en
 from celestial_memory.store.payload import (
     CONTEXT_DENSE,
     CONTEXT_KEYWORDS,
@@ -23,11 +23,6 @@ from celestial_memory.store.payload import (
     LEDGER_INDEXES,
     QUANTIZED_OVERSAMPLING,
     SIGNALS,
-    AnyOf,
-    Between,
-    Condition,
-    Either,
-    Eq,
 )
 from celestial_memory.store.retry import Retrying
 from celestial_memory.store.schema import check_schema
@@ -45,23 +40,9 @@ _SCHEMAS: dict[str, Any] = {
 _EXACT = models.SearchParams(quantization=models.QuantizationSearchParams(ignore=True))
 
 
-def _condition(c: Condition) -> Any:
-    if isinstance(c, Eq):
-        return models.FieldCondition(key=c.key, match=models.MatchValue(value=c.value))
-    if isinstance(c, AnyOf):
-        return models.FieldCondition(key=c.key, match=models.MatchAny(any=cast(Any, list(c.values))))
-    if isinstance(c, Between):
-        return models.FieldCondition(key=c.key, range=models.Range(gte=c.gte, lt=c.lt))
-    if isinstance(c, Either):
-        return models.Filter(should=[_condition(o) for o in c.options])
-    return models.HasIdCondition(has_id=list(c.ids))
-
-
-def _filter(where: Sequence[Condition], keys: Sequence[Hashable] | None = None) -> Any:
-    must = [_condition(c) for c in where]
-    if keys is not None:
-        must.append(models.HasIdCondition(has_id=[str(k) for k in keys]))
-    return models.Filter(must=must) if must else None
+_FILTERS = en.FilterTypes(models.Filter, models.FieldCondition, models.MatchValue, models.MatchAny,
+                       models.Range, lambda ids: models.HasIdCondition(has_id=[str(i) for i in ids]))
+_filter = _FILTERS.of
 
 
 def _vector(v: Vector | Sparse) -> Any:
@@ -70,8 +51,8 @@ def _vector(v: Vector | Sparse) -> Any:
     return v.tolist()
 
 
-def _record(r: Any) -> Record:
-    return Record(str(r.id), r.payload or {}, r.vector if isinstance(r.vector, dict) else {})
+def _record(r: Any) -> en.Record:
+    return en.Record(str(r.id), r.payload or {}, r.vector if isinstance(r.vector, dict) else {})
 
 
 def _signal_queries(query: HybridQuery) -> dict[int, Any]:
@@ -84,7 +65,7 @@ def _signal_queries(query: HybridQuery) -> dict[int, Any]:
 
 @dataclass(frozen=True, slots=True)
 class Connection:
-    """Where and how to reach Qdrant: a URL (``:memory:`` for qdrant-client's local mode), or a
+    """en.Where and how to reach Qdrant: a URL (``:memory:`` for qdrant-client's local mode), or a
     host with ports; TLS, API key, per-call timeout, and retries for transient failures."""
 
     url: str = ""
@@ -127,7 +108,7 @@ class QdrantEngine:
         conn = Connection(url=connection) if isinstance(connection, str) else connection
         self._conn = conn
         self.dimension = dimension
-        self._names: dict[Part, str] = {"memories": collection, "ledger": f"{collection}_ledger"}
+        self._names: dict[en.Part, str] = {"memories": collection, "ledger": f"{collection}_ledger"}
         self.name = "qdrant-local" if conn.url == ":memory:" else "qdrant-remote"
         # Local mode searches exactly and warns that search parameters do nothing.
         self._tuned = conn.url != ":memory:"
@@ -176,7 +157,7 @@ class QdrantEngine:
             self._client.create_collection(ledger, vectors_config={}, **self._layout())
         with warnings.catch_warnings():
             # Local mode ignores payload indexes and says so; the server needs them.
-            warnings.filterwarnings("ignore", "Payload indexes have no effect")
+            warnings.filterwarnings("ignore", "en.Payload indexes have no effect")
             for field, kind in INDEXES.items():
                 if field not in existing:
                     self._client.create_payload_index(memories, field, _SCHEMAS[kind])
@@ -189,10 +170,8 @@ class QdrantEngine:
                   "write_consistency_factor": c.write_consistency_factor}
         return {k: v for k, v in layout.items() if v is not None}
 
-    def upsert(
-        self, part: Part, points: Sequence[Point], *, insert_only: bool = False,
-        only_if: Sequence[Condition] = (),
-    ) -> None:
+    def upsert(self, part: en.Part, points: Sequence[en.Point], *, insert_only: bool = False,
+               only_if: en.Where = ()) -> None:
         if not points:
             return
         pts = [models.PointStruct(id=p.id, vector={k: _vector(v) for k, v in p.vectors.items()},
@@ -202,10 +181,8 @@ class QdrantEngine:
             update_mode=models.UpdateMode.INSERT_ONLY if insert_only else None,
         )
 
-    def retrieve(
-        self, part: Part, ids: Sequence[str], payload: bool | Sequence[str] = True,
-        vectors: Sequence[str] = (),
-    ) -> list[Record]:
+    def retrieve(self, part: en.Part, ids: en.Names, payload: en.Payload = True,
+                 vectors: en.Names = ()) -> list[en.Record]:
         if not ids:
             return []
         records = self._client.retrieve(
@@ -215,18 +192,14 @@ class QdrantEngine:
         )
         return [_record(r) for r in records]
 
-    def set_payload(
-        self, part: Part, fields: Mapping[str, Any], *, ids: Sequence[str] = (),
-        where: Sequence[Condition] = (),
-    ) -> None:
+    def set_payload(self, part: en.Part, fields: en.Fields, *, ids: en.Names = (),
+                    where: en.Where = ()) -> None:
         if ids or where:
             self._client.set_payload(self._names[part], payload=dict(fields),
                                      points=list(ids) if ids else _filter(where), wait=True)
 
-    def set_payloads(
-        self, part: Part, updates: Sequence[tuple[str, Mapping[str, Any]]],
-        where: Sequence[Condition],
-    ) -> None:
+    def set_payloads(self, part: en.Part, updates: Sequence[tuple[str, en.Fields]],
+                     where: en.Where) -> None:
         if not updates:
             return
         ops = [
@@ -236,19 +209,16 @@ class QdrantEngine:
         ]
         self._client.batch_update_points(self._names[part], update_operations=ops, wait=True)
 
-    def delete(self, part: Part, where: Sequence[Condition]) -> None:
+    def delete(self, part: en.Part, where: en.Where) -> None:
         self._client.delete(self._names[part],
                             points_selector=models.FilterSelector(filter=_filter(where)))
 
-    def count(self, part: Part, where: Sequence[Condition]) -> int:
+    def count(self, part: en.Part, where: en.Where) -> int:
         return int(self._client.count(self._names[part], count_filter=_filter(where),
                                       exact=True).count)
 
-    def scroll(
-        self, part: Part, where: Sequence[Condition], limit: int, offset: str | None = None,
-        payload: bool | Sequence[str] = True, vectors: Sequence[str] = (),
-        order: Order | None = None,
-    ) -> tuple[list[Record], str | None]:
+    def scroll(self, part: en.Part, where: en.Where, limit: int, offset: str | None = None,
+               payload: en.Payload = True, vectors: en.Names = (), order: en.Order | None = None) -> en.Page:
         order_by = None if order is None else models.OrderBy(
             key=order.key,
             direction=models.Direction.DESC if order.descending else models.Direction.ASC)
@@ -259,16 +229,13 @@ class QdrantEngine:
         )
         return [_record(r) for r in records], None if nxt is None else str(nxt)
 
-    def facet(
-        self, part: Part, key: str, where: Sequence[Condition], limit: int
-    ) -> list[tuple[Any, int]]:
+    def facet(self, part: en.Part, key: str, where: en.Where, limit: int) -> list[tuple[Any, int]]:
         resp = self._client.facet(self._names[part], key=key, facet_filter=_filter(where),
                                   limit=limit, exact=True)
         return [(hit.value, int(hit.count)) for hit in resp.hits]
 
-    def fused_search(
-        self, query: HybridQuery, filters: Sequence[Sequence[Condition]], limit: int
-    ) -> list[list[Hashable]]:
+    def fused_search(self, query: HybridQuery, filters: Sequence[en.Where],
+                     limit: int) -> list[list[Hashable]]:
         # Candidates come from the content vector and both keyword vectors (edge_engine.py).
         dense_params = models.SearchParams(
             hnsw_ef=query.ef_for(limit),
@@ -287,9 +254,8 @@ class QdrantEngine:
         ])
         return [[str(p.id) for p in r.points] for r in responses]
 
-    def signal_scores(
-        self, query: HybridQuery, where: Sequence[Condition], keys: Sequence[Hashable]
-    ) -> npt.NDArray[np.float64]:
+    def signal_scores(self, query: HybridQuery, where: en.Where,
+                      keys: Sequence[Hashable]) -> npt.NDArray[np.float64]:
         scores = np.zeros((len(keys), len(SIGNALS)))
         if not keys:
             return scores
@@ -306,17 +272,7 @@ class QdrantEngine:
                 scores[row[str(p.id)], col] = p.score
         return scores
 
-    def similarities(
-        self, vector: Vector, where: Sequence[Condition], limit: int
-    ) -> dict[str, float]:
-        r = self._client.query_points(
-            self._names["memories"], query=vector.tolist(), using=DENSE,
-            query_filter=_filter(where), limit=limit, with_payload=False,
-            search_params=self._exact,
-        )
-        return {str(p.id): float(p.score) for p in r.points}
-
-    def keys(self, ids: Sequence[str]) -> list[Hashable]:
+    def keys(self, ids: en.Names) -> list[Hashable]:
         return list(ids)
 
     def optimize(self, min_new: int = 1000) -> bool:

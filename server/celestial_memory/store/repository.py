@@ -16,7 +16,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
-from celestial_memory.domain.models import HybridQuery, Memory, MemoryFilter, Vector, ZoneEvent
+from celestial_memory.domain.models import (
+    HybridQuery,
+    Memory,
+    MemoryFilter,
+    Sparse,
+    Vector,
+    ZoneEvent,
+)
 from celestial_memory.domain.selection import Members, Selection
 from celestial_memory.domain.zones import Zone
 from celestial_memory.store.engine import LEDGER, MEMORIES, Engine, Order, Point
@@ -160,9 +167,9 @@ class MemoryRepository:
 
     def similarities(self, tenant: str, vector: Vector, ids: Sequence[str]) -> dict[str, float]:
         """Cosine similarity of ``vector`` to each of ``ids``, computed by the engine."""
-        if not ids:
-            return {}
-        return self.engine.similarities(vector, conditions(tenant, ids=ids), len(ids))
+        # The content-vector column of the exact rescoring, without keywords.
+        scores = self.signal_scores(tenant, HybridQuery(vector, Sparse([], [])), ids)
+        return {mid: float(s) for mid, s in zip(ids, scores[:, 0], strict=True) if s != 0.0}
 
     # -- reads -------------------------------------------------------------------------------
 
