@@ -10,7 +10,8 @@ writes, so no two threads wait on each other.
 Capacity after reinforcement: under a steady recall load a full zone would be re-ranked after
 every recall (about 22 ms for a full outer zone at 100,000 memories), so a recall only marks its
 tenant; the flusher enforces a marked tenant at most every ``capacity_interval_ms``, off the
-recall's path. ``flush`` (before any read or write that must see everything) enforces at once.
+recall's path. ``flush(tenant)`` (before a read or write of that tenant that must see everything)
+enforces at once.
 """
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ class Placement:
         self._deferred: dict[str, set[str]] = {}
         self._enforced_at: dict[str, float] = {}
         self._deferred_lock = threading.Lock()
-        # Held from taking deferred tenants until they are enforced, so a flush never returns
-        # while the flusher thread is still enforcing what it took.
-        self._enforcing = threading.Lock()
+        # Held while the queue is written and what it wrote is deferred, so a flush never returns
+        # between the flusher's write and its deferral.
+        self._writing = threading.Lock()
         interval = settings.reinforce_flush_ms / 1000
         self._interval = interval if interval > 0 else 0.05
         self._stopped = threading.Event()
@@ -90,11 +91,17 @@ class Placement:
         """Reinforced state not written yet, by id."""
         return self.queue.overlay(tenant, ids)
 
-    def flush(self) -> None:
-        """Write pending reinforcements and enforce every deferred capacity: what any read or
-        write that must see everything needs. The caller holds no tenant lock."""
-        self._defer(self.queue.flush())
-        self._enforce_deferred(force=True)
+    def flush(self, tenant: str | None = None) -> None:
+        """Write pending reinforcements and enforce the deferred capacity of ``tenant`` (of every
+        tenant when None): what a read or write that must see everything needs. The caller holds
+        no tenant lock."""
+        self._write_pending()
+        for t in [tenant] if tenant is not None else self._deferred_tenants():
+            self._enforce_deferred(t, force=True)
+
+    def _write_pending(self) -> None:
+        with self._writing:
+            self._defer(self.queue.flush())
 
     def _defer(self, written: Written) -> None:
         with self._deferred_lock:
@@ -102,25 +109,36 @@ class Placement:
                 if ids:
                     self._deferred.setdefault(tenant, set()).update(ids)
 
-    def _enforce_deferred(self, force: bool) -> None:
-        if not self._deferred:  # the flusher's tick, every interval: usually nothing to do
-            return
-        with self._enforcing:
-            now = time.monotonic()
+    def _deferred_tenants(self) -> list[str]:
+        with self._deferred_lock:
+            return list(self._deferred)
+
+    def _enforce_deferred(self, tenant: str, force: bool) -> None:
+        """Enforce ``tenant``'s deferred capacity, unless it was enforced less than the interval
+        ago and ``force`` is off. The deferral is taken under the tenant's lock, so a flush that
+        comes while the flusher enforces waits for it, and other tenants never wait."""
+        with self.locked(tenant):
             with self._deferred_lock:
-                due = {t: self._deferred.pop(t) for t in list(self._deferred)
-                       if force or now - self._enforced_at.get(t, -1e9) >= self._capacity_interval}
-                self._enforced_at.update(dict.fromkeys(due, now))
-            for tenant, keep in due.items():
+                now = time.monotonic()
+                recent = now - self._enforced_at.get(tenant, -1e9) < self._capacity_interval
+                if tenant not in self._deferred or (recent and not force):
+                    return
+                keep = self._deferred.pop(tenant)
+                self._enforced_at[tenant] = now
+            try:
                 self.enforce(tenant, keep_ids=keep)
+            except Exception:
+                self._defer({tenant: keep})  # the next flush tries again
+                raise
 
     def _run(self) -> None:
         while not self._stopped.is_set():
             self._wake.wait(self._interval)
             self._wake.clear()
             try:
-                self._defer(self.queue.flush())
-                self._enforce_deferred(force=False)
+                self._write_pending()
+                for tenant in self._deferred_tenants():
+                    self._enforce_deferred(tenant, force=False)
             except Exception:
                 log.exception("reinforcement flush failed; retrying")
 
@@ -129,7 +147,7 @@ class Placement:
     def rebalance(
         self, tenant: str, dry_run: bool = False, full: bool = False, forget: bool = True
     ) -> RebalanceReport:
-        self.flush()
+        self.flush(tenant)
         with self.locked(tenant):
             return self.rebalancer.rebalance(tenant, dry_run, full, forget)
 
@@ -138,5 +156,6 @@ class Placement:
         self._stopped.set()
         self._wake.set()
         self._thread.join()
-        self._defer(self.queue.close())
-        self._enforce_deferred(force=True)
+        with self._writing:
+            self._defer(self.queue.close())
+        self.flush()

@@ -248,13 +248,14 @@ class MemoryService:
 
     # -- get / update / delete -------------------------------------------------------------
 
-    def _flush(self) -> None:
-        """Pending reinforcements and deferred capacity, before a read that must see them."""
-        self.placement.flush()
+    def _flush(self, tenant: str) -> None:
+        """Pending reinforcements and the tenant's deferred capacity, before a read or write
+        that must see them."""
+        self.placement.flush(tenant)
 
     def get(self, tenant: str, memory_id: str) -> Memory:
         mid = check.memory_id(memory_id)
-        self._flush()
+        self._flush(tenant)
         return self._find(tenant, mid)
 
     def _find(self, tenant: str, mid: str) -> Memory:
@@ -279,7 +280,7 @@ class MemoryService:
         if new_content is not None and vec is None:
             vec = self.embedder.embed([new_content])[0]
 
-        self._flush()
+        self._flush(tenant)
         with self.placement.locked(tenant):
             m = self._find(tenant, mid)
             now = self.clock.now()
@@ -316,7 +317,7 @@ class MemoryService:
 
     def delete(self, tenant: str, memory_id: str) -> bool:
         mid = check.memory_id(memory_id)
-        self._flush()
+        self._flush(tenant)
         with self.placement.locked(tenant):
             return self.store.delete(tenant, [mid]) > 0
 
@@ -324,14 +325,14 @@ class MemoryService:
         check.memory_filter(flt, self.settings)
         if flt.is_empty():
             raise InvalidArgument("filter", "is empty: refusing to delete the whole tenant")
-        self._flush()
+        self._flush(tenant)
         with self.placement.locked(tenant):
             return self.store.delete_by_filter(tenant, flt)
 
     # -- stats / rebalance ------------------------------------------------------------------
 
     def stats(self, tenant: str) -> Stats:
-        self._flush()
+        self._flush(tenant)
         counts = self.store.count_by_zone(tenant)
         zones = [
             ZoneCount(z, counts[z], self.zones.capacity_of(z), self.zones.min_score(z))
@@ -352,7 +353,7 @@ class MemoryService:
         if not 0 < limit <= self.settings.max_batch:
             raise InvalidArgument("limit", f"must be 1 to {self.settings.max_batch}, got {limit}")
         flt = check.memory_filter(flt, self.settings)
-        self._flush()
+        self._flush(tenant)
         return self.store.recent(tenant, flt, limit)
 
     def set_clock(self, now: float) -> float:
@@ -361,7 +362,7 @@ class MemoryService:
             raise FailedPrecondition("the admin clock is off (CELESTIAL_ADMIN_CLOCK=true)")
         t = check.timestamp(now, "now")
         assert t is not None
-        self._flush()  # pending reinforcements belong to the old time
+        self.placement.flush()  # pending reinforcements belong to the old time
         self.clock.set(t)
         return t
 
@@ -373,6 +374,7 @@ class MemoryService:
             raise InvalidArgument("limit", f"must be 1 to 10000, got {limit}")
         mid = check.memory_id(memory_id) if memory_id else ""
         check.timestamp(since, "since")
+        self._flush(tenant)  # evictions deferred after recalls are in it
         return self.store.read_events(tenant, since, limit, mid)
 
     def breakdown(self, m: Memory) -> ScoreBreakdown:

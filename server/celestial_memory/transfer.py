@@ -39,7 +39,7 @@ class Transfer:
 
     def export_pages(self, tenant: str, after_id: str = "") -> Iterator[list[Memory]]:
         after = check.memory_id(after_id, "after_id") if after_id else ""
-        self._placement.flush()  # recalls acknowledged before the export are in it
+        self._placement.flush(tenant)  # recalls acknowledged before the export are in it
         yield from self._store.export_pages(tenant, after)
 
     def import_batch(self, tenant: str, items: Sequence[Imported]) -> int:
@@ -59,7 +59,7 @@ class Transfer:
             m.index = ix
         ids = [m.id for m in memories]
         check.own_ids(tenant, self._store.owners(ids), ids, "memories")
-        self._placement.flush()
+        self._placement.flush(tenant)
         self._placement.write(tenant, memories)
         return len(memories)
 

@@ -2,7 +2,7 @@
 
 The rebalancer says *which* memories (in these zones, not pinned, due to fall from one zone to
 another, neglected); the store says *how* to find them (``store/payload.py`` turns a Selection
-into conditions on indexed payload fields). Nothing above the store names a payload field.
+into conditions on indexed payload fields), so the rebalancer names no payload field.
 """
 
 from __future__ import annotations

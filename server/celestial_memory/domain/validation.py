@@ -28,7 +28,7 @@ def context(value: str, s: Settings, field: str = "context") -> str:
 
 
 def own_ids(tenant: str, owners: dict[str, str], ids: Sequence[str], field: str) -> None:
-    """Refuse ids that exist in another tenant (see MemoryStore.owners)."""
+    """Refuse ids that exist in another tenant (see MemoryRepository.owners)."""
     for i, mid in enumerate(ids):
         if mid and owners.get(mid, tenant) != tenant:
             raise PermissionDenied(f"{field}[{i}]: id {mid} belongs to another tenant")

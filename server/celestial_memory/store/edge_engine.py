@@ -99,7 +99,7 @@ class EdgeEngine:
                 pl.KEYWORDS: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf),
                 pl.CONTEXT_KEYWORDS: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf),
             },
-            # en.Payload pages kept in RAM: a full rebalance and capacity checks read many payloads.
+            # Payload pages kept in RAM: a full rebalance and capacity checks read many payloads.
             payload_memory=qe.Memory.Cached,
         )
         ledger_config = qe.EdgeConfig(sparse_vectors={"_": qe.EdgeSparseVectorParams()})

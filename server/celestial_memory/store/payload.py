@@ -2,8 +2,8 @@
 
 Flags are stored as integers: Qdrant Edge 0.9.0's ``MatchValue(True)`` matches nothing on
 booleans. Times are POSIX seconds (float) so ranges and the memory function use them directly.
-Filters are built here as backend-neutral conditions that each engine translates; this is the
-only module that names payload fields (docs/design.md, "Data model").
+Filters are built here as backend-neutral conditions that each engine translates. Payload fields
+are named only in the store package (docs/design.md, "Data model").
 """
 
 from __future__ import annotations
@@ -132,8 +132,15 @@ def payload_fields(m: Memory, attributes: Sequence[str]) -> dict[str, Any]:
     """The payload fields that hold the named attributes of ``m`` (``drop_times`` is four, and
     none while unset)."""
     p = to_payload(m)
-    keys = [k for a in attributes for k in (DROP_FIELDS if a == "drop_times" else (a,))]
-    return {k: p[k] for k in keys if k in p}
+    out: dict[str, Any] = {}
+    for a in attributes:
+        if a == "drop_times":
+            out.update({k: p[k] for k in DROP_FIELDS if k in p})
+        elif a in p:
+            out[a] = p[a]
+        else:  # a name that is no payload field would silently never be saved
+            raise ValueError(f"{a!r} is not a stored attribute of a memory")
+    return out
 
 
 # What the memory function needs of a memory, for vectorised scoring (domain/selection.Members).

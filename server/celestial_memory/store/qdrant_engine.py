@@ -65,7 +65,7 @@ def _signal_queries(query: HybridQuery) -> dict[int, Any]:
 
 @dataclass(frozen=True, slots=True)
 class Connection:
-    """en.Where and how to reach Qdrant: a URL (``:memory:`` for qdrant-client's local mode), or a
+    """Where and how to reach Qdrant: a URL (``:memory:`` for qdrant-client's local mode), or a
     host with ports; TLS, API key, per-call timeout, and retries for transient failures."""
 
     url: str = ""
@@ -157,7 +157,7 @@ class QdrantEngine:
             self._client.create_collection(ledger, vectors_config={}, **self._layout())
         with warnings.catch_warnings():
             # Local mode ignores payload indexes and says so; the server needs them.
-            warnings.filterwarnings("ignore", "en.Payload indexes have no effect")
+            warnings.filterwarnings("ignore", "Payload indexes have no effect")
             for field, kind in INDEXES.items():
                 if field not in existing:
                     self._client.create_payload_index(memories, field, _SCHEMAS[kind])

@@ -1,10 +1,11 @@
 """The memory repository: what the service and the rebalancer ask of storage, written once over
 either engine (store/engine.py).
 
-It owns tenant scoping (every read and write carries the tenant, and ids are global, so a write
-with a caller's id must not take another tenant's point), the payload layout (store/payload.py),
-recall candidates, export paging, the ledger, the rebalance lease and markers. Every call that
-touches many memories is one batched engine call. The scenario and congruence suites in
+It owns tenant scoping (every read and every field update carries the tenant; ids are global and
+an upsert replaces a point whatever its tenant, so callers check ``owners`` before writing a
+caller's id), the payload layout (store/payload.py), recall candidates, export paging, the
+ledger, the rebalance lease and markers. Every call that touches many memories is one batched
+engine call. The scenario and congruence suites in
 ``tests/scenarios`` run it against every engine.
 """
 

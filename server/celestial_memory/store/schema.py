@@ -1,4 +1,4 @@
-"""The remote collection's expected shape, checked on start (qdrant_store.py)."""
+"""The remote collection's expected shape, checked on start (qdrant_engine.py)."""
 
 from __future__ import annotations
 
