@@ -92,8 +92,12 @@ class Settings(BaseSettings):
     # Input limits
     max_content_chars: int = Field(32_768, gt=0)
     max_batch: int = Field(10_000, gt=0, description="most items in one StoreBatch")
+    max_batch_bytes: int = Field(
+        64 * 2**20, gt=0, description="most bytes of one StoreBatch's messages together")
     max_tags: int = Field(64, gt=0)
     max_metadata_entries: int = Field(64, gt=0)
+    max_metadata_value_chars: int = Field(1024, gt=0, description="one metadata value")
+    max_label_chars: int = Field(256, gt=0, description="a tag, session id or agent id")
 
     # Rebalance
     rebalance_interval_s: float = Field(300.0, ge=0, description="0 disables the schedule")

@@ -183,14 +183,18 @@ class Rebalancer:
                                                          m.importance[out], 0.0, now))
             dest = np.where(m.pinned[out] == 1, int(zone) + 1,
                             np.maximum(int(zone) + 1, resting))
-            for z in np.unique(dest):
-                self._repo.set_zone(tenant, Zone(int(z)), ids=[m.ids[i] for i in out[dest == z]])
-            events += [
+            moves = [
                 ZoneEvent(event_id(m.ids[i], m.version(int(i)), int(zone), str(int(d))),
                           tenant, m.ids[i], zone, Zone(int(d)), "capacity", now, m.content_hash[i])
                 for i, d in zip(out, dest, strict=True)
             ]
-        self._repo.append_events(events)
+            # The ledger first: a crash between the two can leave an event whose move is not
+            # written yet (the next enforcement makes it, under the same event id), never a
+            # move without its event.
+            self._repo.append_events(moves)
+            for z in np.unique(dest):
+                self._repo.set_zone(tenant, Zone(int(z)), ids=[m.ids[i] for i in out[dest == z]])
+            events += moves
         return events
 
     def _overflow_after(self, tenant: str, moved: dict[tuple[Zone, Zone], int]) -> int:

@@ -96,7 +96,7 @@ class MemoryService:
     def store_many(self, tenant: str, items: Sequence[NewMemory]) -> list[Memory]:
         if len(items) > self.settings.max_batch:
             raise InvalidArgument("requests", f"more than {self.settings.max_batch} items")
-        checked = [self._check_new(item, i, len(items) > 1) for i, item in enumerate(items)]
+        checked = [self.check_new(item, i, len(items) > 1) for i, item in enumerate(items)]
         given = [it.id for it in checked if it.id]
         if given:
             check.own_ids(tenant, self.store.owners(given), given, "id")
@@ -136,7 +136,9 @@ class MemoryService:
             m.vector = m.index = None
         return memories
 
-    def _check_new(self, item: NewMemory, index: int, batch: bool) -> NewMemory:
+    def check_new(self, item: NewMemory, index: int, batch: bool) -> NewMemory:
+        """``item`` validated (``index``: its place in a batch, named in errors): a stream checks
+        each item as it arrives, before holding the next."""
         p = f"requests[{index}]." if batch else ""
         s = self.settings
         vec = None
@@ -147,6 +149,8 @@ class MemoryService:
             content=check.content(item.content, s, f"{p}content"),
             importance=check.unit_interval(item.importance, f"{p}importance"),
             tags=check.tags(item.tags, s, f"{p}tags"),
+            session_id=check.label(item.session_id, s, f"{p}session_id"),
+            agent_id=check.label(item.agent_id, s, f"{p}agent_id"),
             metadata=check.metadata(item.metadata, s, f"{p}metadata"),
             created_at=check.timestamp(item.created_at, f"{p}created_at"),
             context=check.context(item.context, s, f"{p}context"),

@@ -42,12 +42,13 @@ class Transfer:
         self._placement.flush(tenant)  # recalls acknowledged before the export are in it
         yield from self._store.export_pages(tenant, after)
 
-    def import_batch(self, tenant: str, items: Sequence[Imported]) -> int:
-        """Validate a whole batch, then write it: a bad item writes nothing of its batch."""
+    def import_batch(self, tenant: str, items: Sequence[Imported], first: int = 0) -> int:
+        """Validate a whole batch, then write it: a bad item writes nothing of its batch, and its
+        error names its place in the whole import (``first`` is the batch's first position)."""
         if len(items) > self._settings.max_batch:
             raise InvalidArgument("memories", f"more than {self._settings.max_batch} in a batch")
         now = self._clock.now()
-        checked = [self._checked(tenant, it, i, now) for i, it in enumerate(items)]
+        checked = [self._checked(tenant, it, first + i, now) for i, it in enumerate(items)]
         memories = [m for m, _ in checked]
         # Keyword vectors are rebuilt from the text; the exported contextual vector is kept.
         index = self._retrieval.index_vectors(
@@ -58,7 +59,7 @@ class Transfer:
         for m, ix in zip(memories, index, strict=True):
             m.index = ix
         ids = [m.id for m in memories]
-        check.own_ids(tenant, self._store.owners(ids), ids, "memories")
+        check.own_ids(tenant, self._store.owners(ids), ids, "memories", first)
         self._placement.flush(tenant)
         self._placement.write(tenant, memories)
         return len(memories)
@@ -71,11 +72,17 @@ class Transfer:
         m.tenant = tenant
         m.content = check.content(m.content, s, f"{p}memory.content")
         m.context = check.context(m.context, s, f"{p}memory.context")
-        for name in ("score", "created_at", "last_recalled_at", "written_at", "context_score"):
-            if not np.isfinite(getattr(m, name)):
-                raise InvalidArgument(f"{p}{name}", "is not finite")
+        for name in ("created_at", "last_recalled_at", "written_at"):
+            check.timestamp(getattr(m, name), f"{p}{name}")
+        for name in ("score", "context_score"):  # small numbers with any weights
+            if not (np.isfinite(getattr(m, name)) and abs(getattr(m, name)) <= 1e6):
+                raise InvalidArgument(f"{p}{name}", "is not a finite number within ±1e6")
+        if not 0 <= m.recall_count <= 2**53:
+            raise InvalidArgument(f"{p}recall_count", "is out of range")
         check.unit_interval(m.importance, f"{p}memory.importance")
         check.tags(m.tags, s, f"{p}memory.tags")
+        check.label(m.session_id, s, f"{p}memory.session_id")
+        check.label(m.agent_id, s, f"{p}memory.agent_id")
         check.metadata(m.metadata, s, f"{p}memory.metadata")
         assert m.vector is not None
         vec = check.vector(m.vector, self._store.dimension, f"{p}vector")

@@ -6,7 +6,7 @@ from typing import Any
 
 import grpc
 import pytest
-from celestial_memory.errors import SchemaMismatch
+from celestial_memory.errors import SchemaMismatch, StoreUnavailable
 from celestial_memory.store import open_qdrant
 from celestial_memory.store.retry import Retrying
 from qdrant_client import QdrantClient, models
@@ -59,10 +59,11 @@ def test_other_failures_are_not_retried(error: Exception) -> None:
     assert len(client.calls) == 1
 
 
-def test_retries_give_up_after_the_limit() -> None:
+def test_retries_give_up_after_the_limit_and_say_the_store_is_down() -> None:
     client = Flaky(*[Status(grpc.StatusCode.UNAVAILABLE)] * 10)
-    with pytest.raises(grpc.RpcError):
+    with pytest.raises(StoreUnavailable, match="after 4 attempts") as err:
         Retrying(client, 3, 0.0, sleep=lambda s: None).upsert("c")
+    assert isinstance(err.value.__cause__, grpc.RpcError)
     assert len(client.calls) == 4
 
 

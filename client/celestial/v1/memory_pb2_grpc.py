@@ -193,7 +193,10 @@ class MemoryServiceServicer:
 
     def Import(self, request_iterator, context):
         """Writes exported memories into the request's tenant, keeping their ids, vectors, scores,
-        zones and times. Idempotent by id, so a broken import can be sent again or resumed.
+        zones and times. Records are validated and written in batches of 512 as they arrive: a bad
+        record ends the import with INVALID_ARGUMENT naming its position (memories[N]); nothing of
+        its batch is written, the batches before it are. Idempotent by id, so a broken import can
+        be corrected and sent again, or resumed.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 
@@ -10,6 +11,18 @@ import numpy as np
 from celestial_memory.config import Settings
 from celestial_memory.domain.models import MemoryFilter, Vector
 from celestial_memory.errors import InvalidArgument, PermissionDenied
+
+# google.protobuf.Timestamp's range (0001-01-01 to 9999-12-31): every time the service keeps
+# must be sendable back as one.
+MIN_TIME, MAX_TIME = -62_135_596_800.0, 253_402_300_799.0
+# Metadata keys become payload paths (metadata.<key>) in filters: letters, digits, _ and -.
+_METADATA_KEY = re.compile(r"[\w-]{1,64}")
+
+
+def shown(value: object, limit: int = 64) -> str:
+    """A bad value as an error message shows it: quoted, and cut short."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def content(value: str, s: Settings, field: str = "content") -> str:
@@ -27,11 +40,14 @@ def context(value: str, s: Settings, field: str = "context") -> str:
     return value.strip()
 
 
-def own_ids(tenant: str, owners: dict[str, str], ids: Sequence[str], field: str) -> None:
-    """Refuse ids that exist in another tenant (see MemoryRepository.owners)."""
+def own_ids(
+    tenant: str, owners: dict[str, str], ids: Sequence[str], field: str, first: int = 0
+) -> None:
+    """Refuse ids that exist in another tenant (see MemoryRepository.owners); ``first`` is the
+    position of ``ids[0]`` in the request."""
     for i, mid in enumerate(ids):
         if mid and owners.get(mid, tenant) != tenant:
-            raise PermissionDenied(f"{field}[{i}]: id {mid} belongs to another tenant")
+            raise PermissionDenied(f"{field}[{first + i}]: id {mid} belongs to another tenant")
 
 
 def unit_interval(value: float | None, field: str) -> float | None:
@@ -54,7 +70,7 @@ def memory_id(value: str, field: str = "id") -> str:
     try:
         return str(uuid.UUID(value))
     except (ValueError, AttributeError, TypeError):
-        raise InvalidArgument(field, f"not a UUID: {value!r}") from None
+        raise InvalidArgument(field, f"not a UUID: {shown(value)}") from None
 
 
 def vector(values: Sequence[float] | Vector, dimension: int, field: str) -> Vector:
@@ -68,27 +84,41 @@ def vector(values: Sequence[float] | Vector, dimension: int, field: str) -> Vect
     return v
 
 
+def label(value: str, s: Settings, field: str) -> str:
+    """A short identifier kept and filtered on (session, agent, a tag)."""
+    if len(value) > s.max_label_chars:
+        raise InvalidArgument(field, f"longer than {s.max_label_chars} characters")
+    if "\x00" in value:
+        raise InvalidArgument(field, "contains a NUL character")
+    return value
+
+
 def tags(values: Sequence[str], s: Settings, field: str = "tags") -> list[str]:
     if len(values) > s.max_tags:
         raise InvalidArgument(field, f"more than {s.max_tags} tags")
-    if any(not t.strip() for t in values):
-        raise InvalidArgument(field, "a tag is empty")
+    for i, t in enumerate(values):
+        if not t.strip():
+            raise InvalidArgument(f"{field}[{i}]", "is empty")
+        label(t, s, f"{field}[{i}]")
     return list(values)
 
 
 def metadata(values: Mapping[str, str], s: Settings, field: str = "metadata") -> dict[str, str]:
     if len(values) > s.max_metadata_entries:
         raise InvalidArgument(field, f"more than {s.max_metadata_entries} entries")
-    for key in values:
-        # Keys become payload paths (metadata.<key>): dots and brackets would change the path.
-        if not key or any(ch in key for ch in ".[]\"") or key != key.strip():
-            raise InvalidArgument(field, f"bad key {key!r}: no dots, brackets, quotes or padding")
+    for key, value in values.items():
+        if not _METADATA_KEY.fullmatch(key):
+            raise InvalidArgument(
+                field, f"bad key {shown(key)}: 1 to 64 letters, digits, '_' or '-'")
+        if len(value) > s.max_metadata_value_chars:
+            raise InvalidArgument(f"{field}[{key}]",
+                                  f"longer than {s.max_metadata_value_chars} characters")
     return dict(values)
 
 
 def timestamp(value: float | None, field: str) -> float | None:
-    if value is not None and not math.isfinite(value):
-        raise InvalidArgument(field, "is not a finite time")
+    if value is not None and not (math.isfinite(value) and MIN_TIME <= value <= MAX_TIME):
+        raise InvalidArgument(field, "is not a time between the years 1 and 9999")
     return value
 
 
@@ -97,9 +127,11 @@ def memory_filter(flt: MemoryFilter, s: Settings, field: str = "filter") -> Memo
     tags(flt.tags_any, s, f"{field}.tags_any")
     tags(flt.tags_all, s, f"{field}.tags_all")
     metadata(flt.metadata, s, f"{field}.metadata")
+    label(flt.session_id, s, f"{field}.session_id")
+    label(flt.agent_id, s, f"{field}.agent_id")
     for name in ("created", "recalled"):
-        lo = getattr(flt, f"{name}_after")
-        hi = getattr(flt, f"{name}_before")
+        lo = timestamp(getattr(flt, f"{name}_after"), f"{field}.{name}_after")
+        hi = timestamp(getattr(flt, f"{name}_before"), f"{field}.{name}_before")
         if lo is not None and hi is not None and lo >= hi:
             raise InvalidArgument(f"{field}.{name}_after", f"must be before {field}.{name}_before")
     return flt

@@ -12,6 +12,7 @@ import time
 
 import grpc
 from celestial.v1 import memory_pb2, memory_pb2_grpc
+from celestial_memory.grpc_api.decoding import DecodeGuard
 from celestial_memory.grpc_api.servicer import MemoryServicer
 from celestial_memory.service import MemoryService
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -33,7 +34,7 @@ class MemoryServer:
 
     async def start(self) -> int:
         # Built here, not in __init__: a grpc.aio server belongs to the loop that creates it.
-        self._server = grpc.aio.server()
+        self._server = grpc.aio.server(interceptors=[DecodeGuard()])
         self._health = health.aio.HealthServicer()  # type: ignore[attr-defined]
         memory_pb2_grpc.add_MemoryServiceServicer_to_server(
             MemoryServicer(self.service), self._server

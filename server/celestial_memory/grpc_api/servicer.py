@@ -20,7 +20,9 @@ from celestial_memory.grpc_api.status import mapped, mapped_stream
 from celestial_memory.service import MemoryService
 
 T = TypeVar("T")
-# Imported memories are validated and written in batches of this many (one write each).
+# Imported memories are validated and written in batches of this many (one write each). A bad
+# record stops the import: its batch writes nothing, the batches before it stay written (writes
+# are upserts by id, so sending the corrected import again is safe).
 IMPORT_BATCH = 512
 Context = grpc.aio.ServicerContext[Any, Any]
 
@@ -48,17 +50,24 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     async def StoreBatch(
         self, request_iterator: AsyncIterator[pb.StoreRequest], context: Context
     ) -> pb.StoreBatchResponse:
-        limit = self._service.settings.max_batch
+        settings = self._service.settings
+        limit, byte_limit = settings.max_batch, settings.max_batch_bytes
         items: list[NewMemory] = []
         tenant: str | None = None
+        size = 0
         async for req in request_iterator:
+            # Each item is checked as it arrives, so a bad or oversized stream is refused at
+            # its first bad item, without holding the rest.
             if len(items) >= limit:
                 raise InvalidArgument("requests", f"more than {limit} items in one batch")
+            size += req.ByteSize()
+            if size > byte_limit:
+                raise InvalidArgument("requests", f"more than {byte_limit} bytes in one batch")
             t = self._tenant(req.tenant)
             if tenant is not None and t != tenant:
                 raise InvalidArgument(f"requests[{len(items)}].tenant", "differs within a batch")
             tenant = t
-            items.append(cv.new_memory_from_pb(req))
+            items.append(self._service.check_new(cv.new_memory_from_pb(req), len(items), True))
         if tenant is None:
             return pb.StoreBatchResponse(ids=[], stored=0)
         stored = await self._run(self._service.store_many, tenant, items)
@@ -162,8 +171,10 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                 tenant = self._tenant(e.tenant)
             batch.append(cv.imported_from_pb(e))
             if len(batch) == IMPORT_BATCH:
-                imported += await self._run(self._service.transfer.import_batch, tenant, batch)
+                imported += await self._run(self._service.transfer.import_batch, tenant, batch,
+                                            imported)
                 batch = []
         if batch and tenant is not None:
-            imported += await self._run(self._service.transfer.import_batch, tenant, batch)
+            imported += await self._run(self._service.transfer.import_batch, tenant, batch,
+                                        imported)
         return pb.ImportResponse(imported=imported)

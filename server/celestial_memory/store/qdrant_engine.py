@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -87,9 +88,28 @@ class Connection:
         return self.url or f"{'https' if self.https else 'http'}://{self.host}:{self.port}"
 
 
+class _Serialised:
+    """One call at a time: qdrant-client's local mode is not thread-safe (a store and a recall at
+    once failed inside it with numpy's "operands could not be broadcast together")."""
+
+    def __init__(self, client: QdrantClient) -> None:
+        self._client, self._lock = client, threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._client, name)
+        if not callable(target):
+            return target
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return target(*args, **kwargs)
+
+        return call
+
+
 def _client(c: Connection) -> QdrantClient:
     if c.url == ":memory:":
-        return QdrantClient(location=":memory:")
+        return cast(QdrantClient, _Serialised(QdrantClient(location=":memory:")))
     # gRPC preferred: the batched queries and payload updates are smaller and faster there.
     common: dict[str, Any] = {
         "api_key": c.api_key, "prefer_grpc": True, "timeout": max(1, round(c.timeout_s)),

@@ -11,8 +11,10 @@ engine call. The scenario and congruence suites in
 
 from __future__ import annotations
 
+import logging
+import math
 import uuid
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -26,8 +28,9 @@ from celestial_memory.domain.models import (
     ZoneEvent,
 )
 from celestial_memory.domain.selection import Members, Selection
+from celestial_memory.domain.validation import MAX_TIME, MIN_TIME
 from celestial_memory.domain.zones import Zone
-from celestial_memory.store.engine import LEDGER, MEMORIES, Engine, Order, Point
+from celestial_memory.store.engine import LEDGER, MEMORIES, Engine, Order, Point, Record
 from celestial_memory.store.payload import (
     CONTEXT_DENSE,
     DENSE,
@@ -48,6 +51,25 @@ from celestial_memory.store.payload import (
     selection_conditions,
     to_payload,
 )
+
+log = logging.getLogger(__name__)
+
+
+def readable(records: Iterable[Record], vectors: bool = False) -> Iterator[Memory]:
+    """The records as memories, skipping (and logging, by id) any that cannot be read back or
+    sent: one bad record, written by an older version or by hand, must not fail its tenant."""
+    for r in records:
+        try:
+            m = (exported_memory(r.id, r.payload, r.vectors) if vectors
+                 else from_payload(r.id, r.payload))
+            times = (m.created_at, m.last_recalled_at)
+            if not all(math.isfinite(t) and MIN_TIME <= t <= MAX_TIME for t in times) or not (
+                    math.isfinite(m.score) and math.isfinite(m.importance)):
+                raise ValueError("a time or number out of range")
+        except (KeyError, ValueError, TypeError, OverflowError) as exc:
+            log.warning("skipping unreadable memory %s: %s", r.id, exc)
+            continue
+        yield m
 
 
 @dataclass(slots=True)
@@ -92,12 +114,11 @@ class MemoryRepository:
     ) -> dict[str, Memory]:
         """The memories of ``tenant`` among ``ids`` (missing and foreign ones are absent)."""
         records = self.engine.retrieve(MEMORIES, ids, vectors=[DENSE] if with_vectors else ())
-        out: dict[str, Memory] = {}
-        for r in records:
-            if r.payload.get("tenant") != tenant:
-                continue
-            vec = np.asarray(r.vectors[DENSE], dtype=np.float32) if DENSE in r.vectors else None
-            out[r.id] = from_payload(r.id, r.payload, vec)
+        mine = {r.id: r for r in records if r.payload.get("tenant") == tenant}
+        out = {m.id: m for m in readable(mine.values())}
+        for mid, m in out.items():
+            if DENSE in mine[mid].vectors:
+                m.vector = np.asarray(mine[mid].vectors[DENSE], dtype=np.float32)
         return out
 
     def owners(self, ids: Sequence[str]) -> dict[str, str]:
@@ -190,8 +211,8 @@ class MemoryRepository:
         where = conditions(tenant, flt)
         while True:
             records, offset = self.engine.scroll(MEMORIES, where, page_size, offset)
-            if records:
-                yield [from_payload(r.id, r.payload) for r in records]
+            if page := list(readable(records)):
+                yield page
             if offset is None:
                 return
 
@@ -200,7 +221,7 @@ class MemoryRepository:
         created_at range index)."""
         records, _ = self.engine.scroll(MEMORIES, conditions(tenant, flt), limit,
                                         order=Order("created_at", descending=True))
-        return [from_payload(r.id, r.payload) for r in records]
+        return list(readable(records))
 
     def export_pages(
         self, tenant: str, after_id: str = "", page_size: int = 512
@@ -214,7 +235,7 @@ class MemoryRepository:
             limit = page_size + 1 if offset == after_id else page_size
             records, offset = self.engine.scroll(MEMORIES, where, limit, offset,
                                                  vectors=[DENSE, CONTEXT_DENSE])
-            page = [exported_memory(r.id, r.payload, r.vectors) for r in records if r.id != after_id]
+            page = list(readable((r for r in records if r.id != after_id), vectors=True))
             if page:
                 yield page
             if offset is None:

@@ -1,9 +1,12 @@
 """Retries with exponential backoff for the remote Qdrant backend.
 
 Only failures that say "try again" are retried: gRPC UNAVAILABLE and RESOURCE_EXHAUSTED, HTTP 429
-and 503, and connection errors. Every write the service sends is idempotent (ids are fixed before
-the first attempt, payload sets and deletes name their points, ledger events have deterministic
-ids), so an attempt whose answer was lost can be repeated safely.
+and 503, and connection errors. When the retries run out on such a failure the store is taken as
+down: ``StoreUnavailable`` (UNAVAILABLE to callers), not the client library's own error.
+
+Every write the service sends is idempotent (ids are fixed before the first attempt, payload sets
+and deletes name their points, ledger events have deterministic ids), so an attempt whose answer
+was lost can be repeated safely.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import grpc
+from celestial_memory.errors import StoreUnavailable
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 log = logging.getLogger(__name__)
@@ -51,8 +55,12 @@ class Retrying:
                 try:
                     return target(*args, **kwargs)
                 except Exception as exc:
-                    if attempt == self._retries or not retryable(exc):
+                    if not retryable(exc):
                         raise
+                    if attempt == self._retries:
+                        raise StoreUnavailable(
+                            f"Qdrant did not answer ({type(exc).__name__} after "
+                            f"{attempt + 1} attempts)") from exc
                     delay = min(5.0, self._backoff * 2**attempt) * random.uniform(0.5, 1.0)
                     log.warning("qdrant %s failed (%s); retry %d in %.2f s",
                                 name, type(exc).__name__, attempt + 1, delay)

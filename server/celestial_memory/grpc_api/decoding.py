@@ -1,0 +1,97 @@
+"""Undecodable request bytes answer INVALID_ARGUMENT with one log line.
+
+Left to grpc, a message that does not parse fails inside the server's deserializer: UNKNOWN for a
+unary call, INTERNAL for a stream, and a long traceback in the log each time. This interceptor
+wraps each method's deserializer so that bytes that do not parse become a marker, and the method
+answers INVALID_ARGUMENT when it meets one (for a stream, at the item that does not parse).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+from celestial_memory.errors import InvalidArgument
+from google.protobuf.message import DecodeError
+
+log = logging.getLogger(__name__)
+
+
+class _Undecodable:
+    """What an undecodable message deserializes to."""
+
+
+UNDECODABLE = _Undecodable()
+
+
+def _safe(deserialize: Callable[[bytes], Any] | None, method: str) -> Callable[[bytes], Any] | None:
+    if deserialize is None:
+        return None
+
+    def parse(data: bytes) -> Any:
+        try:
+            return deserialize(data)
+        except (DecodeError, ValueError, TypeError):
+            log.warning("undecodable request to %s (%d bytes)", method, len(data))
+            return UNDECODABLE
+
+    return parse
+
+
+def _refuse() -> InvalidArgument:
+    return InvalidArgument("request", "is not a valid protobuf message for this method")
+
+
+class DecodeGuard(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any]]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any]:
+        handler = await continuation(details)
+        if handler is None:
+            return handler
+        method = details.method
+        fields: dict[str, Any] = {
+            "request_deserializer": _safe(handler.request_deserializer, method)}
+        if handler.unary_unary is not None:
+            fields["unary_unary"] = _unary(handler.unary_unary)
+        elif handler.unary_stream is not None:
+            fields["unary_stream"] = _unary_stream(handler.unary_stream)
+        elif handler.stream_unary is not None:  # the service has no stream-stream method
+            fields["stream_unary"] = _stream_unary(handler.stream_unary)
+        return handler._replace(**fields)  # type: ignore[attr-defined, no-any-return]
+
+
+def _unary(behavior: Callable[..., Any]) -> Callable[..., Any]:
+    async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        if request is UNDECODABLE:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(_refuse()))
+        return await behavior(request, context)
+
+    return call
+
+
+def _unary_stream(behavior: Callable[..., Any]) -> Callable[..., Any]:
+    async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        if request is UNDECODABLE:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(_refuse()))
+        async for item in behavior(request, context):
+            yield item
+
+    return call
+
+
+def _stream_unary(behavior: Callable[..., Any]) -> Callable[..., Any]:
+    async def call(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        async def checked() -> AsyncIterator[Any]:
+            async for r in requests:
+                if r is UNDECODABLE:
+                    raise _refuse()  # the method's error mapping answers INVALID_ARGUMENT
+                yield r
+
+        return await behavior(checked(), context)
+
+    return call
