@@ -5,6 +5,7 @@ from __future__ import annotations
 from celestial_memory.clock import Clock, ManualClock, SystemClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.importance import evaluator_from_settings
+from celestial_memory.embed_batching import BatchingEmbedder
 from celestial_memory.embedding import Embedder, SentenceTransformerEmbedder
 from celestial_memory.service import MemoryService
 from celestial_memory.store import MemoryRepository, open_edge, open_qdrant
@@ -35,7 +36,9 @@ def build_service(
     store: MemoryRepository | None = None,
     clock: Clock | None = None,
 ) -> MemoryService:
-    embedder = embedder or SentenceTransformerEmbedder(settings.model, settings.device)
+    embedder = embedder or BatchingEmbedder(
+        SentenceTransformerEmbedder(settings.model, settings.device),
+        settings.embed_batch_window_ms / 1000, settings.embed_max_batch)
     store = store or open_store(settings, embedder.dimension)
     return MemoryService(
         settings, store, embedder, clock or _default_clock(settings),

@@ -49,6 +49,9 @@ class Settings(BaseSettings):
     # Embeddings
     model: str = Field(BUNDLED_MODEL, description="sentence-transformers name or path")
     device: str = Field("cpu", description="torch device for the embedding model")
+    embed_batch_window_ms: float = Field(
+        1.0, ge=0, le=100, description="concurrent calls' texts: wait this long for more")
+    embed_max_batch: int = Field(64, gt=0, description="most texts in one encode")
 
     # Memory function (docs/design.md, "The memory function")
     w_recall: float = Field(0.25, ge=0)

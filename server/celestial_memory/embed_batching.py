@@ -1,0 +1,77 @@
+"""Micro-batching: concurrent calls' texts embedded together.
+
+One encode of many sentences costs far less than as many encodes of one (on 2 cores, about 160
+sentences/s batched against 50/s one by one), so under concurrent load the texts of calls that
+arrive together are encoded in one batch. One encoder thread owns the model: a call queues its
+texts and waits for its rows. The thread takes whatever has queued by the time it is free (the
+natural batch that piles up during the previous encode), waiting at most ``window_s`` for more
+when it would otherwise encode less than ``max_batch``; a lone call waits at most that window.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future
+
+import numpy as np
+import numpy.typing as npt
+from celestial_memory.embedding import Embedder
+
+Rows = npt.NDArray[np.float32]
+
+
+class BatchingEmbedder:
+    def __init__(self, inner: Embedder, window_s: float = 0.001, max_batch: int = 64) -> None:
+        self.name, self.dimension = inner.name, inner.dimension
+        self._inner, self._window, self._max = inner, window_s, max_batch
+        self._queue: queue.Queue[tuple[list[str], Future[Rows]] | None] = queue.Queue()
+        self.batches: list[int] = []  # texts per encode, the most recent 1,000 (for tests, stats)
+        self._thread = threading.Thread(target=self._run, name="embedder", daemon=True)
+        self._thread.start()
+
+    def embed(self, texts: Sequence[str]) -> Rows:
+        if not texts:
+            return np.zeros((0, self.dimension), np.float32)
+        done: Future[Rows] = Future()
+        self._queue.put((list(texts), done))
+        return done.result()
+
+    def _take(self) -> list[tuple[list[str], Future[Rows]]] | None:
+        first = self._queue.get()
+        if first is None:
+            return None
+        taken, size = [first], len(first[0])
+        deadline = time.monotonic() + self._window
+        while size < self._max:
+            try:
+                item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if item is None:  # closing: encode what was taken, then stop
+                self._queue.put(None)
+                break
+            taken.append(item)
+            size += len(item[0])
+        return taken
+
+    def _run(self) -> None:
+        while (taken := self._take()) is not None:
+            texts = [t for ts, _ in taken for t in ts]
+            try:
+                rows = self._inner.embed(texts)
+            except BaseException as exc:
+                for _, done in taken:
+                    done.set_exception(exc)
+                continue
+            self.batches = [*self.batches[-999:], len(texts)]
+            start = 0
+            for ts, done in taken:
+                done.set_result(rows[start:start + len(ts)])
+                start += len(ts)
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()

@@ -1,0 +1,75 @@
+"""Micro-batching of embeddings: concurrent calls share encodes, and each gets its own rows."""
+
+from __future__ import annotations
+
+import threading
+import time
+import zlib
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from celestial_memory.embed_batching import BatchingEmbedder
+
+
+class SlowModel:
+    """A stand-in model: each text's vector is derived from the text; an encode takes 20 ms."""
+
+    name, dimension = "slow", 4
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.calls.append(len(texts))
+        time.sleep(0.02)
+        if "boom" in texts:
+            raise RuntimeError("the model failed")
+        return np.array([[zlib.crc32(t.encode()) % 97, len(t), 1, 2] for t in texts], np.float32)
+
+
+def expected(texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    return SlowModel().embed(texts) if "boom" not in texts else np.zeros(0, np.float32)
+
+
+def test_concurrent_calls_share_encodes_and_get_their_own_rows() -> None:
+    model = SlowModel()
+    batcher = BatchingEmbedder(model, window_s=0.005, max_batch=64)
+    results: dict[int, npt.NDArray[np.float32]] = {}
+
+    def call(i: int) -> None:
+        results[i] = batcher.embed([f"text {i}", f"more {i} " * i])
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(16):
+        np.testing.assert_array_equal(results[i], expected([f"text {i}", f"more {i} " * i]))
+    assert sum(model.calls) == 32
+    assert len(model.calls) < 16  # calls that arrived together were encoded together
+    assert max(model.calls) <= 64
+    batcher.close()
+
+
+def test_a_batch_never_exceeds_its_maximum() -> None:
+    model = SlowModel()
+    batcher = BatchingEmbedder(model, window_s=0.05, max_batch=3)
+    threads = [threading.Thread(target=batcher.embed, args=([f"t{i}"],)) for i in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(model.calls) == 10 and max(model.calls) <= 3
+    batcher.close()
+
+
+def test_a_failed_encode_fails_its_callers_and_the_next_calls_work() -> None:
+    batcher = BatchingEmbedder(SlowModel(), window_s=0.0)
+    with pytest.raises(RuntimeError, match="the model failed"):
+        batcher.embed(["boom"])
+    np.testing.assert_array_equal(batcher.embed(["fine"]), expected(["fine"]))
+    assert batcher.embed([]).shape == (0, 4)
+    batcher.close()
