@@ -3,6 +3,7 @@ writes nothing. Requests go through the raw stub so that anything a caller could
 
 from __future__ import annotations
 
+import asyncio
 import math
 import uuid
 from collections.abc import AsyncIterator
@@ -241,9 +242,13 @@ async def test_a_huge_store_batch_is_refused_at_its_first_bad_item(
 
     async def items() -> AsyncIterator[pb.StoreRequest]:
         nonlocal sent
-        for _ in range(300):
+        for i in range(300):
             sent += 1
             yield pb.StoreRequest(tenant=T, content="x", session_id=huge)
+            if i == 0:
+                # Let the server's answer arrive: a write racing a finished call fails on the
+                # client side as INTERNAL ("Internal error from Core"), hiding the server's code.
+                await asyncio.sleep(0.3)
 
     before = _rss_mib()
     await expect(stub.StoreBatch(items()), grpc.StatusCode.INVALID_ARGUMENT,
