@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import socket
-import uuid
 from pathlib import Path
 from typing import Literal
 
@@ -112,10 +110,11 @@ class Settings(BaseSettings):
     )
     auto_forget_days: float = Field(90.0, gt=0, description="forget unrecalled cloud memories")
     rebalance_lease_s: float = Field(60.0, gt=0, description="replicas: rebalance lease expiry")
+    # The same host and address after a restart is the same replica: a server killed while it
+    # held the rebalance lease takes it back at once instead of waiting for it to expire. Two
+    # replicas on one host bind different addresses, so they never share a name.
     instance_id: str = Field(
-        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}",
-        description="this replica's name in the rebalance lease",
-    )
+        "", description="this replica's name in the rebalance lease; default host/address")
 
     # Reinforcement: 0 = written before the Recall returns; > 0 = written behind, within this
     # bound (reinforcement.py).
@@ -144,6 +143,8 @@ class Settings(BaseSettings):
             raise ValueError("relevance_weights needs 4 finite values >= 0, not all 0")
         if self.default_recall_limit > self.max_recall_limit:
             raise ValueError("default_recall_limit exceeds max_recall_limit")
+        if not self.instance_id:
+            self.instance_id = f"{socket.gethostname()}/{self.address}"
         return self
 
     def collection_name(self, dimension: int) -> str:

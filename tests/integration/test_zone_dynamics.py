@@ -247,3 +247,23 @@ def test_concurrent_replicas_rebalance_once(
     assert len({e.memory_id for e in events}) == len(events)
     replicas[0].placement.close()
     replicas[1].close()
+
+
+def test_a_restarted_server_takes_back_the_lease_its_killed_predecessor_held(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> None:
+    store = open_backend("edge", tmp_path)
+    settings = Settings(address="localhost:50999", rebalance_interval_s=0)
+    other = Settings(address="localhost:50998", rebalance_interval_s=0)  # a replica beside it
+    assert settings.instance_id.endswith("/localhost:50999")
+    assert settings.instance_id != other.instance_id
+    lease = f"rebalance:{T}"
+    # The predecessor, same host and address, was killed while it held the lease.
+    assert store.acquire_lease(lease, settings.instance_id, clock.now(), 60) == settings.instance_id
+    restarted = build_service(settings, embedder=embedder, store=store, clock=clock)
+    replica = build_service(other, embedder=embedder, store=store, clock=clock)
+    assert restarted.rebalance(T).skipped_by == ""  # no wait for the expiry
+    store.acquire_lease(lease, settings.instance_id, clock.now(), 60)
+    assert replica.rebalance(T).skipped_by == settings.instance_id  # others still wait
+    restarted.placement.close()
+    replica.close()
