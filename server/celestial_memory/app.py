@@ -37,7 +37,7 @@ def build_service(
     clock: Clock | None = None,
 ) -> MemoryService:
     embedder = embedder or BatchingEmbedder(
-        SentenceTransformerEmbedder(settings.model, settings.device),
+        SentenceTransformerEmbedder(settings.model, settings.device, settings.embed_threads),
         settings.embed_batch_window_ms / 1000, settings.embed_max_batch)
     store = store or open_store(settings, embedder.dimension)
     return MemoryService(

@@ -38,10 +38,16 @@ def resolve_model(model: str) -> str:
 
 
 class SentenceTransformerEmbedder:
-    def __init__(self, model: str = BUNDLED_MODEL, device: str = "cpu") -> None:
+    def __init__(self, model: str = BUNDLED_MODEL, device: str = "cpu", threads: int = 0) -> None:
+        """``threads``: torch's thread pool for encoding (process-wide), 0 = torch's default."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from sentence_transformers import SentenceTransformer
+
+        if threads > 0:
+            import torch
+
+            torch.set_num_threads(threads)
 
         path = resolve_model(model)
         log.info("loading embedding model %s from %s", model, path)

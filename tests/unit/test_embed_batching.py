@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 import zlib
@@ -10,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 import pytest
+from celestial_memory.config import Settings
 from celestial_memory.embed_batching import BatchingEmbedder
 
 
@@ -73,3 +77,20 @@ def test_a_failed_encode_fails_its_callers_and_the_next_calls_work() -> None:
     np.testing.assert_array_equal(batcher.embed(["fine"]), expected(["fine"]))
     assert batcher.embed([]).shape == (0, 4)
     batcher.close()
+
+
+def test_the_model_thread_pool_is_a_setting_with_half_the_cores_by_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert Settings().embed_threads == max(1, (os.cpu_count() or 2) // 2)
+    monkeypatch.setenv("CELESTIAL_EMBED_THREADS", "3")
+    assert Settings().embed_threads == 3
+
+
+def test_the_embedder_sets_torch_threads() -> None:
+    # In a child process: the thread pool is process-wide and the suite's own model shares it.
+    code = ("from celestial_memory.embedding import SentenceTransformerEmbedder as E; import torch;"
+            "E(threads=1); print(torch.get_num_threads())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=120)
+    assert out.stdout.strip().splitlines()[-1] == "1"
