@@ -62,9 +62,14 @@ def serve_main(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     from celestial_memory.app import build_service
+    from celestial_memory.errors import CelestialError
     from celestial_memory.grpc_api.server import serve
 
-    service = build_service(settings)
+    try:
+        service = build_service(settings)
+    except CelestialError as exc:  # e.g. the store cannot be reached: one line, no traceback
+        logging.getLogger("celestial_memory").error("cannot start: %s", exc)
+        return 2
     asyncio.run(serve(service))
     return 0
 

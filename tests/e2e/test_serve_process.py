@@ -68,3 +68,15 @@ def test_sigterm_drains_and_memories_survive_a_restart(tmp_path: Path) -> None:
             assert c.stats().total == 1
     finally:
         stop(proc)
+
+
+def test_an_unreachable_store_at_start_is_one_line_and_a_failing_exit(tmp_path: Path) -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "CELESTIAL_QDRANT_RETRIES": "0",
+           "CELESTIAL_QDRANT_GRPC_PORT": "1"}
+    cmd = [sys.executable, "-m", "celestial_client.cli", "serve", "--address",
+           f"127.0.0.1:{free_port()}", "--backend", "qdrant", "--qdrant-url", "http://127.0.0.1:1"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    errors = [line for line in done.stderr.splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and "cannot reach Qdrant at http://127.0.0.1:1 (gRPC port 1)" in errors[0]
+    assert "Traceback" not in done.stderr

@@ -7,7 +7,7 @@ from typing import Any
 import grpc
 import pytest
 from celestial_memory.errors import SchemaMismatch, StoreUnavailable
-from celestial_memory.store import open_qdrant
+from celestial_memory.store import open_qdrant, qdrant_engine
 from celestial_memory.store.retry import Retrying
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import UnexpectedResponse
@@ -87,3 +87,27 @@ def test_a_foreign_collection_is_refused_clearly() -> None:
         size=8, distance=models.Distance.DOT))
     with pytest.raises(SchemaMismatch, match=r"no dense vector 'dense'.*no sparse vector"):
         open_qdrant(":memory:", 8, "c", client=client)
+
+
+@pytest.mark.filterwarnings("ignore:Api key is used with an insecure connection")
+@pytest.mark.filterwarnings("ignore:Failed to obtain server version")  # nothing listens there
+@pytest.mark.parametrize(("url", "https", "tls"), [
+    ("http://127.0.0.1:6333", True, False),  # the URL's scheme decides, even with an API key
+    ("https://127.0.0.1:6333", False, True),
+])
+def test_tls_and_the_grpc_port_are_as_configured_with_a_url(
+    url: str, https: bool, tls: bool
+) -> None:
+    remote = qdrant_engine._client(
+        qdrant_engine.Connection(url=url, api_key="key", grpc_port=7001, https=https))._client
+    assert (remote._https, remote._grpc_port, remote._port) == (tls, 7001, 6333)
+
+
+@pytest.mark.filterwarnings("ignore:Failed to obtain server version")
+def test_a_store_that_cannot_be_reached_is_one_clear_error() -> None:
+    conn = qdrant_engine.Connection(url="http://127.0.0.1:1", grpc_port=1, retries=0,
+                                    timeout_s=1)
+    with pytest.raises(StoreUnavailable) as err:
+        open_qdrant(conn, 8, "c")
+    message = str(err.value)
+    assert "http://127.0.0.1:1 (gRPC port 1)" in message and "\n" not in message

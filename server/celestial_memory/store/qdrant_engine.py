@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import warnings
 from collections.abc import Hashable, Sequence
@@ -38,6 +39,7 @@ _SCHEMAS: dict[str, Any] = {
     "float": models.PayloadSchemaType.FLOAT,
     "keyword": models.PayloadSchemaType.KEYWORD,
 }
+log = logging.getLogger(__name__)
 _EXACT = models.SearchParams(quantization=models.QuantizationSearchParams(ignore=True))
 
 
@@ -110,14 +112,20 @@ class _Serialised:
 def _client(c: Connection) -> QdrantClient:
     if c.url == ":memory:":
         return cast(QdrantClient, _Serialised(QdrantClient(location=":memory:")))
-    # gRPC preferred: the batched queries and payload updates are smaller and faster there.
+    # gRPC preferred: the batched queries and payload updates are smaller and faster there. TLS
+    # as the URL's scheme says, else as configured: stated explicitly, because qdrant-client
+    # turns it on by itself when an API key is given. Its gRPC port is always ours to say (with
+    # a URL, qdrant-client would otherwise dial 6334 whatever port the URL names).
+    https = c.url.startswith("https://") if c.url else c.https
+    log.info("connecting to Qdrant at %s (gRPC port %d, TLS %s)", c.describe(), c.grpc_port,
+             "on" if https else "off")
     common: dict[str, Any] = {
         "api_key": c.api_key, "prefer_grpc": True, "timeout": max(1, round(c.timeout_s)),
-        "https": c.https or None,
+        "https": https, "grpc_port": c.grpc_port,
     }
     if c.url:
         return QdrantClient(url=c.url, **common)
-    return QdrantClient(host=c.host, port=c.port, grpc_port=c.grpc_port, **common)
+    return QdrantClient(host=c.host, port=c.port, **common)
 
 
 class QdrantEngine:
@@ -138,8 +146,11 @@ class QdrantEngine:
                 client or _client(conn), conn.retries, conn.backoff_s
             ))
             self._ensure_schema()
-        except (ResponseHandlingException, UnexpectedResponse, ConnectionError) as exc:
-            raise StoreUnavailable(f"cannot reach Qdrant at {conn.describe()}: {exc}") from exc
+        except (ResponseHandlingException, UnexpectedResponse, ConnectionError,
+                StoreUnavailable) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            raise StoreUnavailable(f"cannot reach Qdrant at {conn.describe()} (gRPC port "
+                                   f"{conn.grpc_port}): {first}") from exc
 
     def _ensure_schema(self) -> None:
         """Create the collections and payload indexes, or check the existing ones: idempotent,
