@@ -13,6 +13,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future
 
@@ -28,7 +29,7 @@ class BatchingEmbedder:
         self.name, self.dimension = inner.name, inner.dimension
         self._inner, self._window, self._max = inner, window_s, max_batch
         self._queue: queue.Queue[tuple[list[str], Future[Rows]] | None] = queue.Queue()
-        self.batches: list[int] = []  # texts per encode, the most recent 1,000 (for tests, stats)
+        self.batches: deque[int] = deque(maxlen=1000)  # texts per encode, the most recent
         self._thread = threading.Thread(target=self._run, name="embedder", daemon=True)
         self._thread.start()
 
@@ -66,7 +67,7 @@ class BatchingEmbedder:
                 for _, done in taken:
                     done.set_exception(exc)
                 continue
-            self.batches = [*self.batches[-999:], len(texts)]
+            self.batches.append(len(texts))
             start = 0
             for ts, done in taken:
                 done.set_result(rows[start:start + len(ts)])

@@ -117,6 +117,9 @@ class Placement:
         """Enforce ``tenant``'s deferred capacity, unless it was enforced less than the interval
         ago and ``force`` is off. The deferral is taken under the tenant's lock, so a flush that
         comes while the flusher enforces waits for it, and other tenants never wait."""
+        if not force and (time.monotonic() - self._enforced_at.get(tenant, -1e9)
+                          < self._capacity_interval):
+            return  # the flusher's tick, every 50 ms: leave the tenant's lock to its recalls
         with self.locked(tenant):
             with self._deferred_lock:
                 now = time.monotonic()

@@ -93,10 +93,15 @@ class MemoryService:
     def store_memory(self, tenant: str, item: NewMemory) -> Memory:
         return self.store_many(tenant, [item])[0]
 
-    def store_many(self, tenant: str, items: Sequence[NewMemory]) -> list[Memory]:
+    def store_many(
+        self, tenant: str, items: Sequence[NewMemory], prechecked: bool = False
+    ) -> list[Memory]:
+        """``prechecked``: every item already went through ``check_new`` (a stream checks each
+        as it arrives), so it is not checked twice."""
         if len(items) > self.settings.max_batch:
             raise InvalidArgument("requests", f"more than {self.settings.max_batch} items")
-        checked = [self.check_new(item, i, len(items) > 1) for i, item in enumerate(items)]
+        checked = list(items) if prechecked else [
+            self.check_new(item, i, len(items) > 1) for i, item in enumerate(items)]
         given = [it.id for it in checked if it.id]
         if given:
             check.own_ids(tenant, self.store.owners(given), given, "id")

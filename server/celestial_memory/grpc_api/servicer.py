@@ -70,7 +70,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             items.append(self._service.check_new(cv.new_memory_from_pb(req), len(items), True))
         if tenant is None:
             return pb.StoreBatchResponse(ids=[], stored=0)
-        stored = await self._run(self._service.store_many, tenant, items)
+        stored = await self._run(self._service.store_many, tenant, items, True)
         return pb.StoreBatchResponse(ids=[m.id for m in stored], stored=len(stored))
 
     @mapped
