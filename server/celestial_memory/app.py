@@ -22,7 +22,8 @@ def open_store(settings: Settings, dimension: int) -> MemoryRepository:
         url=settings.qdrant_url if not settings.qdrant_host else "", host=settings.qdrant_host,
         port=settings.qdrant_port, grpc_port=settings.qdrant_grpc_port, https=settings.qdrant_https,
         api_key=key, timeout_s=settings.qdrant_timeout_s, retries=settings.qdrant_retries,
-        backoff_s=settings.qdrant_backoff_s, shard_number=settings.qdrant_shard_number,
+        backoff_s=settings.qdrant_backoff_s, breaker_failures=settings.qdrant_breaker_failures,
+        breaker_cooldown_s=settings.qdrant_breaker_cooldown_s, shard_number=settings.qdrant_shard_number,
         replication_factor=settings.qdrant_replication_factor,
         write_consistency_factor=settings.qdrant_write_consistency_factor,
     )

@@ -37,8 +37,14 @@ class Settings(BaseSettings):
     qdrant_grpc_port: int = Field(6334, gt=0, lt=65536, description="qdrant backend: gRPC port")
     qdrant_https: bool = Field(False, description="qdrant backend: TLS (https URLs imply it)")
     qdrant_timeout_s: float = Field(10.0, gt=0, description="qdrant backend: per-call timeout")
-    qdrant_retries: int = Field(5, ge=0, description="retries on UNAVAILABLE/RESOURCE_EXHAUSTED")
+    qdrant_retries: int = Field(3, ge=0, description="retries on UNAVAILABLE/RESOURCE_EXHAUSTED")
     qdrant_backoff_s: float = Field(0.2, ge=0, description="first retry delay; doubles, max 5 s")
+    qdrant_breaker_failures: int = Field(
+        1, ge=1, description="calls in a row finding Qdrant down before calls fail fast")
+    qdrant_breaker_cooldown_s: float = Field(
+        2.0, gt=0, description="how long calls fail fast before one may try Qdrant again")
+    health_interval_s: float = Field(
+        1.0, gt=0, description="how often the health check asks whether the store answers")
     # Cluster layout, applied when the collection is created (None: Qdrant's default).
     qdrant_shard_number: int | None = Field(None, gt=0)
     qdrant_replication_factor: int | None = Field(None, gt=0)

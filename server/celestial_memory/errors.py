@@ -40,4 +40,9 @@ class SchemaMismatch(CelestialError):
 
 
 class StoreUnavailable(CelestialError):
-    """The storage backend cannot be reached or refused the operation."""
+    """The storage backend cannot be reached or refused the operation. ``retry_after_s``: when
+    the caller may try again (sent as RetryInfo)."""
+
+    def __init__(self, message: str, retry_after_s: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s

@@ -82,6 +82,10 @@ class MemoryService:
         100,000 memories: the server runs this off the request path); True if it built."""
         return self.store.optimize()
 
+    def store_available(self) -> bool:
+        """Whether the store answers now (health)."""
+        return self.store.available()
+
     def _placed(self, m: Memory, now: float) -> Memory:
         """Stamp a memory about to be written with its drop times and write time."""
         m.drop_times = self.rebalancer.drop_times(m.recall_count, m.last_recalled_at, m.importance)

@@ -1,4 +1,4 @@
-"""The remote backend's retries and its schema check on start."""
+"""The remote backend's retries, circuit breaker and schema check on start."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import grpc
 import pytest
 from celestial_memory.errors import SchemaMismatch, StoreUnavailable
 from celestial_memory.store import open_qdrant, qdrant_engine
+from celestial_memory.store.breaker import CircuitBreaker
 from celestial_memory.store.retry import Retrying
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import UnexpectedResponse
@@ -111,3 +112,51 @@ def test_a_store_that_cannot_be_reached_is_one_clear_error() -> None:
         open_qdrant(conn, 8, "c")
     message = str(err.value)
     assert "http://127.0.0.1:1 (gRPC port 1)" in message and "\n" not in message
+
+
+def test_the_breaker_fails_fast_while_open_and_lets_one_call_try_after_the_cooldown() -> None:
+    now = [0.0]
+    breaker = CircuitBreaker(failures=2, cooldown_s=1.0, clock=lambda: now[0])
+
+    def down() -> None:
+        raise StoreUnavailable("down")
+
+    for _ in range(2):
+        with pytest.raises(StoreUnavailable, match=r"^down$"):
+            breaker.call(down)
+    assert breaker.is_open
+    ran: list[int] = []
+    with pytest.raises(StoreUnavailable, match="circuit open") as fast:
+        breaker.call(ran.append, 1)
+    assert ran == [] and 0 < fast.value.retry_after_s <= 1.0
+    now[0] = 1.5  # half-open: one call goes through; it fails, so the circuit opens again
+    with pytest.raises(StoreUnavailable, match=r"^down$"):
+        breaker.call(down)
+    with pytest.raises(StoreUnavailable, match="circuit open"):
+        breaker.call(ran.append, 2)
+    now[0] = 3.0  # the store is back: the next call closes the circuit
+    breaker.call(ran.append, 3)
+    breaker.call(ran.append, 4)
+    assert ran == [3, 4] and not breaker.is_open
+
+
+def test_a_request_the_store_rejects_does_not_open_the_breaker() -> None:
+    breaker = CircuitBreaker(failures=1, cooldown_s=10.0)
+
+    def bad_request() -> None:
+        raise ValueError("bad filter")
+
+    for _ in range(3):
+        with pytest.raises(ValueError):
+            breaker.call(bad_request)
+    assert not breaker.is_open
+
+
+@pytest.mark.parametrize("code", [grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNKNOWN])
+def test_a_timeout_or_an_unreadable_answer_means_the_store_is_down_without_retries(
+    code: grpc.StatusCode,
+) -> None:
+    client = Flaky(Status(code))
+    with pytest.raises(StoreUnavailable, match=code.name):
+        Retrying(client, 3, 0.0, sleep=lambda s: None).upsert("c")
+    assert len(client.calls) == 1

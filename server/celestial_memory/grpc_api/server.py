@@ -30,6 +30,7 @@ class MemoryServer:
         self.address = address or service.settings.address
         self._rebalance_task: asyncio.Task[None] | None = None
         self._optimize_task: asyncio.Task[None] | None = None
+        self._health_task: asyncio.Task[None] | None = None
         self.port = 0
 
     async def start(self) -> int:
@@ -47,8 +48,9 @@ class MemoryServer:
         if self.port == 0:
             raise RuntimeError(f"could not bind {self.address}")
         await self._server.start()
-        for name in ("", SERVICE_NAME):
-            await self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        await self._set_health(serving=True)
+        self._health_task = asyncio.create_task(
+            self._health_loop(self.service.settings.health_interval_s))
         interval = self.service.settings.rebalance_interval_s
         # With the admin clock a replay drives time and decides when to rebalance.
         if interval > 0 and not self.service.settings.admin_clock:
@@ -59,6 +61,29 @@ class MemoryServer:
             )
         log.info("serving on %s (port %d)", self.address, self.port)
         return self.port
+
+    async def _set_health(self, serving: bool) -> None:
+        status = (health_pb2.HealthCheckResponse.SERVING if serving
+                  else health_pb2.HealthCheckResponse.NOT_SERVING)
+        for name in ("", SERVICE_NAME):
+            await self._health.set(name, status)
+
+    async def _health_loop(self, interval: float) -> None:
+        # NOT_SERVING while the store does not answer (load balancers and Kubernetes stop
+        # sending calls), SERVING again once it does.
+        serving = True
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                now = await asyncio.to_thread(self.service.store_available)
+            except Exception:
+                log.exception("health probe failed")
+                now = False
+            if now != serving:
+                serving = now
+                log.warning("store %s: health %s", "answers" if now else "unavailable",
+                            "SERVING" if now else "NOT_SERVING")
+                await self._set_health(serving)
 
     async def _rebalance_loop(self, interval: float) -> None:
         while True:
@@ -87,7 +112,7 @@ class MemoryServer:
 
     async def stop(self, grace: float | None = None) -> None:
         await self._health.enter_graceful_shutdown()
-        for task in (self._rebalance_task, self._optimize_task):
+        for task in (self._rebalance_task, self._optimize_task, self._health_task):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -229,6 +229,9 @@ class EdgeEngine:
         self._memories.optimize()
         return True
 
+    def available(self) -> bool:
+        return True  # in-process: there when the server is
+
     def flush(self) -> None:
         for shard in self._shards.values():
             shard.flush()

@@ -138,6 +138,9 @@ class Engine(Protocol):
         """Build the vector indexes where the engine must be told to and at least ``min_new``
         points were written since the last build; True if it built."""
 
+    def available(self) -> bool:
+        """Whether the store answers now (the health check asks every second or so)."""
+
     def flush(self) -> None: ...
 
     def close(self) -> None: ...

@@ -16,6 +16,7 @@ import numpy.typing as npt
 from celestial_memory.domain.models import HybridQuery, Sparse, Vector
 from celestial_memory.errors import StoreUnavailable
 from celestial_memory.store import engine as en
+from celestial_memory.store.breaker import CircuitBreaker, Guarded
 from celestial_memory.store.payload import (
     CONTEXT_DENSE,
     CONTEXT_KEYWORDS,
@@ -26,7 +27,7 @@ from celestial_memory.store.payload import (
     QUANTIZED_OVERSAMPLING,
     SIGNALS,
 )
-from celestial_memory.store.retry import Retrying
+from celestial_memory.store.retry import Retrying, store_fault, unavailable
 from celestial_memory.store.schema import check_schema
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
@@ -78,8 +79,12 @@ class Connection:
     https: bool = False
     api_key: str | None = None
     timeout_s: float = 10.0
-    retries: int = 5
+    retries: int = 3
     backoff_s: float = 0.2
+    # The circuit breaker: calls in a row finding the store down before it opens, and how long
+    # it stays open before a call may try again (breaker.py).
+    breaker_failures: int = 1
+    breaker_cooldown_s: float = 2.0
     # Used when the collection is created (a cluster): shards, copies of each, and how many
     # copies must acknowledge a write (see the README, "Qdrant cluster").
     shard_number: int | None = None
@@ -141,10 +146,11 @@ class QdrantEngine:
         # Local mode searches exactly and warns that search parameters do nothing.
         self._tuned = conn.url != ":memory:"
         self._exact = _EXACT if self._tuned else None
+        self._raw = client or _client(conn)
+        self.breaker = CircuitBreaker(conn.breaker_failures, conn.breaker_cooldown_s)
         try:
-            self._client = cast(QdrantClient, Retrying(
-                client or _client(conn), conn.retries, conn.backoff_s
-            ))
+            self._client = cast(QdrantClient, Guarded(
+                Retrying(self._raw, conn.retries, conn.backoff_s), self.breaker))
             self._ensure_schema()
         except (ResponseHandlingException, UnexpectedResponse, ConnectionError,
                 StoreUnavailable) as exc:
@@ -309,6 +315,23 @@ class QdrantEngine:
     def optimize(self, min_new: int = 1000) -> bool:
         """A Qdrant server builds its indexes itself (its optimizers); nothing to do."""
         return False
+
+    def available(self) -> bool:
+        """One call without retries, through the breaker: a success closes it, so the service
+        recovers by itself when Qdrant is back, with or without traffic."""
+        try:
+            self.breaker.call(self._probe)
+        except StoreUnavailable:
+            return False
+        return True
+
+    def _probe(self) -> None:
+        try:
+            self._raw.collection_exists(self._names["memories"])
+        except Exception as exc:
+            if store_fault(exc):
+                raise unavailable(exc, 1) from exc
+            raise
 
     def flush(self) -> None:
         """Writes are sent with wait=True; nothing is buffered here."""

@@ -306,6 +306,9 @@ class MemoryRepository:
     def optimize(self, min_new: int = 1000) -> bool:
         return self.engine.optimize(min_new)
 
+    def available(self) -> bool:
+        return self.engine.available()
+
     def flush(self) -> None:
         self.engine.flush()
 
