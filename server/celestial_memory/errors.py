@@ -6,7 +6,9 @@
     ├── PermissionDenied              PERMISSION_DENIED
     ├── FailedPrecondition            FAILED_PRECONDITION
     ├── SchemaMismatch                FAILED_PRECONDITION
-    └── StoreUnavailable              UNAVAILABLE
+    ├── Cancelled                     CANCELLED
+    ├── DeadlineExceeded              DEADLINE_EXCEEDED
+    └── StoreUnavailable              UNAVAILABLE (with RetryInfo)
 """
 
 from __future__ import annotations
@@ -37,6 +39,14 @@ class FailedPrecondition(CelestialError):
 
 class SchemaMismatch(CelestialError):
     """An existing collection has another shape (dimension, vectors, index types)."""
+
+
+class Cancelled(CelestialError):
+    """The caller cancelled the call, or the server stopped before it finished."""
+
+
+class DeadlineExceeded(CelestialError):
+    """The call's deadline passed before its work was done."""
 
 
 class StoreUnavailable(CelestialError):

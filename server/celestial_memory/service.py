@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
+from celestial_memory.cancellation import NEVER, Cancellation
 from celestial_memory.clock import Clock, ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain import validation as check
@@ -94,14 +95,18 @@ class MemoryService:
 
     # -- store ---------------------------------------------------------------------------
 
-    def store_memory(self, tenant: str, item: NewMemory) -> Memory:
-        return self.store_many(tenant, [item])[0]
+    def store_memory(
+        self, tenant: str, item: NewMemory, cancel: Cancellation = NEVER
+    ) -> Memory:
+        return self.store_many(tenant, [item], cancel=cancel)[0]
 
     def store_many(
-        self, tenant: str, items: Sequence[NewMemory], prechecked: bool = False
+        self, tenant: str, items: Sequence[NewMemory], prechecked: bool = False,
+        cancel: Cancellation = NEVER,
     ) -> list[Memory]:
         """``prechecked``: every item already went through ``check_new`` (a stream checks each
-        as it arrives), so it is not checked twice."""
+        as it arrives), so it is not checked twice. ``cancel`` is checked before each chunk of
+        embedding and before the write: a cancelled or expired batch writes nothing."""
         if len(items) > self.settings.max_batch:
             raise InvalidArgument("requests", f"more than {self.settings.max_batch} items")
         checked = list(items) if prechecked else [
@@ -111,9 +116,12 @@ class MemoryService:
             check.own_ids(tenant, self.store.owners(given), given, "id")
         missing = [i for i, it in enumerate(checked) if it.vector is None]
         vectors: dict[int, Vector] = {}
-        if missing:
-            embedded = self.embedder.embed([checked[i].content for i in missing])
-            vectors = dict(zip(missing, embedded, strict=True))
+        step = max(1, self.settings.embed_max_batch)
+        for start in range(0, len(missing), step):
+            cancel.check("the store")
+            chunk = missing[start:start + step]
+            embedded = self.embedder.embed([checked[i].content for i in chunk])
+            vectors.update(zip(chunk, embedded, strict=True))
         dense = [
             np.asarray(it.vector if it.vector is not None else vectors[i], dtype=np.float32)
             for i, it in enumerate(checked)
@@ -140,6 +148,7 @@ class MemoryService:
                     vector=dense[i], context=it.context, index=index[i],
                 ), now
             ))
+        cancel.check("the store")
         self.placement.write(tenant, memories)
         for m in memories:
             m.vector = m.index = None
@@ -169,9 +178,12 @@ class MemoryService:
 
     # -- recall --------------------------------------------------------------------------
 
-    def recall(self, tenant: str, q: RecallQuery) -> list[RecallResult]:
+    def recall(
+        self, tenant: str, q: RecallQuery, cancel: Cancellation = NEVER
+    ) -> list[RecallResult]:
         """Hybrid search in every zone, rescored, in zone order behind the gate (retrieval.py);
-        reinforces what it returns unless asked not to."""
+        reinforces what it returns unless asked not to, or unless ``cancel`` says the caller is
+        gone (nothing is reinforced for an answer no one receives)."""
         s = self.settings
         limit = check.limit(q.limit, s)
         flt = check.memory_filter(q.filter, s)
@@ -221,6 +233,8 @@ class MemoryService:
                 m.zone = zone_of[m.id]
             found_in = [m.zone for m in mems]
             cs = [max(context.get(m.id, 0.0), 0.0) for m in mems]
+            if q.reinforce:
+                cancel.check("the recall")
             breakdowns = self._score_recalled(mems, cs, q.reinforce)
             if q.reinforce and mems:
                 # Capacity follows off the recall's path (placement.py).

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from typing import cast
 
 import numpy as np
+from celestial_memory.cancellation import NEVER, Cancellation
 from celestial_memory.clock import Clock
 from celestial_memory.config import Settings
 from celestial_memory.domain import validation as check
@@ -42,7 +43,10 @@ class Transfer:
         self._placement.flush(tenant)  # recalls acknowledged before the export are in it
         yield from self._store.export_pages(tenant, after)
 
-    def import_batch(self, tenant: str, items: Sequence[Imported], first: int = 0) -> int:
+    def import_batch(
+        self, tenant: str, items: Sequence[Imported], first: int = 0,
+        cancel: Cancellation = NEVER,
+    ) -> int:
         """Validate a whole batch, then write it: a bad item writes nothing of its batch, and its
         error names its place in the whole import (``first`` is the batch's first position)."""
         if len(items) > self._settings.max_batch:
@@ -61,6 +65,7 @@ class Transfer:
         ids = [m.id for m in memories]
         check.own_ids(tenant, self._store.owners(ids), ids, "memories", first)
         self._placement.flush(tenant)
+        cancel.check("the import")
         self._placement.write(tenant, memories)
         return len(memories)
 

@@ -8,10 +8,13 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import grpc
+from celestial.v1 import memory_pb2 as pb
+from celestial.v1 import memory_pb2_grpc as pb_grpc
 from celestial_client import CelestialClient
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
@@ -22,8 +25,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "CELESTIAL_REBALANCE_INTERVAL_S": "0"}
+def start(data_dir: Path, port: int, **env_vars: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "CELESTIAL_REBALANCE_INTERVAL_S": "0",
+           **env_vars}
     cmd = [sys.executable, "-m", "celestial_client.cli", "serve",
            "--address", f"127.0.0.1:{port}", "--data-dir", str(data_dir)]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -68,6 +72,34 @@ def test_sigterm_drains_and_memories_survive_a_restart(tmp_path: Path) -> None:
             assert c.stats().total == 1
     finally:
         stop(proc)
+
+
+def test_sigterm_during_a_long_batch_stops_within_the_grace_period(tmp_path: Path) -> None:
+    port = free_port()
+    proc = start(tmp_path, port, CELESTIAL_GRACE_SECONDS="1")
+    long = " ".join(f"word{i} of a long note about the garden" for i in range(40))
+    outcome: list[grpc.StatusCode] = []
+
+    def send() -> None:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+            stub = pb_grpc.MemoryServiceStub(ch)
+            try:  # tens of seconds of embedding on two cores
+                stub.StoreBatch(iter([pb.StoreRequest(content=f"{i} {long}") for i in range(1500)]))
+            except grpc.RpcError as err:
+                outcome.append(err.code())
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    time.sleep(3)
+    proc.send_signal(signal.SIGTERM)
+    started = time.monotonic()
+    out, _ = proc.communicate(timeout=60)
+    took = time.monotonic() - started
+    sender.join(10)
+    assert proc.returncode == 0, out.decode()
+    assert took < 10, f"the server took {took:.1f} s to stop after a 1 s grace period"
+    assert len(outcome) == 1 and outcome[0] != grpc.StatusCode.OK
+    assert "store flushed and closed" in out.decode()
 
 
 def test_an_unreachable_store_at_start_is_one_line_and_a_failing_exit(tmp_path: Path) -> None:

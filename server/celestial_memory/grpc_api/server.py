@@ -1,5 +1,6 @@
-"""The grpc.aio server: the memory service, health checking, reflection, the periodic
-rebalance, and a graceful stop on SIGTERM/SIGINT (in-flight calls finish, the store is flushed).
+"""The grpc.aio server: the memory service, health checking (NOT_SERVING while the store does
+not answer), reflection, the periodic rebalance, and a graceful stop on SIGTERM/SIGINT (in-flight
+calls have the grace period to finish, what is left is cancelled, the store is flushed).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 log = logging.getLogger(__name__)
+# After the grace period, how long cancelled work may take to reach its next check.
+STOP_WAIT_S = 30.0
 SERVICE_NAME = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
 
 
@@ -37,9 +40,8 @@ class MemoryServer:
         # Built here, not in __init__: a grpc.aio server belongs to the loop that creates it.
         self._server = grpc.aio.server(interceptors=[DecodeGuard()])
         self._health = health.aio.HealthServicer()  # type: ignore[attr-defined]
-        memory_pb2_grpc.add_MemoryServiceServicer_to_server(
-            MemoryServicer(self.service), self._server
-        )
+        self.servicer = MemoryServicer(self.service)
+        memory_pb2_grpc.add_MemoryServiceServicer_to_server(self.servicer, self._server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
         reflection.enable_server_reflection(
             (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
@@ -119,6 +121,12 @@ class MemoryServer:
                     await task
         g = self.service.settings.grace_seconds if grace is None else grace
         await self._server.stop(g)
+        # Calls still running after the grace period were cancelled; their worker threads stop
+        # at their next check (cancellation.py). The store is closed only once they have.
+        self.servicer.inflight.cancel_all()
+        if not await asyncio.to_thread(self.servicer.inflight.wait_idle, STOP_WAIT_S):
+            log.warning("%d calls still running after %.0f s; closing the store anyway",
+                        len(self.servicer.inflight), STOP_WAIT_S)
         self.service.close()
         log.info("stopped; store flushed and closed")
 

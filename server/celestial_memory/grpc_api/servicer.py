@@ -7,12 +7,14 @@ each runs in a worker thread, keeping the event loop free.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 import grpc
 from celestial.v1 import memory_pb2 as pb
 from celestial.v1 import memory_pb2_grpc as pb_grpc
+from celestial_memory.cancellation import Cancellation, InFlight
 from celestial_memory.domain.requests import Imported, NewMemory
 from celestial_memory.errors import InvalidArgument
 from celestial_memory.grpc_api import converters as cv
@@ -30,12 +32,30 @@ Context = grpc.aio.ServicerContext[Any, Any]
 class MemoryServicer(pb_grpc.MemoryServiceServicer):
     def __init__(self, service: MemoryService) -> None:
         self._service = service
+        self.inflight = InFlight()
 
     def _tenant(self, requested: str) -> str:
         return requested or self._service.settings.default_tenant
 
-    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.to_thread(fn, *args)
+    async def _run(
+        self, context: Context, fn: Callable[..., T], *args: Any, cancellable: bool = False
+    ) -> T:
+        """Run ``fn`` in a worker thread. Work that waited past its deadline, or was cancelled
+        while waiting, never starts; ``cancellable`` work is handed the cancellation to check
+        as it goes (cancellation.py)."""
+        left = context.time_remaining()
+        cancel = Cancellation(None if left is None else time.monotonic() + left)
+
+        def work() -> T:
+            with self.inflight.track(cancel):
+                cancel.check()
+                return fn(*args, cancel=cancel) if cancellable else fn(*args)
+
+        try:
+            return await asyncio.to_thread(work)
+        except asyncio.CancelledError:  # the caller went away or the server stopped
+            cancel.cancel()
+            raise
 
     def _memory(self, m: Any) -> pb.Memory:
         return cv.memory_to_pb(m, self._service.breakdown(m))
@@ -43,7 +63,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     @mapped
     async def Store(self, request: pb.StoreRequest, context: Context) -> pb.StoreResponse:
         item = cv.new_memory_from_pb(request)
-        m = await self._run(self._service.store_memory, self._tenant(request.tenant), item)
+        m = await self._run(context, self._service.store_memory,
+                            self._tenant(request.tenant), item, cancellable=True)
         return pb.StoreResponse(memory=self._memory(m))
 
     @mapped
@@ -70,13 +91,15 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             items.append(self._service.check_new(cv.new_memory_from_pb(req), len(items), True))
         if tenant is None:
             return pb.StoreBatchResponse(ids=[], stored=0)
-        stored = await self._run(self._service.store_many, tenant, items, True)
+        stored = await self._run(context, self._service.store_many, tenant, items, True,
+                                 cancellable=True)
         return pb.StoreBatchResponse(ids=[m.id for m in stored], stored=len(stored))
 
     @mapped
     async def Recall(self, request: pb.RecallRequest, context: Context) -> pb.RecallResponse:
         q = cv.recall_query_from_pb(request)
-        results = await self._run(self._service.recall, self._tenant(request.tenant), q)
+        results = await self._run(context, self._service.recall, self._tenant(request.tenant), q,
+                                  cancellable=True)
         return pb.RecallResponse(
             results=[
                 cv.recall_result_to_pb(r, self._service.breakdown(r.memory)) for r in results
@@ -85,18 +108,18 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     @mapped
     async def Get(self, request: pb.GetRequest, context: Context) -> pb.GetResponse:
-        m = await self._run(self._service.get, self._tenant(request.tenant), request.id)
+        m = await self._run(context, self._service.get, self._tenant(request.tenant), request.id)
         return pb.GetResponse(memory=self._memory(m))
 
     @mapped
     async def Update(self, request: pb.UpdateRequest, context: Context) -> pb.UpdateResponse:
         ch = cv.changes_from_pb(request)
-        m = await self._run(self._service.update, self._tenant(request.tenant), request.id, ch)
+        m = await self._run(context, self._service.update, self._tenant(request.tenant), request.id, ch)
         return pb.UpdateResponse(memory=self._memory(m))
 
     @mapped
     async def Delete(self, request: pb.DeleteRequest, context: Context) -> pb.DeleteResponse:
-        ok = await self._run(self._service.delete, self._tenant(request.tenant), request.id)
+        ok = await self._run(context, self._service.delete, self._tenant(request.tenant), request.id)
         return pb.DeleteResponse(deleted=ok)
 
     @mapped
@@ -104,14 +127,14 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self, request: pb.DeleteByFilterRequest, context: Context
     ) -> pb.DeleteByFilterResponse:
         flt = cv.filter_from_pb(request.filter)
-        n = await self._run(self._service.delete_by_filter, self._tenant(request.tenant), flt)
+        n = await self._run(context, self._service.delete_by_filter, self._tenant(request.tenant), flt)
         return pb.DeleteByFilterResponse(deleted=n)
 
     @mapped
     async def Rebalance(
         self, request: pb.RebalanceRequest, context: Context
     ) -> pb.RebalanceResponse:
-        rep = await self._run(
+        rep = await self._run(context,
             self._service.rebalance, self._tenant(request.tenant), request.dry_run, request.full,
             not request.no_forget,
         )
@@ -119,7 +142,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     @mapped
     async def Recent(self, request: pb.RecentRequest, context: Context) -> pb.RecentResponse:
-        memories = await self._run(
+        memories = await self._run(context,
             self._service.recent, self._tenant(request.tenant), cv.filter_from_pb(request.filter),
             request.limit or 10,
         )
@@ -132,12 +155,12 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         now = cv.ts_from_pb(request, "now", "now")
         if now is None:
             raise InvalidArgument("now", "is required")
-        return pb.SetClockResponse(now=cv.ts_to_pb(await self._run(self._service.set_clock, now)))
+        return pb.SetClockResponse(now=cv.ts_to_pb(await self._run(context, self._service.set_clock, now)))
 
     @mapped
     async def Ledger(self, request: pb.LedgerRequest, context: Context) -> pb.LedgerResponse:
         since = cv.ts_from_pb(request, "since", "since")
-        events = await self._run(
+        events = await self._run(context,
             self._service.ledger, self._tenant(request.tenant), since, request.limit or 100,
             request.memory_id,
         )
@@ -145,7 +168,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     @mapped
     async def Stats(self, request: pb.StatsRequest, context: Context) -> pb.StatsResponse:
-        s = await self._run(self._service.stats, self._tenant(request.tenant))
+        s = await self._run(context, self._service.stats, self._tenant(request.tenant))
         return cv.stats_to_pb(s)
 
     @mapped_stream
@@ -155,7 +178,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         pages = self._service.transfer.export_pages(
             self._tenant(request.tenant), request.after_id
         )
-        while (page := await self._run(next, pages, None)) is not None:
+        while (page := await self._run(context, next, pages, None)) is not None:
             for m in page:
                 yield cv.exported_to_pb(m, self._service.breakdown(m))
 
@@ -171,10 +194,10 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                 tenant = self._tenant(e.tenant)
             batch.append(cv.imported_from_pb(e))
             if len(batch) == IMPORT_BATCH:
-                imported += await self._run(self._service.transfer.import_batch, tenant, batch,
-                                            imported)
+                imported += await self._run(context, self._service.transfer.import_batch,
+                                            tenant, batch, imported, cancellable=True)
                 batch = []
         if batch and tenant is not None:
-            imported += await self._run(self._service.transfer.import_batch, tenant, batch,
-                                        imported)
+            imported += await self._run(context, self._service.transfer.import_batch, tenant,
+                                        batch, imported, cancellable=True)
         return pb.ImportResponse(imported=imported)

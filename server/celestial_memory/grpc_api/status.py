@@ -21,6 +21,8 @@ STATUS: dict[type[errors.CelestialError], grpc.StatusCode] = {
     errors.StoreUnavailable: grpc.StatusCode.UNAVAILABLE,
     errors.FailedPrecondition: grpc.StatusCode.FAILED_PRECONDITION,
     errors.SchemaMismatch: grpc.StatusCode.FAILED_PRECONDITION,
+    errors.Cancelled: grpc.StatusCode.CANCELLED,
+    errors.DeadlineExceeded: grpc.StatusCode.DEADLINE_EXCEEDED,
 }
 
 
