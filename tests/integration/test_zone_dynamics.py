@@ -140,6 +140,33 @@ def test_capacity_evictions_are_in_the_ledger(service: MemoryService) -> None:
     assert len({e.id for e in events}) == len(events)
 
 
+def test_a_crash_between_the_ledger_and_the_zone_write_leaves_the_event_first(
+    tmp_path: Path, backend_kind: str, embedder: SentenceTransformerEmbedder, clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = Settings(data_dir=tmp_path, rebalance_interval_s=0, zone_capacities=[0, 0, 3, 0, 0])
+    svc = build_service(settings, embedder=embedder, store=open_backend(backend_kind, tmp_path),
+                        clock=clock)
+    ids = store_vectors(svc, unit_vectors(3, seed=8))
+    assert [svc.get(T, i).zone for i in ids] == [Zone.OUTER] * 3
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("killed between the two writes")
+
+    with monkeypatch.context() as m:
+        m.setattr(svc.store, "set_zone", crash)
+        with pytest.raises(RuntimeError):
+            store_vectors(svc, unit_vectors(2, seed=9))
+    events = svc.ledger(T)
+    assert len(events) == 2 and {e.to_zone for e in events} == {Zone.BELT}
+    # The move is not written yet: the next enforcement makes it, under the same event ids.
+    assert sum(svc.get(T, e.memory_id).zone == Zone.OUTER for e in events) == 2
+    svc.placement.enforce(T)
+    assert {svc.get(T, e.memory_id).zone for e in events} == {Zone.BELT}
+    assert [e.id for e in svc.ledger(T)] == [e.id for e in events]
+    svc.close()
+
+
 def test_forgetting_deletes_but_the_ledger_remembers(
     service: MemoryService, clock: ManualClock
 ) -> None:

@@ -1,0 +1,227 @@
+"""kill -9 in the middle of writes, a rebalance and an import, on the embedded store: after a
+restart every acknowledged memory is there, every memory a capacity eviction moved has its
+event in the ledger, no import left a half-written memory, and the next rebalance runs.
+
+Invariant for evictions: capacity pushes a memory outward of the zone its score earns, and only
+capacity does (a score move puts it where its score says), so a memory sitting outward of its
+score's zone must have a capacity event moving it there. The ledger is written before the zone.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import numpy as np
+from celestial.v1 import memory_pb2 as pb
+from celestial.v1 import memory_pb2_grpc as pb_grpc
+
+from tests.e2e.test_serve_process import free_port, start
+
+THRESHOLDS = (0.50, 0.30, 0.10, -0.10)
+DIM = 384
+
+
+def _stub(port: int) -> tuple[grpc.Channel, pb_grpc.MemoryServiceStub]:
+    ch = grpc.insecure_channel(f"127.0.0.1:{port}")
+    return ch, pb_grpc.MemoryServiceStub(ch)
+
+
+def _score_zone(score: float) -> int:
+    """The proto zone (CORE = 1 ... CLOUD = 5) a score earns."""
+    return 1 + sum(score < t for t in THRESHOLDS)
+
+
+def _vectors(n: int, seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _requests(tenant: str, start_at: int, n: int) -> Iterator[pb.StoreRequest]:
+    for i, v in enumerate(_vectors(n, start_at), start_at):
+        yield pb.StoreRequest(tenant=tenant, content=f"note {i}", importance=0.5,
+                              vector=v.tolist())
+
+
+def _export(stub: pb_grpc.MemoryServiceStub, tenant: str) -> dict[str, pb.ExportedMemory]:
+    return {e.memory.id: e for e in stub.Export(pb.ExportRequest(tenant=tenant), timeout=120)}
+
+
+def _check_evictions(stub: pb_grpc.MemoryServiceStub, tenant: str) -> int:
+    """Every memory outward of its score's zone has a capacity event to where it is; returns
+    how many such memories there are."""
+    memories = _export(stub, tenant)
+    last_move: dict[str, int] = {}
+    seen: set[str] = set()
+    req = pb.LedgerRequest(tenant=tenant, limit=10_000)
+    while True:  # pages by an inclusive ``since``; events of one batch share a time
+        events = stub.Ledger(req, timeout=60).events
+        for e in events:  # oldest first
+            if e.id not in seen and e.reason == "capacity":
+                last_move[e.memory_id] = e.to_zone
+            seen.add(e.id)
+        if len(events) < req.limit:
+            break
+        assert events[0].at != events[-1].at, "one time's events fill a whole page"
+        req.since.CopyFrom(events[-1].at)
+    evicted = [m for m in memories.values() if m.memory.zone > _score_zone(m.memory.score)]
+    missing = [m.memory.id for m in evicted if last_move.get(m.memory.id) != m.memory.zone]
+    assert not missing, f"{len(missing)} of {len(evicted)} evicted memories have no event"
+    return len(evicted)
+
+
+def _rebalance_runs(stub: pb_grpc.MemoryServiceStub, tenant: str) -> None:
+    started = time.monotonic()
+    stub.Rebalance(pb.RebalanceRequest(tenant=tenant), timeout=60)  # not blocked by a lease
+    assert time.monotonic() - started < 30
+
+
+def test_kill_during_writes_that_overflow_zones(tmp_path: Path) -> None:
+    port = free_port()
+    caps = json.dumps([2, 5, 40, 0, 0])
+    proc = start(tmp_path, port, CELESTIAL_ZONE_CAPACITIES=caps)
+    acked: list[str] = []
+    stop = threading.Event()
+
+    def write() -> None:
+        ch, stub = _stub(port)
+        n = 0
+        with ch:
+            while not stop.is_set():
+                try:
+                    reply = stub.StoreBatch(_requests("w", n, 200), timeout=30)
+                    acked.extend(reply.ids)
+                    one = stub.Store(next(_requests("w", n + 200, 1)), timeout=30)
+                    acked.append(one.memory.id)
+                except grpc.RpcError:
+                    return
+                n += 201
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    time.sleep(6)
+    proc.kill()
+    proc.wait()
+    stop.set()
+    writer.join(30)
+    assert len(acked) > 400, "the writer should have been acknowledged several batches"
+
+    proc = start(tmp_path, port, CELESTIAL_ZONE_CAPACITIES=caps)
+    try:
+        ch, stub = _stub(port)
+        with ch:
+            present = _export(stub, "w")
+            assert set(acked) <= set(present), f"{len(set(acked) - set(present))} acked lost"
+            assert _check_evictions(stub, "w") > 0
+            _rebalance_runs(stub, "w")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_kill_during_a_rebalance_with_capacity_evictions(tmp_path: Path) -> None:
+    port = free_port()
+    unbounded = json.dumps([0, 0, 0, 0, 0])
+    proc = start(tmp_path, port, CELESTIAL_ZONE_CAPACITIES=unbounded)  # nothing evicted yet
+    try:
+        ch, stub = _stub(port)
+        with ch:
+            for start_at in range(0, 8000, 2000):
+                stub.StoreBatch(_requests("r", start_at, 2000), timeout=120)
+            before = _export(stub, "r")
+    finally:
+        proc.kill()
+        proc.wait()
+
+    # Smaller capacities: the next rebalance evicts thousands. It is killed while it runs.
+    caps = json.dumps([2, 5, 30, 0, 0])
+    proc = start(tmp_path, port, CELESTIAL_ZONE_CAPACITIES=caps)
+    done = threading.Event()
+
+    def rebalance() -> None:
+        ch, stub = _stub(port)
+        with ch:
+            try:
+                stub.Rebalance(pb.RebalanceRequest(tenant="r", full=True), timeout=120)
+                done.set()
+            except grpc.RpcError:
+                pass
+
+    runner = threading.Thread(target=rebalance)
+    runner.start()
+    time.sleep(0.5)  # it takes about 0.8 s here, the evictions last
+    proc.kill()
+    proc.wait()
+    runner.join(30)
+    assert not done.is_set(), "the rebalance finished before the kill: make it longer"
+
+    proc = start(tmp_path, port, CELESTIAL_ZONE_CAPACITIES=caps)
+    try:
+        ch, stub = _stub(port)
+        with ch:
+            assert set(_export(stub, "r")) == set(before)
+            _check_evictions(stub, "r")
+            _rebalance_runs(stub, "r")  # the killed rebalance's lease does not block this one
+            assert _check_evictions(stub, "r") > 7000  # and it finished the evictions
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_kill_during_an_import(tmp_path: Path) -> None:
+    port = free_port()
+    proc = start(tmp_path / "source", port)
+    try:
+        ch, stub = _stub(port)
+        with ch:
+            for start_at in range(0, 10_000, 2500):
+                stub.StoreBatch(_requests("i", start_at, 2500), timeout=120)
+            source = _export(stub, "i")
+            for e in source.values():
+                e.tenant = "i"  # the tenant an import writes to
+    finally:
+        proc.kill()
+        proc.wait()
+
+    target = tmp_path / "target"
+    proc = start(target, port)
+    done = threading.Event()
+
+    def import_all() -> None:
+        ch, stub = _stub(port)
+        with ch:
+            try:
+                stub.Import(iter(source.values()), timeout=120)
+                done.set()
+            except grpc.RpcError:
+                pass
+
+    runner = threading.Thread(target=import_all)
+    runner.start()
+    time.sleep(0.8)
+    proc.kill()
+    proc.wait()
+    runner.join(30)
+    assert not done.is_set(), "the import finished before the kill: make it longer"
+
+    proc = start(target, port)
+    try:
+        ch, stub = _stub(port)
+        with ch:
+            present = _export(stub, "i")
+            print(f"{len(present)} of {len(source)} imported before the kill")
+            assert 0 < len(present) < len(source)
+            for mid, e in present.items():  # nothing half-written
+                s = source[mid].memory
+                assert (e.memory.content, e.memory.importance) == (s.content, s.importance)
+                assert np.allclose(e.vector, source[mid].vector, atol=1e-6)
+            # Sending the whole import again completes it (writes are upserts by id).
+            assert stub.Import(iter(source.values()), timeout=300).imported == len(source)
+            assert stub.Stats(pb.StatsRequest(tenant="i")).total == len(source)
+    finally:
+        proc.kill()
+        proc.wait()
