@@ -6,7 +6,7 @@ STAMP   = $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 export HF_HUB_OFFLINE = 1
 export TOKENIZERS_PARALLELISM = false
 
-.PHONY: install run test lint proto bench-latency bench-rebalance bench-recall bench-migration \
+.PHONY: install run test lint proto bench-latency bench-rebalance bench-recall bench-migration bench-load \
 	eval-locomo clean
 
 $(PY):
@@ -46,6 +46,9 @@ bench-recall: install
 
 bench-migration: install
 	$(PY) benchmarks/migration.py
+
+bench-load: install
+	$(PY) benchmarks/load.py
 
 # LoCoMo recall quality: a throwaway server with the admin clock, then `celestial eval locomo`.
 LOCOMO ?= ../shared/data/locomo-dev

@@ -67,13 +67,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(backend: str, data_dir: str) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    backend: str, data_dir: str, checkout: str = ""
+) -> tuple[subprocess.Popen[bytes], str]:
     address = f"127.0.0.1:{free_port()}"
     env = dict(os.environ, HF_HUB_OFFLINE="1", CELESTIAL_ADDRESS=address,
                CELESTIAL_DATA_DIR=data_dir, CELESTIAL_REBALANCE_INTERVAL_S="0",
                CELESTIAL_LOG_LEVEL="WARNING")
     if backend == "memory":
         env.update(CELESTIAL_BACKEND="qdrant", CELESTIAL_QDRANT_URL=":memory:")
+    if checkout:
+        root = Path(checkout)
+        env["PYTHONPATH"] = os.pathsep.join(str(root / d) for d in ("server", "client"))
     proc = subprocess.Popen([sys.executable, "-m", "celestial_memory.main"], env=env)
     from celestial_memory.healthcheck import main as healthy
 
@@ -150,6 +155,8 @@ def main() -> int:
     ap.add_argument("--backends", default="edge,memory")
     ap.add_argument("--preload", type=int, default=1000)
     ap.add_argument("--phases", default=",".join(PHASES), help="of: " + ", ".join(PHASES))
+    ap.add_argument("--server-path", default="",
+                    help="run the server from this checkout's server/ and client/ (comparisons)")
     args = ap.parse_args()
     counts = [int(x) for x in args.clients.split(",")]
     texts, questions = corpus(args.preload + 2000, 1000)
@@ -169,7 +176,7 @@ def main() -> int:
     failed = 0
     for backend in args.backends.split(","):
         with tempfile.TemporaryDirectory(prefix="celestial-load-") as data_dir:
-            proc, address = start_server(backend, data_dir)
+            proc, address = start_server(backend, data_dir, args.server_path)
             try:
                 ids = asyncio.run(preload(address, texts[:args.preload]))
                 for n in counts:

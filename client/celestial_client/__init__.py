@@ -1,6 +1,7 @@
 """Python client of the Celestial Memory gRPC service (no torch or Qdrant needed)."""
 
 from celestial_client.client import AsyncCelestialClient, CelestialClient
+from celestial_client.connection import TLS
 from celestial_client.errors import (
     CelestialClientError,
     DeadlineExceededError,
@@ -27,6 +28,7 @@ from celestial_client.types import (
 )
 
 __all__ = [
+    "TLS",
     "AsyncCelestialClient",
     "CelestialClient",
     "CelestialClientError",

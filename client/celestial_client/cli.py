@@ -16,6 +16,7 @@ from typing import Any
 
 from celestial_client import dump_file
 from celestial_client.client import CelestialClient
+from celestial_client.connection import TLS
 from celestial_client.errors import CelestialClientError
 from celestial_client.progress import Progress
 from celestial_client.types import Memory, RecallResult, Stats, ZoneEvent
@@ -99,6 +100,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--target", default=os.environ.get("CELESTIAL_TARGET", "localhost:50051"),
                    help="server host:port (CELESTIAL_TARGET)")
     p.add_argument("--tenant", default=os.environ.get("CELESTIAL_TENANT", ""))
+    p.add_argument("--api-key", default=os.environ.get("CELESTIAL_API_KEY"),
+                   help="API key (CELESTIAL_API_KEY)")
+    p.add_argument("--tls-ca", default=os.environ.get("CELESTIAL_TLS_CA"),
+                   help="connect with TLS; the CA of the server's certificate (CELESTIAL_TLS_CA)")
+    p.add_argument("--tls-cert", default=os.environ.get("CELESTIAL_TLS_CLIENT_CERT"),
+                   help="client certificate, for mTLS (CELESTIAL_TLS_CLIENT_CERT)")
+    p.add_argument("--tls-key", default=os.environ.get("CELESTIAL_TLS_CLIENT_KEY"),
+                   help="client certificate's key (CELESTIAL_TLS_CLIENT_KEY)")
     sub = p.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="run the server")
@@ -108,6 +117,13 @@ def _parser() -> argparse.ArgumentParser:
         pass
     else:
         add_serve_arguments(serve)
+    keys = sub.add_parser("keys", help="manage the server's API keys (create, list, revoke)")
+    try:
+        from celestial_memory.access.keys_cli import add_keys_arguments
+    except ImportError:
+        pass
+    else:
+        add_keys_arguments(keys)
 
     s = sub.add_parser("store", help="store a memory")
     s.add_argument("content")
@@ -278,9 +294,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("serve needs the server: pip install 'celestial-memory[server]'", file=sys.stderr)
             return 2
         return serve_main(args)
+    if args.command == "keys":
+        try:
+            from celestial_memory.access.keys_cli import keys_main
+        except ImportError:
+            print("keys needs the server: pip install 'celestial-memory[server]'", file=sys.stderr)
+            return 2
+        return keys_main(args)
     if args.command == "eval":
         return _eval(args)
-    with CelestialClient(args.target, tenant=args.tenant) as client:
+    tls = TLS.from_files(args.tls_ca, args.tls_cert, args.tls_key) if args.tls_ca else None
+    with CelestialClient(args.target, tenant=args.tenant, api_key=args.api_key,
+                         tls=tls) as client:
         try:
             print(_run(args, client))
         except CelestialClientError as err:

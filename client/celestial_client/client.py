@@ -20,6 +20,8 @@ from celestial.v1 import memory_pb2 as pb
 from celestial.v1 import memory_pb2_grpc as pb_grpc
 
 from celestial_client import _convert as cv
+from celestial_client import connection
+from celestial_client.connection import TLS
 from celestial_client.errors import from_rpc_error
 from celestial_client.types import (
     Memory,
@@ -65,7 +67,9 @@ def _item(content: str | StoreItem, fields: Mapping[str, Any]) -> StoreItem:
 
 
 class CelestialClient:
-    """Blocking client. ``target`` is host:port; ``tenant`` is sent with every call."""
+    """Blocking client. ``target`` is host:port; ``tenant`` is sent with every call (with an API
+    key, empty means the key's own tenant); ``api_key`` is sent as ``authorization: Bearer``;
+    ``tls`` connects with TLS (and a client certificate, for mTLS)."""
 
     def __init__(
         self,
@@ -74,15 +78,19 @@ class CelestialClient:
         tenant: str = "",
         timeout: float | None = 30.0,
         channel: grpc.Channel | None = None,
+        api_key: str | None = None,
+        tls: TLS | None = None,
     ) -> None:
-        self._channel = channel or grpc.insecure_channel(target)
+        self._channel = channel or connection.channel(target, tls)
+        self._metadata = connection.key_metadata(api_key)
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
         self.tenant = tenant
         self.timeout = timeout
 
     def _call(self, method: str, request: Any) -> Any:
         try:
-            return getattr(self._stub, method)(request, timeout=self.timeout)
+            return getattr(self._stub, method)(
+                request, timeout=self.timeout, metadata=self._metadata)
         except grpc.RpcError as err:
             raise from_rpc_error(err) from None
 
@@ -137,7 +145,8 @@ class CelestialClient:
         server) or a file (``celestial export``)."""
         try:
             yield from self._stub.Export(
-                pb.ExportRequest(tenant=self.tenant, after_id=after_id), timeout=None
+                pb.ExportRequest(tenant=self.tenant, after_id=after_id), timeout=None,
+                metadata=self._metadata,
             )
         except grpc.RpcError as err:
             raise from_rpc_error(err) from None
@@ -150,7 +159,7 @@ class CelestialClient:
                 yield r
 
         try:
-            return int(self._stub.Import(stamped(), timeout=None).imported)
+            return int(self._stub.Import(stamped(), timeout=None, metadata=self._metadata).imported)
         except grpc.RpcError as err:
             raise from_rpc_error(err) from None
 
@@ -189,15 +198,19 @@ class AsyncCelestialClient:
         tenant: str = "",
         timeout: float | None = 30.0,
         channel: grpc.aio.Channel | None = None,
+        api_key: str | None = None,
+        tls: TLS | None = None,
     ) -> None:
-        self._channel = channel or grpc.aio.insecure_channel(target)
+        self._channel = channel or connection.aio_channel(target, tls)
+        self._metadata = connection.key_metadata(api_key)
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
         self.tenant = tenant
         self.timeout = timeout
 
     async def _call(self, method: str, request: Any) -> Any:
         try:
-            return await getattr(self._stub, method)(request, timeout=self.timeout)
+            return await getattr(self._stub, method)(
+                request, timeout=self.timeout, metadata=self._metadata)
         except grpc.RpcError as err:
             raise from_rpc_error(err) from None
 
@@ -247,7 +260,8 @@ class AsyncCelestialClient:
         return [cv.memory(m) for m in (await self._call("Recent", req)).memories]
 
     async def export(self, after_id: str = "") -> AsyncIterator[pb.ExportedMemory]:
-        call = self._stub.Export(pb.ExportRequest(tenant=self.tenant, after_id=after_id))
+        call = self._stub.Export(pb.ExportRequest(tenant=self.tenant, after_id=after_id),
+                                metadata=self._metadata)
         try:
             async for r in call:
                 yield r
@@ -268,7 +282,7 @@ class AsyncCelestialClient:
                     yield r
 
         try:
-            return int((await self._stub.Import(stamped())).imported)
+            return int((await self._stub.Import(stamped(), metadata=self._metadata)).imported)
         except grpc.RpcError as err:
             raise from_rpc_error(err) from None
 

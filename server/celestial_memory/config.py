@@ -26,6 +26,20 @@ class Settings(BaseSettings):
     # Serving
     address: str = Field("localhost:50051", description="host:port the gRPC server binds")
     grace_seconds: float = Field(5.0, ge=0, description="graceful shutdown period")
+    # The trust boundary
+    api_keys_file: Path | None = Field(
+        None, description="API key file (celestial keys create); unset: no keys, localhost only")
+    api_keys_reload_s: float = Field(1.0, gt=0, description="how often the key file is re-read")
+    insecure_no_auth: bool = Field(
+        False, description="allow binding a non-loopback address without API keys")
+    rate_per_key: float = Field(0.0, ge=0, description="calls/s per API key; 0: no limit")
+    rate_burst: float = Field(50.0, ge=1, description="calls a key may make at once")
+    tls_cert: Path | None = Field(None, description="TLS certificate (PEM) of the service port")
+    tls_key: Path | None = Field(None, description="its private key (PEM)")
+    tls_client_ca: Path | None = Field(
+        None, description="CA of client certificates: set, every client must present one (mTLS)")
+    health_address: str = Field(
+        "", description="a plaintext port serving only gRPC health (probes, when TLS is on)")
 
     # Storage
     backend: Literal["edge", "qdrant"] = Field("edge", description="edge (embedded) or qdrant")
@@ -156,6 +170,10 @@ class Settings(BaseSettings):
             raise ValueError("relevance_weights needs 4 finite values >= 0, not all 0")
         if self.default_recall_limit > self.max_recall_limit:
             raise ValueError("default_recall_limit exceeds max_recall_limit")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("tls_cert and tls_key go together")
+        if self.tls_client_ca is not None and self.tls_cert is None:
+            raise ValueError("tls_client_ca needs tls_cert and tls_key")
         if not self.instance_id:
             self.instance_id = f"{socket.gethostname()}/{self.address}"
         return self

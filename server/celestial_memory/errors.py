@@ -2,6 +2,8 @@
 
     CelestialError                    INTERNAL (message not leaked)
     ├── InvalidArgument(field)        INVALID_ARGUMENT
+    ├── Unauthenticated               UNAUTHENTICATED
+    ├── ResourceExhausted             RESOURCE_EXHAUSTED (with RetryInfo)
     ├── NotFound                      NOT_FOUND
     ├── PermissionDenied              PERMISSION_DENIED
     ├── FailedPrecondition            FAILED_PRECONDITION
@@ -23,6 +25,18 @@ class InvalidArgument(CelestialError):
         super().__init__(f"{field}: {problem}")
         self.field = field
         self.problem = problem
+
+
+class Unauthenticated(CelestialError):
+    """No API key, or one that is unknown, revoked or expired."""
+
+
+class ResourceExhausted(CelestialError):
+    """A limit was reached (a key's request rate); ``retry_after_s``: when to try again."""
+
+    def __init__(self, message: str, retry_after_s: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class NotFound(CelestialError):

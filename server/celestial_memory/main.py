@@ -32,6 +32,9 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-relevance", type=float, help="recall relevance gate")
     p.add_argument("--rebalance-interval", type=float, help="seconds; 0 disables")
     p.add_argument("--log-level", help="DEBUG, INFO, WARNING")
+    p.add_argument("--api-keys-file", help="API key file (CELESTIAL_API_KEYS_FILE)")
+    p.add_argument("--insecure-no-auth", action="store_true", default=None,
+                   help="bind a non-loopback address without API keys (CELESTIAL_INSECURE_NO_AUTH)")
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -41,6 +44,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         "qdrant_url": "qdrant_url", "model": "model", "min_relevance": "min_relevance",
         "rebalance_interval": "rebalance_interval_s", "log_level": "log_level",
         "thresholds": "zone_thresholds", "capacities": "zone_capacities",
+        "api_keys_file": "api_keys_file", "insecure_no_auth": "insecure_no_auth",
     }
     for arg, field in simple.items():
         value = getattr(args, arg, None)
@@ -67,10 +71,10 @@ def serve_main(args: argparse.Namespace) -> int:
 
     try:
         service = build_service(settings)
+        asyncio.run(serve(service))
     except CelestialError as exc:  # e.g. the store cannot be reached: one line, no traceback
         logging.getLogger("celestial_memory").error("cannot start: %s", exc)
         return 2
-    asyncio.run(serve(service))
     return 0
 
 

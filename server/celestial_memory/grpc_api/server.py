@@ -7,14 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import signal
 import time
 
 import grpc
 from celestial.v1 import memory_pb2, memory_pb2_grpc
+from celestial_memory.access.keys import KeyRing
+from celestial_memory.access.rate import RateLimiter
+from celestial_memory.errors import InvalidArgument
+from celestial_memory.grpc_api.auth import Authenticator
 from celestial_memory.grpc_api.decoding import DecodeGuard
 from celestial_memory.grpc_api.servicer import MemoryServicer
+from celestial_memory.grpc_api.tls import ServerCertificates
 from celestial_memory.service import MemoryService
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
@@ -23,6 +29,33 @@ log = logging.getLogger(__name__)
 # After the grace period, how long cancelled work may take to reach its next check.
 STOP_WAIT_S = 30.0
 SERVICE_NAME = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
+
+
+def check_exposure(address: str, keys: bool, insecure: bool) -> None:
+    """Without API keys anyone who reaches the port can read and change every tenant, so the
+    server binds only a loopback address unless told otherwise explicitly."""
+    host = address.rpartition(":")[0].strip("[]") or "0.0.0.0"
+    loopback = host == "localhost" or _is_loopback(host)
+    if keys:
+        return
+    if loopback:
+        log.warning("no API keys configured (CELESTIAL_API_KEYS_FILE): serving %s only; every "
+                    "caller on this machine can use every tenant", address)
+    elif insecure:
+        log.warning("no API keys and --insecure-no-auth: anyone who reaches %s can read, change "
+                    "and delete every tenant's memories", address)
+    else:
+        raise InvalidArgument(
+            "address", f"{address} is reachable from other machines and no API keys are "
+            "configured: set CELESTIAL_API_KEYS_FILE (celestial keys create), bind localhost, "
+            "or pass --insecure-no-auth")
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class MemoryServer:
@@ -38,7 +71,12 @@ class MemoryServer:
 
     async def start(self) -> int:
         # Built here, not in __init__: a grpc.aio server belongs to the loop that creates it.
-        self._server = grpc.aio.server(interceptors=[DecodeGuard()])
+        s = self.service.settings
+        keys = KeyRing(s.api_keys_file, s.api_keys_reload_s) if s.api_keys_file else None
+        check_exposure(self.address, keys is not None, s.insecure_no_auth)
+        rate = RateLimiter(s.rate_per_key, s.rate_burst) if s.rate_per_key > 0 else None
+        self._server = grpc.aio.server(
+            interceptors=[DecodeGuard(), Authenticator(SERVICE_NAME, keys, rate)])
         self._health = health.aio.HealthServicer()  # type: ignore[attr-defined]
         self.servicer = MemoryServicer(self.service)
         memory_pb2_grpc.add_MemoryServiceServicer_to_server(self.servicer, self._server)
@@ -46,9 +84,19 @@ class MemoryServer:
         reflection.enable_server_reflection(
             (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
         )
-        self.port = self._server.add_insecure_port(self.address)
+        if s.tls_cert is not None and s.tls_key is not None:
+            certs = ServerCertificates(s.tls_cert, s.tls_key, s.tls_client_ca)
+            self.port = self._server.add_secure_port(self.address, certs.credentials())
+        else:
+            self.port = self._server.add_insecure_port(self.address)
         if self.port == 0:
             raise RuntimeError(f"could not bind {self.address}")
+        self._health_server: grpc.aio.Server | None = None
+        if s.health_address:  # Kubernetes' gRPC probes speak plaintext only
+            self._health_server = grpc.aio.server()
+            health_pb2_grpc.add_HealthServicer_to_server(self._health, self._health_server)
+            self.health_port = self._health_server.add_insecure_port(s.health_address)
+            await self._health_server.start()
         await self._server.start()
         await self._set_health(serving=True)
         self._health_task = asyncio.create_task(
@@ -61,7 +109,8 @@ class MemoryServer:
             self._optimize_task = asyncio.create_task(
                 self._optimize_loop(self.service.settings.optimize_interval_s)
             )
-        log.info("serving on %s (port %d)", self.address, self.port)
+        log.info("serving on %s (port %d, %s)", self.address, self.port,
+                 "mTLS" if s.tls_client_ca else "TLS" if s.tls_cert else "plaintext")
         return self.port
 
     async def _set_health(self, serving: bool) -> None:
@@ -121,6 +170,8 @@ class MemoryServer:
                     await task
         g = self.service.settings.grace_seconds if grace is None else grace
         await self._server.stop(g)
+        if self._health_server is not None:
+            await self._health_server.stop(0)
         # Calls still running after the grace period were cancelled; their worker threads stop
         # at their next check (cancellation.py). The store is closed only once they have.
         self.servicer.inflight.cancel_all()
@@ -136,7 +187,11 @@ class MemoryServer:
 
 async def serve(service: MemoryService) -> None:
     server = MemoryServer(service)
-    await server.start()
+    try:
+        await server.start()
+    except BaseException:
+        service.close()
+        raise
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import grpc
 from celestial.v1 import memory_pb2 as pb
 from celestial.v1 import memory_pb2_grpc as pb_grpc
+from celestial_memory.access.roles import CALLER, Role
 from celestial_memory.cancellation import Cancellation, InFlight
 from celestial_memory.domain.requests import Imported, NewMemory
 from celestial_memory.errors import InvalidArgument
@@ -35,7 +36,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self.inflight = InFlight()
 
     def _tenant(self, requested: str) -> str:
-        return requested or self._service.settings.default_tenant
+        """The tenant the caller may use (its key decides; access/roles.py)."""
+        return CALLER.get().tenant(requested, self._service.settings.default_tenant)
 
     async def _run(
         self, context: Context, fn: Callable[..., T], *args: Any, cancellable: bool = False
@@ -98,6 +100,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     @mapped
     async def Recall(self, request: pb.RecallRequest, context: Context) -> pb.RecallResponse:
         q = cv.recall_query_from_pb(request)
+        if q.reinforce:
+            CALLER.get().require(Role.WRITE, "Recall with reinforcement")
         results = await self._run(context, self._service.recall, self._tenant(request.tenant), q,
                                   cancellable=True)
         return pb.RecallResponse(

@@ -9,13 +9,15 @@ from typing import Any, NoReturn, TypeVar
 import grpc
 from celestial_memory import errors
 from google.protobuf import duration_pb2
-from google.rpc import code_pb2, error_details_pb2, status_pb2
+from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 log = logging.getLogger(__name__)
 
 STATUS: dict[type[errors.CelestialError], grpc.StatusCode] = {
     errors.InvalidArgument: grpc.StatusCode.INVALID_ARGUMENT,
+    errors.Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
+    errors.ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
     errors.NotFound: grpc.StatusCode.NOT_FOUND,
     errors.PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
     errors.StoreUnavailable: grpc.StatusCode.UNAVAILABLE,
@@ -39,11 +41,11 @@ async def abort(context: grpc.aio.ServicerContext[Any, Any], exc: BaseException)
         # Unexpected: log it whole, tell the caller nothing about internals.
         log.exception("internal error", exc_info=exc)
         await context.abort(code, "internal error")
-    if isinstance(exc, errors.StoreUnavailable):
+    if isinstance(exc, (errors.StoreUnavailable, errors.ResourceExhausted)):
         # RetryInfo, as Google APIs send it: when a retry may succeed.
         delay = duration_pb2.Duration()
         delay.FromNanoseconds(int(exc.retry_after_s * 1e9))
-        detail = status_pb2.Status(code=code_pb2.UNAVAILABLE, message=str(exc))
+        detail = status_pb2.Status(code=code.value[0], message=str(exc))
         detail.details.add().Pack(error_details_pb2.RetryInfo(retry_delay=delay))
         await context.abort(code, str(exc), rpc_status.to_status(detail).trailing_metadata)
     await context.abort(code, str(exc))

@@ -1,0 +1,60 @@
+"""``celestial keys create | list | revoke``: manage the API key file the server reads
+(``CELESTIAL_API_KEYS_FILE``, or ``--file``). A running server picks up changes within
+``CELESTIAL_API_KEYS_RELOAD_S``; no restart."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from celestial_memory.access.keys import create_key, iso, read_keys, revoke_key
+from celestial_memory.errors import CelestialError
+
+
+def add_keys_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--file", default=os.environ.get("CELESTIAL_API_KEYS_FILE"),
+                   help="the key file (CELESTIAL_API_KEYS_FILE)")
+    sub = p.add_subparsers(dest="keys_command", required=True)
+    c = sub.add_parser("create", help="add a key; prints it once")
+    c.add_argument("--name", required=True, help="who or what the key is for")
+    c.add_argument("--role", choices=["read", "write", "admin"], required=True)
+    c.add_argument("--tenant", action="append", default=[], dest="tenants",
+                   help="a tenant the key may use (repeat for several; * for every tenant)")
+    c.add_argument("--expires-days", type=float, help="the key stops working after this")
+    c.add_argument("--subject", help="with mTLS: a client certificate common name that stands "
+                   "for this key")
+    sub.add_parser("list", help="the keys, without their secrets")
+    r = sub.add_parser("revoke", help="stop a key from working")
+    r.add_argument("id")
+
+
+def keys_main(args: argparse.Namespace) -> int:
+    if not args.file:
+        print("no key file: pass --file or set CELESTIAL_API_KEYS_FILE", file=sys.stderr)
+        return 2
+    path = Path(args.file)
+    try:
+        if args.keys_command == "create":
+            expires = time.time() + args.expires_days * 86_400 if args.expires_days else None
+            record, key = create_key(path, args.name, args.role, args.tenants, expires,
+                                     subject=args.subject)
+            print(f"created key {record.id} ({record.role}, tenants {', '.join(record.tenants)}, "
+                  f"expires {iso(record.expires_at)})")
+            print("the key, shown this once (send it as 'authorization: Bearer <key>'):")
+            print(key)
+        elif args.keys_command == "revoke":
+            record = revoke_key(path, args.id)
+            print(f"revoked key {record.id} ({record.name})")
+        else:
+            now = time.time()
+            print(f"{'id':<14}{'name':<20}{'role':<7}{'state':<9}{'expires':<22}tenants")
+            for r in read_keys(path).values():
+                print(f"{r.id:<14}{r.name[:19]:<20}{r.role:<7}{r.state(now):<9}"
+                      f"{iso(r.expires_at):<22}{', '.join(r.tenants)}")
+    except CelestialError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,67 @@
+"""Roles, what each method needs, and the tenant a call may use.
+
+A key has a role and a set of tenants (or all of them). The role decides the methods:
+``read`` (Recall without reinforcement, Get, Recent, Stats, Export, Ledger), ``write`` (also
+Store, StoreBatch, Update, Delete, Recall that reinforces, Import) and ``admin`` (also Rebalance,
+DeleteByFilter, SetClock). The tenants decide the data: a request naming a tenant outside the
+key's set is refused, and one naming none gets the key's tenant.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass
+from enum import IntEnum
+
+from celestial_memory.domain.validation import shown
+from celestial_memory.errors import InvalidArgument, PermissionDenied
+
+
+class Role(IntEnum):
+    READ = 1
+    WRITE = 2
+    ADMIN = 3
+
+
+# The least role each method of the memory service needs. A method missing here is refused.
+# Recall needs WRITE when it reinforces; the servicer checks that, as it depends on the request.
+METHOD_ROLES: dict[str, Role] = {
+    "Get": Role.READ, "Recall": Role.READ, "Recent": Role.READ, "Stats": Role.READ,
+    "Export": Role.READ, "Ledger": Role.READ,
+    "Store": Role.WRITE, "StoreBatch": Role.WRITE, "Update": Role.WRITE, "Delete": Role.WRITE,
+    "Import": Role.WRITE,
+    "Rebalance": Role.ADMIN, "DeleteByFilter": Role.ADMIN, "SetClock": Role.ADMIN,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling: a key's id (never its secret), role and tenants (None: every tenant)."""
+
+    key_id: str
+    role: Role
+    tenants: frozenset[str] | None
+
+    def require(self, role: Role, what: str) -> None:
+        if self.role < role:
+            raise PermissionDenied(
+                f"{what} needs the {role.name.lower()} role; this key has {self.role.name.lower()}")
+
+    def tenant(self, requested: str, default: str) -> str:
+        """The tenant a request may use: the one it names, if the key allows it; the key's
+        own one if it names none."""
+        if not requested:
+            if self.tenants is not None and len(self.tenants) == 1:
+                return next(iter(self.tenants))
+            if self.tenants is not None and default not in self.tenants:
+                raise InvalidArgument("tenant", "is required: this key has several tenants")
+            requested = default
+        if self.tenants is not None and requested not in self.tenants:
+            raise PermissionDenied(f"this key may not use tenant {shown(requested)}")
+        return requested
+
+
+# With no keys configured (a server on localhost): every tenant, every method.
+OPEN = Principal("", Role.ADMIN, None)
+CALLER: contextvars.ContextVar[Principal] = contextvars.ContextVar("caller", default=OPEN)
+METHOD: contextvars.ContextVar[str] = contextvars.ContextVar("method", default="")

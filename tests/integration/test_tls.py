@@ -1,0 +1,122 @@
+"""TLS and mTLS on the service port, with certificates made in the test: round trips with the
+Python client, a client certificate standing for a key, a plaintext client refused cleanly, a
+renewed certificate served without a restart, and health on its own plaintext port."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+from celestial.v1 import memory_pb2 as pb
+from celestial.v1 import memory_pb2_grpc as pb_grpc
+from celestial_client import TLS, CelestialClient
+from celestial_client.errors import UnauthenticatedError, UnavailableError
+from celestial_memory.access.keys import create_key
+from celestial_memory.clock import ManualClock
+from celestial_memory.embedding import SentenceTransformerEmbedder
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from tests.certs import CertificateAuthority
+from tests.integration.conftest import running_server
+
+
+async def test_tls_round_trip_and_plaintext_refused(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> None:
+    ca = CertificateAuthority(tmp_path / "pki")
+    server = ca.issue("server", "localhost", server=True)
+    async with running_server(tmp_path / "d", embedder, clock, tls_cert=server.cert,
+                              tls_key=server.key) as srv:
+        target = f"localhost:{srv.port}"
+
+        def calls() -> None:
+            with CelestialClient(target, tls=TLS.from_files(ca.cert), timeout=10) as c:
+                m = c.store("the boat is blue")
+                assert c.get(m.id).content == "the boat is blue"
+            with CelestialClient(target, timeout=3) as plain, pytest.raises(UnavailableError):
+                plain.stats()
+            other = CertificateAuthority(tmp_path / "other")  # a server the client does not trust
+            with CelestialClient(target, tls=TLS.from_files(other.cert), timeout=3) as c, \
+                    pytest.raises(UnavailableError):
+                c.stats()
+
+        await asyncio.to_thread(calls)
+
+
+async def test_mtls_needs_a_client_certificate_whose_subject_can_stand_for_a_key(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> None:
+    ca = CertificateAuthority(tmp_path / "pki")
+    server = ca.issue("server", "localhost", server=True)
+    billing = ca.issue("billing", "billing-service", server=False)
+    stranger = ca.issue("stranger", "someone-else", server=False)
+    keys = tmp_path / "keys.json"
+    create_key(keys, "billing", "write", ["billing"], subject="billing-service")
+    _, api_key = create_key(keys, "ops", "read", ["billing"])
+    async with running_server(tmp_path / "d", embedder, clock, tls_cert=server.cert,
+                              tls_key=server.key, tls_client_ca=ca.cert,
+                              api_keys_file=keys) as srv:
+        target = f"localhost:{srv.port}"
+
+        def calls() -> None:
+            tls = TLS.from_files(ca.cert, billing.cert, billing.key)
+            with CelestialClient(target, tls=tls, timeout=10) as c:  # the certificate is the key
+                m = c.store("invoice 42 was paid")
+                assert m.tenant == "billing"
+            other = TLS.from_files(ca.cert, stranger.cert, stranger.key)
+            with CelestialClient(target, tls=other, timeout=10) as c:
+                with pytest.raises(UnauthenticatedError):
+                    c.stats()  # a valid certificate no key names: still needs a key
+            with CelestialClient(target, tls=other, api_key=api_key, timeout=10) as c:
+                assert c.stats().total == 1
+            no_cert = TLS.from_files(ca.cert)
+            with CelestialClient(target, tls=no_cert, timeout=3) as c, \
+                    pytest.raises(UnavailableError):
+                c.stats()  # the handshake fails without a client certificate
+
+        await asyncio.to_thread(calls)
+
+
+async def test_a_renewed_certificate_is_served_without_a_restart(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> None:
+    old_ca, new_ca = CertificateAuthority(tmp_path / "old"), CertificateAuthority(tmp_path / "new")
+    live = tmp_path / "live"
+    live.mkdir()
+    first = old_ca.issue("server", "localhost", server=True)
+    cert, key = live / "server.pem", live / "server.key"
+    cert.write_bytes(first.cert.read_bytes())
+    key.write_bytes(first.key.read_bytes())
+    async with running_server(tmp_path / "d", embedder, clock, tls_cert=cert, tls_key=key) as srv:
+        target = f"localhost:{srv.port}"
+
+        def stats(ca: Path) -> int:
+            with CelestialClient(target, tls=TLS.from_files(ca), timeout=5) as c:
+                return c.stats().total
+
+        assert await asyncio.to_thread(stats, old_ca.cert) == 0
+        renewed = new_ca.issue("server", "localhost", server=True)
+        time.sleep(0.01)  # a new modification time
+        key.write_bytes(renewed.key.read_bytes())
+        cert.write_bytes(renewed.cert.read_bytes())
+        assert await asyncio.to_thread(stats, new_ca.cert) == 0
+        with pytest.raises(UnavailableError):
+            await asyncio.to_thread(stats, old_ca.cert)
+
+
+async def test_health_has_its_own_plaintext_port_when_tls_is_on(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> None:
+    ca = CertificateAuthority(tmp_path / "pki")
+    server = ca.issue("server", "localhost", server=True)
+    async with running_server(tmp_path / "d", embedder, clock, tls_cert=server.cert,
+                              tls_key=server.key, health_address="127.0.0.1:0") as srv:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{srv.health_port}") as ch:
+            reply = await health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest())
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+            with pytest.raises(grpc.aio.AioRpcError) as err:  # and nothing else is there
+                await pb_grpc.MemoryServiceStub(ch).Stats(pb.StatsRequest())
+            assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
