@@ -67,9 +67,9 @@ async def test_mtls_needs_a_client_certificate_whose_subject_can_stand_for_a_key
                 m = c.store("invoice 42 was paid")
                 assert m.tenant == "billing"
             other = TLS.from_files(ca.cert, stranger.cert, stranger.key)
-            with CelestialClient(target, tls=other, timeout=10) as c:
-                with pytest.raises(UnauthenticatedError):
-                    c.stats()  # a valid certificate no key names: still needs a key
+            with CelestialClient(target, tls=other, timeout=10) as c, \
+                    pytest.raises(UnauthenticatedError):
+                c.stats()  # a valid certificate no key names: still needs a key
             with CelestialClient(target, tls=other, api_key=api_key, timeout=10) as c:
                 assert c.stats().total == 1
             no_cert = TLS.from_files(ca.cert)
@@ -112,11 +112,13 @@ async def test_health_has_its_own_plaintext_port_when_tls_is_on(
 ) -> None:
     ca = CertificateAuthority(tmp_path / "pki")
     server = ca.issue("server", "localhost", server=True)
-    async with running_server(tmp_path / "d", embedder, clock, tls_cert=server.cert,
-                              tls_key=server.key, health_address="127.0.0.1:0") as srv:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{srv.health_port}") as ch:
-            reply = await health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest())
-            assert reply.status == health_pb2.HealthCheckResponse.SERVING
-            with pytest.raises(grpc.aio.AioRpcError) as err:  # and nothing else is there
-                await pb_grpc.MemoryServiceStub(ch).Stats(pb.StatsRequest())
-            assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    async with (
+        running_server(tmp_path / "d", embedder, clock, tls_cert=server.cert,
+                       tls_key=server.key, health_address="127.0.0.1:0") as srv,
+        grpc.aio.insecure_channel(f"127.0.0.1:{srv.health_port}") as ch,
+    ):
+        reply = await health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest())
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        with pytest.raises(grpc.aio.AioRpcError) as err:  # and nothing else is there
+            await pb_grpc.MemoryServiceStub(ch).Stats(pb.StatsRequest())
+        assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
