@@ -7,6 +7,7 @@ export HF_HUB_OFFLINE = 1
 export TOKENIZERS_PARALLELISM = false
 
 .PHONY: install run test lint proto bench-latency bench-rebalance bench-recall bench-migration bench-load \
+	dev-secrets fuzz \
 	eval-locomo clean
 
 $(PY):
@@ -46,6 +47,20 @@ bench-recall: install
 
 bench-migration: install
 	$(PY) benchmarks/migration.py
+
+# An admin API key and a self-signed certificate for docker compose, in .secrets/ (not in git).
+dev-secrets: install
+	mkdir -p .secrets/tls
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 365 \
+		-subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+		-keyout .secrets/tls/server.key -out .secrets/tls/server.pem
+	$(VENV)/bin/celestial keys --file .secrets/keys.json create --name dev --role admin --tenant '*'
+	chmod a+r .secrets/keys.json .secrets/tls/server.key  # the container runs as uid 10001
+
+# A longer fuzz run of every method (the suite runs 25 examples per method).
+FUZZ_EXAMPLES ?= 300
+fuzz: install
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -s tests/integration/test_fuzz.py
 
 bench-load: install
 	$(PY) benchmarks/load.py

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +22,21 @@ from celestial_memory.service import MemoryService
 from celestial_memory.store import MemoryRepository, open_edge, open_qdrant
 
 DIM = 384
+# Secrets that must never reach a log: any API key (its format), and the Qdrant API key the tests
+# configure. The session fails if the run's log holds one.
+API_KEY_PATTERN = re.compile(r"cm_[0-9a-f]{12}_[A-Za-z0-9_-]{40,}")
+QDRANT_TEST_KEY = "qdrant-test-key-5b0c7e"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    log_file = Path(session.config.rootpath) / str(session.config.getini("log_file"))
+    if not log_file.exists():
+        return
+    text = log_file.read_text(errors="replace")
+    leaks = API_KEY_PATTERN.findall(text) + ([QDRANT_TEST_KEY] if QDRANT_TEST_KEY in text else [])
+    if leaks:
+        print(f"\nsecrets in the run's log ({log_file}): {len(leaks)}", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

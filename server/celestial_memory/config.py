@@ -38,6 +38,15 @@ class Settings(BaseSettings):
     tls_key: Path | None = Field(None, description="its private key (PEM)")
     tls_client_ca: Path | None = Field(
         None, description="CA of client certificates: set, every client must present one (mTLS)")
+    # Limits of the gRPC server (docs/design.md, "The trust boundary").
+    max_message_bytes: int = Field(
+        4 * 1024 * 1024, gt=0, description="largest message received or sent (one stream item)")
+    max_concurrent_rpcs: int = Field(
+        512, gt=0, description="calls served at once; beyond, RESOURCE_EXHAUSTED")
+    max_streams_per_connection: int = Field(100, gt=0, description="concurrent calls per connection")
+    max_connection_idle_s: float = Field(300.0, gt=0, description="idle connections are closed")
+    max_stream_s: float = Field(
+        600.0, gt=0, description="longest a StoreBatch or Import stream may take")
     health_address: str = Field(
         "", description="a plaintext port serving only gRPC health (probes, when TLS is on)")
 

@@ -13,6 +13,8 @@ from celestial_memory.store.retry import Retrying
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import UnexpectedResponse
 
+from tests.conftest import QDRANT_TEST_KEY
+
 
 class Status(grpc.RpcError):
     def __init__(self, code: grpc.StatusCode) -> None:
@@ -100,7 +102,7 @@ def test_tls_and_the_grpc_port_are_as_configured_with_a_url(
     url: str, https: bool, tls: bool
 ) -> None:
     remote = qdrant_engine._client(
-        qdrant_engine.Connection(url=url, api_key="key", grpc_port=7001, https=https))._client
+        qdrant_engine.Connection(url=url, api_key=QDRANT_TEST_KEY, grpc_port=7001, https=https))._client
     assert (remote._https, remote._grpc_port, remote._port) == (tls, 7001, 6333)
 
 

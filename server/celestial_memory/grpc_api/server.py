@@ -16,6 +16,7 @@ import grpc
 from celestial.v1 import memory_pb2, memory_pb2_grpc
 from celestial_memory.access.keys import KeyRing
 from celestial_memory.access.rate import RateLimiter
+from celestial_memory.config import Settings
 from celestial_memory.errors import InvalidArgument
 from celestial_memory.grpc_api.auth import Authenticator
 from celestial_memory.grpc_api.decoding import DecodeGuard
@@ -29,6 +30,21 @@ log = logging.getLogger(__name__)
 # After the grace period, how long cancelled work may take to reach its next check.
 STOP_WAIT_S = 30.0
 SERVICE_NAME = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
+
+
+def server_options(s: Settings) -> list[tuple[str, int]]:
+    """Message sizes, streams per connection, idle connections, and keepalive enforcement (a
+    client pinging more often than every 10 s without calls is disconnected)."""
+    return [
+        ("grpc.max_receive_message_length", s.max_message_bytes),
+        ("grpc.max_send_message_length", s.max_message_bytes),
+        ("grpc.max_concurrent_streams", s.max_streams_per_connection),
+        ("grpc.max_connection_idle_ms", int(s.max_connection_idle_s * 1000)),
+        ("grpc.keepalive_time_ms", 60_000),
+        ("grpc.keepalive_timeout_ms", 20_000),
+        ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+        ("grpc.http2.max_ping_strikes", 2),
+    ]
 
 
 def check_exposure(address: str, keys: bool, insecure: bool) -> None:
@@ -76,7 +92,8 @@ class MemoryServer:
         check_exposure(self.address, keys is not None, s.insecure_no_auth)
         rate = RateLimiter(s.rate_per_key, s.rate_burst) if s.rate_per_key > 0 else None
         self._server = grpc.aio.server(
-            interceptors=[DecodeGuard(), Authenticator(SERVICE_NAME, keys, rate)])
+            interceptors=[DecodeGuard(), Authenticator(SERVICE_NAME, keys, rate)],
+            options=server_options(s), maximum_concurrent_rpcs=s.max_concurrent_rpcs)
         self._health = health.aio.HealthServicer()  # type: ignore[attr-defined]
         self.servicer = MemoryServicer(self.service)
         memory_pb2_grpc.add_MemoryServiceServicer_to_server(self.servicer, self._server)

@@ -7,6 +7,7 @@ each runs in a worker thread, keeping the event loop free.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
@@ -17,7 +18,7 @@ from celestial.v1 import memory_pb2_grpc as pb_grpc
 from celestial_memory.access.roles import CALLER, Role
 from celestial_memory.cancellation import Cancellation, InFlight
 from celestial_memory.domain.requests import Imported, NewMemory
-from celestial_memory.errors import InvalidArgument
+from celestial_memory.errors import DeadlineExceeded, InvalidArgument
 from celestial_memory.grpc_api import converters as cv
 from celestial_memory.grpc_api.status import mapped, mapped_stream
 from celestial_memory.service import MemoryService
@@ -59,6 +60,16 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             cancel.cancel()
             raise
 
+    @contextlib.asynccontextmanager
+    async def _stream_limit(self, method: str) -> AsyncIterator[None]:
+        """A client stream may take at most ``max_stream_s``, however slowly it sends."""
+        limit = self._service.settings.max_stream_s
+        try:
+            async with asyncio.timeout(limit):
+                yield
+        except TimeoutError:
+            raise DeadlineExceeded(f"{method} took longer than {limit:g} s") from None
+
     def _memory(self, m: Any) -> pb.Memory:
         return cv.memory_to_pb(m, self._service.breakdown(m))
 
@@ -71,6 +82,12 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     @mapped
     async def StoreBatch(
+        self, request_iterator: AsyncIterator[pb.StoreRequest], context: Context
+    ) -> pb.StoreBatchResponse:
+        async with self._stream_limit("StoreBatch"):
+            return await self._store_batch(request_iterator, context)
+
+    async def _store_batch(
         self, request_iterator: AsyncIterator[pb.StoreRequest], context: Context
     ) -> pb.StoreBatchResponse:
         settings = self._service.settings
@@ -188,6 +205,12 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     @mapped
     async def Import(
+        self, request_iterator: AsyncIterator[pb.ExportedMemory], context: Context
+    ) -> pb.ImportResponse:
+        async with self._stream_limit("Import"):
+            return await self._import(request_iterator, context)
+
+    async def _import(
         self, request_iterator: AsyncIterator[pb.ExportedMemory], context: Context
     ) -> pb.ImportResponse:
         tenant: str | None = None
