@@ -1,5 +1,9 @@
 // Store a memory and recall it from Node.js, with the same .proto the server is built from.
 //   node example.js [host:port]
+// With keys and TLS (all optional):
+//   CELESTIAL_API_KEY=cm_... CELESTIAL_TLS_CA=ca.pem \
+//   CELESTIAL_TLS_CLIENT_CERT=client.pem CELESTIAL_TLS_CLIENT_KEY=client.key node example.js host:port
+const fs = require("fs");
 const path = require("path");
 const grpc = require("@grpc/grpc-js");
 const protoLoader = require("@grpc/proto-loader");
@@ -15,10 +19,19 @@ const definition = protoLoader.loadSync("celestial/v1/memory.proto", {
 const celestial = grpc.loadPackageDefinition(definition).celestial.v1;
 
 const target = process.argv[2] || "localhost:50051";
-const client = new celestial.MemoryService(target, grpc.credentials.createInsecure());
+const env = process.env;
+const read = (file) => (file ? fs.readFileSync(file) : null);
+const credentials = env.CELESTIAL_TLS_CA
+  ? grpc.credentials.createSsl(
+      read(env.CELESTIAL_TLS_CA), read(env.CELESTIAL_TLS_CLIENT_KEY),
+      read(env.CELESTIAL_TLS_CLIENT_CERT))
+  : grpc.credentials.createInsecure();
+const client = new celestial.MemoryService(target, credentials);
+const metadata = new grpc.Metadata();
+if (env.CELESTIAL_API_KEY) metadata.set("authorization", `Bearer ${env.CELESTIAL_API_KEY}`);
 const call = (method, request) =>
   new Promise((resolve, reject) =>
-    client[method](request, { deadline: Date.now() + 30000 }, (err, resp) =>
+    client[method](request, metadata, { deadline: Date.now() + 30000 }, (err, resp) =>
       err ? reject(err) : resolve(resp)
     )
   );

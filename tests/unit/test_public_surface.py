@@ -17,7 +17,7 @@ def test_exports_are_pinned() -> None:
         "DeadlineExceededError", "FailedPreconditionError", "InternalError",
         "InvalidArgumentError", "Memory",
         "NotFoundError", "PermissionDeniedError", "RebalanceReport", "RecallResult",
-        "ResourceExhaustedError", "ScoreBreakdown", "Stats", "StoreItem",
+        "ResourceExhaustedError", "ScoreBreakdown", "Stats", "StoreItem", "TLS",
         "UnauthenticatedError", "UnavailableError", "UnimplementedError", "Zone", "ZoneEvent",
         "ZoneStats",
     ]
