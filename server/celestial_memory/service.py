@@ -9,6 +9,7 @@ run under the tenant's lock there, and reads run beside them.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import replace
@@ -21,6 +22,7 @@ from celestial_memory.domain import validation as check
 from celestial_memory.domain.importance import ImportanceEvaluator
 from celestial_memory.domain.models import (
     EDITED,
+    AdminEvent,
     Memory,
     MemoryFilter,
     RebalanceReport,
@@ -403,6 +405,16 @@ class MemoryService:
         check.timestamp(since, "since")
         self._flush(tenant)  # evictions deferred after recalls are in it
         return self.store.read_events(tenant, since, limit, mid)
+
+    def record_admin(self, tenant: str, method: str, key_id: str) -> None:
+        """An admin call into the ledger as it starts, at the wall clock's time (an audit trail,
+        whatever the admin clock says)."""
+        self.store.append_admin(AdminEvent(str(uuid.uuid4()), tenant, method, key_id, time.time()))
+
+    def admin_ledger(self, tenant: str, since: float | None, limit: int) -> list[AdminEvent]:
+        if not 0 < limit <= 10_000:
+            raise InvalidArgument("limit", f"must be 1 to 10000, got {limit}")
+        return self.store.read_admin(tenant, check.timestamp(since, "since"), limit)
 
     def breakdown(self, m: Memory) -> ScoreBreakdown:
         """The memory function's terms for ``m`` now, with C from its last recall."""

@@ -235,6 +235,9 @@ async def test_denials_and_admin_calls_are_audited_without_secrets(
     await code_of(stub.Rebalance(pb.RebalanceRequest(tenant="a"), metadata=auth(keys.a_write)))
     await code_of(stub.Rebalance(pb.RebalanceRequest(tenant="a", dry_run=True),
                                  metadata=auth(keys.admin)))
+    ledger = await stub.Ledger(pb.LedgerRequest(tenant="a"), metadata=auth(keys.a_read))
+    assert [(e.method, e.key_id, e.tenant) for e in ledger.admin_events] == [
+        ("Rebalance", keys.admin.split("_")[1], "a")]  # the admin call, not the refused one
     lines = [r.getMessage() for r in caplog.records if r.name == "celestial_memory.audit"]
     assert any('"event": "denied"' in line and "UNAUTHENTICATED" in line for line in lines)
     assert any('"event": "denied"' in line and "PERMISSION_DENIED" in line for line in lines)

@@ -366,10 +366,26 @@ class ZoneEvent(_message.Message):
     def __init__(self, id: _Optional[str] = ..., tenant: _Optional[str] = ..., memory_id: _Optional[str] = ..., from_zone: _Optional[_Union[Zone, str]] = ..., to_zone: _Optional[_Union[Zone, str]] = ..., reason: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., content_hash: _Optional[str] = ...) -> None: ...
 
 class LedgerResponse(_message.Message):
-    __slots__ = ("events",)
+    __slots__ = ("events", "admin_events")
     EVENTS_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_EVENTS_FIELD_NUMBER: _ClassVar[int]
     events: _containers.RepeatedCompositeFieldContainer[ZoneEvent]
-    def __init__(self, events: _Optional[_Iterable[_Union[ZoneEvent, _Mapping]]] = ...) -> None: ...
+    admin_events: _containers.RepeatedCompositeFieldContainer[AdminEvent]
+    def __init__(self, events: _Optional[_Iterable[_Union[ZoneEvent, _Mapping]]] = ..., admin_events: _Optional[_Iterable[_Union[AdminEvent, _Mapping]]] = ...) -> None: ...
+
+class AdminEvent(_message.Message):
+    __slots__ = ("id", "tenant", "method", "key_id", "at")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    tenant: str
+    method: str
+    key_id: str
+    at: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., tenant: _Optional[str] = ..., method: _Optional[str] = ..., key_id: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class StatsRequest(_message.Message):
     __slots__ = ("tenant",)

@@ -147,6 +147,17 @@ class Stats:
 
 
 @dataclass(slots=True, frozen=True)
+class AdminEvent:
+    """An admin call, in the ledger: who (a key id, never the key) did what to which tenant."""
+
+    id: str
+    tenant: str
+    method: str
+    key_id: str
+    at: float
+
+
+@dataclass(slots=True, frozen=True)
 class ZoneEvent:
     """One entry of the append-only ledger: a memory evicted by capacity or forgotten."""
 

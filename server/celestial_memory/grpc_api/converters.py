@@ -7,6 +7,7 @@ from typing import cast
 import numpy as np
 from celestial.v1 import memory_pb2 as pb
 from celestial_memory.domain.models import (
+    AdminEvent,
     Memory,
     MemoryFilter,
     RebalanceReport,
@@ -128,6 +129,11 @@ def rebalance_to_pb(rep: RebalanceReport) -> pb.RebalanceResponse:
         scanned=rep.scanned, moved=moved, evicted=rep.evicted, forgotten=rep.forgotten,
         dry_run=rep.dry_run, duration_ms=rep.duration_ms, full=rep.full, skipped_by=rep.skipped_by,
     )
+
+
+def admin_event_to_pb(e: AdminEvent) -> pb.AdminEvent:
+    return pb.AdminEvent(id=e.id, tenant=e.tenant, method=e.method, key_id=e.key_id,
+                         at=ts_to_pb(e.at))
 
 
 def event_to_pb(e: ZoneEvent) -> pb.ZoneEvent:

@@ -70,6 +70,10 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         except TimeoutError:
             raise DeadlineExceeded(f"{method} took longer than {limit:g} s") from None
 
+    async def _admin(self, context: Context, tenant: str, method: str) -> None:
+        """Admin calls go into the ledger before they run (access/roles.py names them)."""
+        await self._run(context, self._service.record_admin, tenant, method, CALLER.get().key_id)
+
     def _memory(self, m: Any) -> pb.Memory:
         return cv.memory_to_pb(m, self._service.breakdown(m))
 
@@ -148,17 +152,19 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self, request: pb.DeleteByFilterRequest, context: Context
     ) -> pb.DeleteByFilterResponse:
         flt = cv.filter_from_pb(request.filter)
-        n = await self._run(context, self._service.delete_by_filter, self._tenant(request.tenant), flt)
+        tenant = self._tenant(request.tenant)
+        await self._admin(context, tenant, "DeleteByFilter")
+        n = await self._run(context, self._service.delete_by_filter, tenant, flt)
         return pb.DeleteByFilterResponse(deleted=n)
 
     @mapped
     async def Rebalance(
         self, request: pb.RebalanceRequest, context: Context
     ) -> pb.RebalanceResponse:
-        rep = await self._run(context,
-            self._service.rebalance, self._tenant(request.tenant), request.dry_run, request.full,
-            not request.no_forget,
-        )
+        tenant = self._tenant(request.tenant)
+        await self._admin(context, tenant, "Rebalance")
+        rep = await self._run(context, self._service.rebalance, tenant, request.dry_run,
+                              request.full, not request.no_forget)
         return cv.rebalance_to_pb(rep)
 
     @mapped
@@ -176,16 +182,19 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         now = cv.ts_from_pb(request, "now", "now")
         if now is None:
             raise InvalidArgument("now", "is required")
+        await self._admin(context, "", "SetClock")
         return pb.SetClockResponse(now=cv.ts_to_pb(await self._run(context, self._service.set_clock, now)))
 
     @mapped
     async def Ledger(self, request: pb.LedgerRequest, context: Context) -> pb.LedgerResponse:
         since = cv.ts_from_pb(request, "since", "since")
-        events = await self._run(context,
-            self._service.ledger, self._tenant(request.tenant), since, request.limit or 100,
-            request.memory_id,
-        )
-        return pb.LedgerResponse(events=[cv.event_to_pb(e) for e in events])
+        tenant, limit = self._tenant(request.tenant), request.limit or 100
+        events = await self._run(context, self._service.ledger, tenant, since, limit,
+                                 request.memory_id)
+        admin = [] if request.memory_id else await self._run(
+            context, self._service.admin_ledger, tenant, since, limit)
+        return pb.LedgerResponse(events=[cv.event_to_pb(e) for e in events],
+                                 admin_events=[cv.admin_event_to_pb(e) for e in admin])
 
     @mapped
     async def Stats(self, request: pb.StatsRequest, context: Context) -> pb.StatsResponse:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 from celestial_memory.domain.models import (
+    AdminEvent,
     IndexVectors,
     Memory,
     MemoryFilter,
@@ -273,6 +274,23 @@ def event_conditions(since: float | None, memory_id: str) -> list[Condition]:
     if memory_id:
         conds.append(Eq("memory_id", memory_id))
     return conds
+
+
+def admin_conditions(since: float | None) -> list[Condition]:
+    conds: list[Condition] = [Eq("kind", "admin")]
+    if since is not None:
+        conds.append(Between("at", gte=since))
+    return conds
+
+
+def admin_payload(e: AdminEvent) -> dict[str, Any]:
+    return {"kind": "admin", "tenant": e.tenant, "method": e.method, "key_id": e.key_id,
+            "at": e.at}
+
+
+def admin_from_payload(point_id: object, p: dict[str, Any]) -> AdminEvent:
+    return AdminEvent(id=str(point_id), tenant=p["tenant"], method=p["method"],
+                      key_id=p.get("key_id", ""), at=float(p["at"]))
 
 
 def event_payload(e: ZoneEvent) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 from celestial_memory.domain.models import (
+    AdminEvent,
     HybridQuery,
     Memory,
     MemoryFilter,
@@ -39,6 +40,9 @@ from celestial_memory.store.payload import (
     Condition,
     Either,
     Eq,
+    admin_conditions,
+    admin_from_payload,
+    admin_payload,
     conditions,
     event_conditions,
     event_from_payload,
@@ -273,6 +277,15 @@ class MemoryRepository:
         where = conditions(tenant, extra=event_conditions(since, memory_id))
         records, _ = self.engine.scroll(LEDGER, where, limit, order=Order("at"))
         return [event_from_payload(r.id, r.payload) for r in records]
+
+    def append_admin(self, event: AdminEvent) -> None:
+        self.engine.upsert(LEDGER, [Point(event.id, {}, admin_payload(event))], insert_only=True)
+
+    def read_admin(self, tenant: str, since: float | None, limit: int) -> list[AdminEvent]:
+        """Admin events naming ``tenant`` at or after ``since``, oldest first."""
+        records, _ = self.engine.scroll(LEDGER, conditions(tenant, extra=admin_conditions(since)),
+                                        limit, order=Order("at"))
+        return [admin_from_payload(r.id, r.payload) for r in records]
 
     def acquire_lease(self, name: str, holder: str, now: float, ttl: float) -> str:
         """Take or renew the lease ``name`` unless another holder's is unexpired; returns the
