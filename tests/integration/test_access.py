@@ -5,6 +5,7 @@ rate limits; the audit log; and a server that will not expose itself without key
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -37,7 +38,8 @@ class Keys:
         self.a_write = create_key(path, "a-write", "write", ["a"])[1]
         self.b_write = create_key(path, "b-write", "write", ["b"])[1]
         self.admin = create_key(path, "ops", "admin", ["*"])[1]
-        self.expired = create_key(path, "old", "write", ["a"], expires_at=time.time() - 1)[1]
+        self.expired = create_key(path, "old", "write", ["a"], expires_at=time.time() - 1,
+                                  now=time.time() - 3600)[1]
         record, self.revoked = create_key(path, "gone", "write", ["a"])
         revoke_key(path, record.id)
 
@@ -302,3 +304,116 @@ def test_keys_are_managed_from_the_command_line_and_never_stored(
     assert "revoked" in capsys.readouterr().out
     assert main(["keys", "--file", path, "revoke", "nosuchid"]) == 2
     assert main(["keys", "--file", path, "create", "--name", "x", "--role", "read"]) == 2
+
+
+async def test_without_a_key_only_health_check_is_open(
+    stub: Stub, secured: MemoryServer, keys: Keys
+) -> None:
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{secured.port}") as ch:
+        health = health_pb2_grpc.HealthStub(ch)
+        assert (await health.Check(health_pb2.HealthCheckRequest())).status == \
+            health_pb2.HealthCheckResponse.SERVING
+        request = reflection_pb2.ServerReflectionRequest(list_services="")
+        for md in ((), auth(keys.a_read)):
+            watch = health.Watch(health_pb2.HealthCheckRequest(), metadata=md, timeout=3)
+            reflect = reflection_pb2_grpc.ServerReflectionStub(ch).ServerReflectionInfo(
+                iter([request]), metadata=md, timeout=3)
+            if md:  # with a key both work (Watch is a coroutine handler, not a generator)
+                first = await watch.read()
+                assert first.status == health_pb2.HealthCheckResponse.SERVING
+                watch.cancel()
+                reply = await reflect.read()
+                assert "celestial.v1.MemoryService" in str(reply.list_services_response)
+            else:  # no one without a key holds a stream open
+                for call in (watch, reflect):
+                    with pytest.raises(grpc.aio.AioRpcError) as err:
+                        await call.read()
+                    assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+async def test_every_refusal_is_audited_with_the_key_id_and_admin_calls_with_their_tenant(
+    stub: Stub, keys: Keys, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="celestial_memory.audit")
+    a_admin = create_key(keys.path, "a-ops", "admin", ["a"])[1]
+    await _eventually(lambda: stub.Stats(pb.StatsRequest(), metadata=auth(a_admin)),
+                      grpc.StatusCode.OK)
+    caplog.clear()
+    b_recall = stub.Recall(pb.RecallRequest(tenant="b", query="x"), metadata=auth(keys.a_read))
+    assert await code_of(b_recall) == grpc.StatusCode.PERMISSION_DENIED  # tenant refusal
+    reinforcing = stub.Recall(pb.RecallRequest(query="x"), metadata=auth(keys.a_read))
+    assert await code_of(reinforcing) == grpc.StatusCode.PERMISSION_DENIED  # role, in handler
+    wipe_b = stub.DeleteByFilter(pb.DeleteByFilterRequest(
+        tenant="b", filter=pb.RecallFilter(tags_any=["x"])), metadata=auth(a_admin))
+    assert await code_of(wipe_b) == grpc.StatusCode.PERMISSION_DENIED
+    clock = stub.SetClock(pb.SetClockRequest(now={"seconds": 1_700_000_000}),
+                          metadata=auth(a_admin))
+    assert await code_of(clock) == grpc.StatusCode.PERMISSION_DENIED  # every tenant's clock
+    wipe_a = stub.DeleteByFilter(pb.DeleteByFilterRequest(
+        tenant="a", filter=pb.RecallFilter(tags_any=["x"])), metadata=auth(a_admin))
+    assert await code_of(wipe_a) == grpc.StatusCode.OK
+    events = [json.loads(r.getMessage()) for r in caplog.records
+              if r.name == "celestial_memory.audit"]
+    denied = [e for e in events if e["event"] == "denied"]
+    a_read_id, a_admin_id = keys.a_read.split("_")[1], a_admin.split("_")[1]
+    assert [(e["method"], e["key_id"]) for e in denied] == [
+        ("Recall", a_read_id), ("Recall", a_read_id), ("DeleteByFilter", a_admin_id),
+        ("SetClock", a_admin_id)]
+    admin = [e for e in events if e["event"] == "admin"]
+    assert [(e["method"], e["tenant"], e["key_id"]) for e in admin] == [
+        ("DeleteByFilter", "a", a_admin_id)]
+
+
+async def test_an_import_may_not_mix_tenants(stub: Stub, keys: Keys) -> None:
+    records = [pb.ExportedMemory(tenant=t, created_at_s=1_700_000_000.0, vector=[0.05] * 384,
+                                 memory=pb.Memory(id=f"00000000-0000-4000-8000-00000000000{i}",
+                                                  content="x", importance=0.5,
+                                                  zone=pb.ZONE_OUTER))
+               for i, t in enumerate(["a", "b"])]
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.Import(iter(records), metadata=auth(keys.admin))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "memories[1].tenant" in (err.value.details() or "")
+    for t in ("a", "b"):
+        assert (await stub.Stats(pb.StatsRequest(tenant=t), metadata=auth(keys.admin))).total == 0
+
+
+async def test_conflicting_or_malformed_credentials_are_refused(stub: Stub, keys: Keys) -> None:
+    for md in ((("authorization", f"Bearer {keys.a_read}"), ("x-api-key", keys.b_write)),
+               (("authorization", f"Bearer {keys.a_read}"), ("authorization", "Bearer other")),
+               (("authorization", f"Token {keys.a_read}"),)):
+        assert await code_of(stub.Stats(pb.StatsRequest(), metadata=md)) == \
+            grpc.StatusCode.UNAUTHENTICATED
+    same_twice = (("authorization", f"Bearer {keys.a_read}"), ("x-api-key", keys.a_read))
+    assert await code_of(stub.Stats(pb.StatsRequest(), metadata=same_twice)) == \
+        grpc.StatusCode.OK
+
+
+async def test_failed_attempts_are_rate_limited_too(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock, keys: Keys
+) -> None:
+    async with (
+        running_server(tmp_path / "d", embedder, clock, api_keys_file=keys.path,
+                       rate_per_key=0.5, rate_burst=3) as srv,
+        grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
+    ):
+        stub = Stub(ch)
+        codes = [await code_of(stub.Stats(pb.StatsRequest(), metadata=auth("cm_00_zz")))
+                 for _ in range(5)]
+        assert codes[:3] == [grpc.StatusCode.UNAUTHENTICATED] * 3
+        assert codes[3:] == [grpc.StatusCode.RESOURCE_EXHAUSTED] * 2
+
+
+def test_the_command_line_refuses_keys_that_would_not_mean_what_they_say(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from celestial_client.cli import main
+
+    path = str(tmp_path / "keys.json")
+    base = ["keys", "--file", path, "create", "--name", "x", "--role", "read"]
+    assert main([*base, "--tenant", "a", "--expires-days", "0"]) == 2  # not "never expires"
+    assert main([*base, "--tenant", "a", "--expires-days", "-1"]) == 2
+    assert main([*base, "--tenant", ""]) == 2
+    assert not Path(path).exists()

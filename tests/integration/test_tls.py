@@ -66,6 +66,9 @@ async def test_mtls_needs_a_client_certificate_whose_subject_can_stand_for_a_key
             with CelestialClient(target, tls=tls, timeout=10) as c:  # the certificate is the key
                 m = c.store("invoice 42 was paid")
                 assert m.tenant == "billing"
+            with CelestialClient(target, tls=tls, api_key="cm_00_zz", timeout=10) as c, \
+                    pytest.raises(UnauthenticatedError):
+                c.stats()  # a wrong key is refused, not replaced by the certificate
             other = TLS.from_files(ca.cert, stranger.cert, stranger.key)
             with CelestialClient(target, tls=other, timeout=10) as c, \
                     pytest.raises(UnauthenticatedError):

@@ -94,8 +94,11 @@ def create_key(
     """Add a key to the file; returns its record and the key itself (shown once, kept nowhere)."""
     if role.upper() not in Role.__members__:
         raise InvalidArgument("role", f"must be read, write or admin, got {role!r}")
-    if not tenants:
+    if not tenants or any(not t.strip() for t in tenants):
         raise InvalidArgument("tenants", "name at least one tenant, or * for every tenant")
+    now = time.time() if now is None else now
+    if expires_at is not None and expires_at <= now:
+        raise InvalidArgument("expires_at", "must be in the future")
     records = read_keys(path)
     key_id = secrets.token_hex(6)
     key = f"{PREFIX}_{key_id}_{secrets.token_urlsafe(32)}"
@@ -103,7 +106,7 @@ def create_key(
     record = KeyRecord(
         id=key_id, name=name, role=role.lower(), tenants=list(tenants), salt=salt.hex(),
         sha256=hashlib.sha256(salt + key.encode()).hexdigest(),
-        created_at=time.time() if now is None else now, expires_at=expires_at, subject=subject,
+        created_at=now, expires_at=expires_at, subject=subject,
     )
     write_keys(path, [*records.values(), record])
     return record, key

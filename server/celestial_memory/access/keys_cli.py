@@ -38,7 +38,8 @@ def keys_main(args: argparse.Namespace) -> int:
     path = Path(args.file)
     try:
         if args.keys_command == "create":
-            expires = time.time() + args.expires_days * 86_400 if args.expires_days else None
+            expires = (time.time() + args.expires_days * 86_400
+                       if args.expires_days is not None else None)
             record, key = create_key(path, args.name, args.role, args.tenants, expires,
                                      subject=args.subject)
             print(f"created key {record.id} ({record.role}, tenants {', '.join(record.tenants)}, "

@@ -18,6 +18,7 @@ from celestial_memory.errors import InvalidArgument, PermissionDenied
 
 
 class Role(IntEnum):
+    NONE = 0  # a caller not (yet) admitted
     READ = 1
     WRITE = 2
     ADMIN = 3
@@ -47,6 +48,11 @@ class Principal:
             raise PermissionDenied(
                 f"{what} needs the {role.name.lower()} role; this key has {self.role.name.lower()}")
 
+    def require_every_tenant(self, what: str) -> None:
+        """For what acts on every tenant at once (the admin clock)."""
+        if self.tenants is not None:
+            raise PermissionDenied(f"{what} needs a key for every tenant (*)")
+
     def tenant(self, requested: str, default: str) -> str:
         """The tenant a request may use: the one it names, if the key allows it; the key's
         own one if it names none."""
@@ -61,7 +67,9 @@ class Principal:
         return requested
 
 
-# With no keys configured (a server on localhost): every tenant, every method.
+# With no keys configured (a server on localhost): every tenant, every method. Set by the
+# interceptor for each admitted call; anything that runs without being admitted is NOBODY.
 OPEN = Principal("", Role.ADMIN, None)
-CALLER: contextvars.ContextVar[Principal] = contextvars.ContextVar("caller", default=OPEN)
+NOBODY = Principal("", Role.NONE, frozenset())
+CALLER: contextvars.ContextVar[Principal] = contextvars.ContextVar("caller", default=NOBODY)
 METHOD: contextvars.ContextVar[str] = contextvars.ContextVar("method", default="")

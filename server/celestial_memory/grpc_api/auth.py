@@ -1,50 +1,46 @@
 """The trust boundary, before any handler runs: the caller's API key (``authorization: Bearer``
-or ``x-api-key`` metadata; or, with mTLS, a client certificate whose subject a key names) is
-checked, the method's role required, the key's request rate
-limited, and denials and admin calls written to the audit log. The handler then runs with the
-caller (``access.roles.CALLER``), which decides the tenants it may name.
+or ``x-api-key`` metadata; or, with mTLS and no key presented, a client certificate whose subject
+a key names) is checked, the method's role required, the key's request rate limited. The handler
+then runs with the caller (``access.roles.CALLER``), which decides the tenants it may name.
+Refusals are audited where every error becomes a status (``status.py``).
 
-The health and reflection services stay open: probes and tools call them without keys.
+With keys configured, only the health service's Check stays open (probes); its Watch and
+reflection need a valid key of any role, so that no one without a key can hold streams open.
 """
 
 from __future__ import annotations
 
-import json
-import logging
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
 import grpc
 from celestial_memory.access.keys import KeyRing
 from celestial_memory.access.rate import RateLimiter
-from celestial_memory.access.roles import CALLER, METHOD, METHOD_ROLES, OPEN, Principal, Role
-from celestial_memory.errors import (
-    CelestialError,
-    PermissionDenied,
-    ResourceExhausted,
-    Unauthenticated,
-)
-from celestial_memory.grpc_api.status import abort, code_for
+from celestial_memory.access.roles import CALLER, METHOD, METHOD_ROLES, OPEN, Principal
+from celestial_memory.errors import CelestialError, PermissionDenied, Unauthenticated
+from celestial_memory.grpc_api.status import abort
 
-audit_log = logging.getLogger("celestial_memory.audit")
 Handler = Any  # grpc.RpcMethodHandler (not subscriptable at run time)
+Context = grpc.aio.ServicerContext[Any, Any]
+OPEN_METHODS = {"grpc.health.v1.Health/Check"}
 
 
-def audit(event: str, **fields: Any) -> None:
-    """One JSON line per event; key ids only, never a key or any content."""
-    audit_log.info(json.dumps({"event": event, **fields}, sort_keys=True))
-
-
-def credential(metadata: Iterable[tuple[str, str | bytes]] | None) -> str:
+def credential(metadata: Iterable[tuple[str, str | bytes]] | None) -> str | None:
+    """The API key the call presents; None for none. Two different ones are refused."""
+    found: set[str] = set()
     for name, value in metadata or ():
-        text = value.decode(errors="replace") if isinstance(value, bytes) else value
+        text = (value.decode(errors="replace") if isinstance(value, bytes) else value).strip()
         if name == "authorization":
-            scheme, _, key = text.strip().partition(" ")
-            if scheme.lower() == "bearer" and key.strip():
-                return key.strip()
-        elif name == "x-api-key" and text.strip():
-            return text.strip()
-    raise Unauthenticated("an API key is required (authorization: Bearer <key>, or x-api-key)")
+            scheme, _, key = text.partition(" ")
+            if scheme.lower() != "bearer" or not key.strip():
+                raise Unauthenticated("authorization must be 'Bearer <API key>'")
+            found.add(key.strip())
+        elif name == "x-api-key":
+            found.add(text)
+    if len(found) > 1:
+        raise Unauthenticated("the call presents more than one API key")
+    return found.pop() if found else None
 
 
 class Authenticator(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
@@ -56,17 +52,21 @@ class Authenticator(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         details: grpc.HandlerCallDetails,
     ) -> Handler:
         handler = await continuation(details)
-        service, _, method = details.method.lstrip("/").rpartition("/")
-        if handler is None or service != self._service:
+        full = details.method.lstrip("/")
+        service, _, method = full.rpartition("/")
+        if handler is None or (full in OPEN_METHODS):
             return handler
-        return _guarded(handler, method, self._admit)
+        if service == self._service:
+            return _guarded(handler, method, self._admit)
+        return _guarded(handler, method, self._authenticated)
 
-    async def _admit(self, method: str, context: grpc.aio.ServicerContext[Any, Any]) -> Principal:
-        """The caller, or a refusal (audited) that ends the call before its handler runs."""
+    async def _admit(self, method: str, context: Context) -> Principal:
+        """The caller of a memory-service method, or a refusal that ends the call."""
         if self._keys is None:
             return OPEN
         try:
             caller = self._caller(context)
+            CALLER.set(caller)  # a refusal below is audited with the key's id
             need = METHOD_ROLES.get(method)
             if need is None:
                 raise PermissionDenied(f"{method} is not open to API keys")
@@ -74,57 +74,63 @@ class Authenticator(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
             if self._rate is not None:
                 self._rate.take(caller.key_id)
         except CelestialError as exc:
-            if not isinstance(exc, ResourceExhausted):
-                audit("denied", method=method, code=code_for(exc).name, reason=str(exc),
-                      peer=context.peer())
             await abort(context, exc)
-        if need == Role.ADMIN:
-            audit("admin", method=method, key_id=caller.key_id, peer=context.peer())
         return caller
 
-    def _caller(self, context: grpc.aio.ServicerContext[Any, Any]) -> Principal:
+    async def _authenticated(self, method: str, context: Context) -> Principal:
+        """Any valid key (reflection, health Watch)."""
+        if self._keys is None:
+            return OPEN
+        try:
+            return self._caller(context)
+        except CelestialError as exc:
+            await abort(context, exc)
+
+    def _caller(self, context: Context) -> Principal:
         assert self._keys is not None
         try:
-            return self._keys.authenticate(credential(context.invocation_metadata()))
-        except Unauthenticated as missing:
-            # No key: a verified client certificate whose subject a key names stands for it.
+            key = credential(context.invocation_metadata())
+            if key is not None:  # a key presented and wrong is refused, whatever else comes
+                return self._keys.authenticate(key)
             subject = (context.auth_context() or {}).get("x509_common_name")
             name = next(iter(subject), b"").decode() if subject else ""
             if name and (caller := self._keys.for_subject(name)) is not None:
                 return caller
-            raise missing
+            raise Unauthenticated(
+                "an API key is required (authorization: Bearer <key>, or x-api-key)")
+        except Unauthenticated:
+            if self._rate is not None:  # failed attempts are limited per address too
+                self._rate.take("unauthenticated " + context.peer().rpartition(":")[0])
+            raise
 
 
 Admit = Callable[[str, Any], Awaitable[Principal]]
 
 
 def _guarded(handler: Handler, method: str, admit: Admit) -> Handler:
-    """The handler behind the admission, run with the caller and method set for everything it
-    calls (each call runs in its own task, so these stay within the call)."""
+    """Every behaviour of the handler behind the admission, run with the caller and method set
+    for everything it calls (each call runs in its own task, so these stay within the call).
+    A streaming behaviour may be an async generator or a coroutine writing to the context."""
 
-    def unary(behavior: Callable[..., Any] | None) -> Callable[..., Any] | None:
+    def wrap(behavior: Callable[..., Any] | None) -> Callable[..., Any] | None:
         if behavior is None:
             return None
+        if inspect.isasyncgenfunction(behavior):
+            async def stream(request: Any, context: Any) -> AsyncIterator[Any]:
+                METHOD.set(method)
+                CALLER.set(await admit(method, context))
+                async for item in behavior(request, context):
+                    yield item
+
+            return stream
 
         async def call(request: Any, context: Any) -> Any:
-            CALLER.set(await admit(method, context))
             METHOD.set(method)
+            CALLER.set(await admit(method, context))
             return await behavior(request, context)
 
         return call
 
-    def stream(behavior: Callable[..., Any] | None) -> Callable[..., Any] | None:
-        if behavior is None:
-            return None
-
-        async def call(request: Any, context: Any) -> AsyncIterator[Any]:
-            CALLER.set(await admit(method, context))
-            METHOD.set(method)
-            async for item in behavior(request, context):
-                yield item
-
-        return call
-
     return handler._replace(
-        unary_unary=unary(handler.unary_unary), unary_stream=stream(handler.unary_stream),
-        stream_unary=unary(handler.stream_unary))
+        unary_unary=wrap(handler.unary_unary), unary_stream=wrap(handler.unary_stream),
+        stream_unary=wrap(handler.stream_unary), stream_stream=wrap(handler.stream_stream))

@@ -8,6 +8,7 @@ answers INVALID_ARGUMENT when it meets one (for a stream, at the item that does 
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -75,6 +76,9 @@ def _unary(behavior: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _unary_stream(behavior: Callable[..., Any]) -> Callable[..., Any]:
+    if not inspect.isasyncgenfunction(behavior):  # a coroutine writing to the context
+        return _unary(behavior)
+
     async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         if request is UNDECODABLE:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(_refuse()))

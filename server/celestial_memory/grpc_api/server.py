@@ -47,12 +47,15 @@ def server_options(s: Settings) -> list[tuple[str, int]]:
     ]
 
 
-def check_exposure(address: str, keys: bool, insecure: bool) -> None:
+def check_exposure(address: str, keys: bool, insecure: bool, tls: bool = False) -> None:
     """Without API keys anyone who reaches the port can read and change every tenant, so the
     server binds only a loopback address unless told otherwise explicitly."""
     host = address.rpartition(":")[0].strip("[]") or "0.0.0.0"
     loopback = host == "localhost" or _is_loopback(host)
     if keys:
+        if not loopback and not tls:
+            log.warning("API keys without TLS on %s: keys cross the network in plaintext "
+                        "(CELESTIAL_TLS_CERT / CELESTIAL_TLS_KEY)", address)
         return
     if loopback:
         log.warning("no API keys configured (CELESTIAL_API_KEYS_FILE): serving %s only; every "
@@ -89,7 +92,7 @@ class MemoryServer:
         # Built here, not in __init__: a grpc.aio server belongs to the loop that creates it.
         s = self.service.settings
         keys = KeyRing(s.api_keys_file, s.api_keys_reload_s) if s.api_keys_file else None
-        check_exposure(self.address, keys is not None, s.insecure_no_auth)
+        check_exposure(self.address, keys is not None, s.insecure_no_auth, s.tls_cert is not None)
         rate = RateLimiter(s.rate_per_key, s.rate_burst) if s.rate_per_key > 0 else None
         self._server = grpc.aio.server(
             interceptors=[DecodeGuard(), Authenticator(SERVICE_NAME, keys, rate)],

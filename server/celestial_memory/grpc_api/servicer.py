@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import grpc
 from celestial.v1 import memory_pb2 as pb
 from celestial.v1 import memory_pb2_grpc as pb_grpc
+from celestial_memory.access.audit import audit
 from celestial_memory.access.roles import CALLER, Role
 from celestial_memory.cancellation import Cancellation, InFlight
 from celestial_memory.domain.requests import Imported, NewMemory
@@ -71,8 +72,11 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             raise DeadlineExceeded(f"{method} took longer than {limit:g} s") from None
 
     async def _admin(self, context: Context, tenant: str, method: str) -> None:
-        """Admin calls go into the ledger before they run (access/roles.py names them)."""
-        await self._run(context, self._service.record_admin, tenant, method, CALLER.get().key_id)
+        """Admin calls, once admitted to their tenant, go to the audit log and into the ledger
+        before they run (access/roles.py names them)."""
+        key_id = CALLER.get().key_id
+        audit("admin", method=method, tenant=tenant, key_id=key_id, peer=context.peer())
+        await self._run(context, self._service.record_admin, tenant, method, key_id)
 
     def _memory(self, m: Any) -> pb.Memory:
         return cv.memory_to_pb(m, self._service.breakdown(m))
@@ -182,6 +186,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         now = cv.ts_from_pb(request, "now", "now")
         if now is None:
             raise InvalidArgument("now", "is required")
+        CALLER.get().require_every_tenant("SetClock")  # the clock is every tenant's
         await self._admin(context, "", "SetClock")
         return pb.SetClockResponse(now=cv.ts_to_pb(await self._run(context, self._service.set_clock, now)))
 
@@ -226,8 +231,11 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         batch: list[Imported] = []
         imported = 0
         async for e in request_iterator:
-            if tenant is None:
-                tenant = self._tenant(e.tenant)
+            t = self._tenant(e.tenant)
+            if tenant is not None and t != tenant:
+                raise InvalidArgument(f"memories[{imported + len(batch)}].tenant",
+                                      "differs within an import")
+            tenant = t
             batch.append(cv.imported_from_pb(e))
             if len(batch) == IMPORT_BATCH:
                 imported += await self._run(context, self._service.transfer.import_batch,

@@ -8,6 +8,8 @@ from typing import Any, NoReturn, TypeVar
 
 import grpc
 from celestial_memory import errors
+from celestial_memory.access.audit import audit
+from celestial_memory.access.roles import CALLER, METHOD
 from google.protobuf import duration_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
@@ -37,6 +39,9 @@ def code_for(exc: BaseException) -> grpc.StatusCode:
 
 async def abort(context: grpc.aio.ServicerContext[Any, Any], exc: BaseException) -> NoReturn:
     code = code_for(exc)
+    if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+        audit("denied", method=METHOD.get(), key_id=CALLER.get().key_id, code=code.name,
+              reason=str(exc), peer=context.peer())
     if code == grpc.StatusCode.INTERNAL:
         # Unexpected: log it whole, tell the caller nothing about internals.
         log.exception("internal error", exc_info=exc)
