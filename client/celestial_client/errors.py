@@ -1,42 +1,82 @@
-"""The client's one exception tree, mirroring gRPC status codes.
+"""The client's one exception tree, mirroring gRPC status codes, with the server's error details.
 
-    CelestialClientError (code, details)
+    CelestialClientError (code, details, reason, field, violations, retry_after)
+    ├── CallCancelledError         CANCELLED (not asyncio.CancelledError)
+    ├── UnknownError               UNKNOWN
     ├── InvalidArgumentError       INVALID_ARGUMENT
+    ├── DeadlineExceededError      DEADLINE_EXCEEDED
     ├── NotFoundError              NOT_FOUND
-    ├── UnauthenticatedError       UNAUTHENTICATED
+    ├── AlreadyExistsError         ALREADY_EXISTS
     ├── PermissionDeniedError      PERMISSION_DENIED
     ├── ResourceExhaustedError     RESOURCE_EXHAUSTED
-    ├── UnavailableError           UNAVAILABLE
-    ├── DeadlineExceededError      DEADLINE_EXCEEDED
+    ├── FailedPreconditionError    FAILED_PRECONDITION
+    ├── AbortedError               ABORTED
+    ├── OutOfRangeError            OUT_OF_RANGE
     ├── UnimplementedError         UNIMPLEMENTED
-    └── InternalError              INTERNAL and anything else
+    ├── InternalError              INTERNAL
+    ├── UnavailableError           UNAVAILABLE
+    ├── DataLossError              DATA_LOSS
+    └── UnauthenticatedError       UNAUTHENTICATED
+
+The server sends ``google.rpc.Status`` details (``grpc-status-details-bin``), as Google APIs do:
+``ErrorInfo`` (``reason``), ``BadRequest`` (``violations``; ``field`` is the first one's field)
+and ``RetryInfo`` (``retry_after``, seconds). They are None or empty when absent.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import grpc
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+
+@dataclass(frozen=True, slots=True)
+class FieldViolation:
+    field: str
+    description: str
 
 
 class CelestialClientError(Exception):
     code: grpc.StatusCode = grpc.StatusCode.UNKNOWN
 
-    def __init__(self, details: str, code: grpc.StatusCode | None = None) -> None:
+    def __init__(
+        self, details: str, code: grpc.StatusCode | None = None, *, reason: str | None = None,
+        violations: tuple[FieldViolation, ...] = (), retry_after: float | None = None,
+    ) -> None:
         super().__init__(details)
         self.details = details
         if code is not None:
             self.code = code
+        self.reason = reason
+        self.violations = violations
+        self.field = violations[0].field if violations else None
+        self.retry_after = retry_after
+
+
+class CallCancelledError(CelestialClientError):
+    code = grpc.StatusCode.CANCELLED
+
+
+class UnknownError(CelestialClientError):
+    code = grpc.StatusCode.UNKNOWN
 
 
 class InvalidArgumentError(CelestialClientError):
     code = grpc.StatusCode.INVALID_ARGUMENT
 
 
+class DeadlineExceededError(CelestialClientError):
+    code = grpc.StatusCode.DEADLINE_EXCEEDED
+
+
 class NotFoundError(CelestialClientError):
     code = grpc.StatusCode.NOT_FOUND
 
 
-class UnauthenticatedError(CelestialClientError):
-    code = grpc.StatusCode.UNAUTHENTICATED
+class AlreadyExistsError(CelestialClientError):
+    code = grpc.StatusCode.ALREADY_EXISTS
 
 
 class PermissionDeniedError(CelestialClientError):
@@ -47,32 +87,45 @@ class ResourceExhaustedError(CelestialClientError):
     code = grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
-class UnavailableError(CelestialClientError):
-    code = grpc.StatusCode.UNAVAILABLE
+class FailedPreconditionError(CelestialClientError):
+    code = grpc.StatusCode.FAILED_PRECONDITION
 
 
-class DeadlineExceededError(CelestialClientError):
-    code = grpc.StatusCode.DEADLINE_EXCEEDED
+class AbortedError(CelestialClientError):
+    code = grpc.StatusCode.ABORTED
+
+
+class OutOfRangeError(CelestialClientError):
+    code = grpc.StatusCode.OUT_OF_RANGE
 
 
 class UnimplementedError(CelestialClientError):
     code = grpc.StatusCode.UNIMPLEMENTED
 
 
-class FailedPreconditionError(CelestialClientError):
-    code = grpc.StatusCode.FAILED_PRECONDITION
-
-
 class InternalError(CelestialClientError):
     code = grpc.StatusCode.INTERNAL
+
+
+class UnavailableError(CelestialClientError):
+    code = grpc.StatusCode.UNAVAILABLE
+
+
+class DataLossError(CelestialClientError):
+    code = grpc.StatusCode.DATA_LOSS
+
+
+class UnauthenticatedError(CelestialClientError):
+    code = grpc.StatusCode.UNAUTHENTICATED
 
 
 _BY_CODE: dict[grpc.StatusCode, type[CelestialClientError]] = {
     cls.code: cls
     for cls in (
-        InvalidArgumentError, NotFoundError, UnauthenticatedError, PermissionDeniedError,
-        ResourceExhaustedError, UnavailableError, DeadlineExceededError, UnimplementedError,
-        FailedPreconditionError, InternalError,
+        CallCancelledError, UnknownError, InvalidArgumentError, DeadlineExceededError, NotFoundError,
+        AlreadyExistsError, PermissionDeniedError, ResourceExhaustedError,
+        FailedPreconditionError, AbortedError, OutOfRangeError, UnimplementedError,
+        InternalError, UnavailableError, DataLossError, UnauthenticatedError,
     )
 }
 
@@ -80,5 +133,22 @@ _BY_CODE: dict[grpc.StatusCode, type[CelestialClientError]] = {
 def from_rpc_error(err: grpc.RpcError) -> CelestialClientError:
     code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
     details = (err.details() if hasattr(err, "details") else None) or str(code)
-    cls = _BY_CODE.get(code, InternalError)
-    return cls(details, code)
+    reason: str | None = None
+    violations: tuple[FieldViolation, ...] = ()
+    retry_after: float | None = None
+    try:
+        status = rpc_status.from_call(err)  # type: ignore[arg-type]
+    except (ValueError, AttributeError):  # details that do not match the status: ignored
+        status = None
+    for any_ in status.details if status is not None else ():
+        info, bad, retry = (error_details_pb2.ErrorInfo(), error_details_pb2.BadRequest(),
+                            error_details_pb2.RetryInfo())
+        if any_.Unpack(info):
+            reason = info.reason
+        elif any_.Unpack(bad):
+            violations = tuple(FieldViolation(v.field, v.description)
+                               for v in bad.field_violations)
+        elif any_.Unpack(retry):
+            retry_after = retry.retry_delay.ToNanoseconds() / 1e9
+    cls = _BY_CODE.get(code, UnknownError)
+    return cls(details, code, reason=reason, violations=violations, retry_after=retry_after)

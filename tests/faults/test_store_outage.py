@@ -121,10 +121,11 @@ async def test_an_outage_is_unavailable_fast_and_recovers(
         assert time.monotonic() - started < BOUND_S
         assert first.value.code() == grpc.StatusCode.UNAVAILABLE
         status = rpc_status.from_call(first.value)  # type: ignore[arg-type]
-        assert status is not None and len(status.details) == 1
-        retry = error_details_pb2.RetryInfo()
-        assert status.details[0].Unpack(retry)
+        assert status is not None
+        retry, info = error_details_pb2.RetryInfo(), error_details_pb2.ErrorInfo()
+        assert any(d.Unpack(retry) for d in status.details)
         assert retry.retry_delay.ToNanoseconds() > 0
+        assert any(d.Unpack(info) for d in status.details) and info.reason == "STORE_UNAVAILABLE"
 
         # The circuit is open: every kind of call fails at once, and health says so.
         for call in (

@@ -13,6 +13,7 @@ import grpc
 import pytest
 from celestial.v1 import memory_pb2 as pb
 from celestial.v1 import memory_pb2_grpc as pb_grpc
+from celestial_client import CelestialClient, InvalidArgumentError, NotFoundError
 from celestial_memory.grpc_api.server import MemoryServer
 
 T = "val"
@@ -256,3 +257,19 @@ async def test_a_huge_store_batch_is_refused_at_its_first_bad_item(
     assert _rss_mib() - before < 200
     assert sent < 300  # the stream was not read to its end
     assert await total(stub) == 0
+
+
+async def test_errors_carry_google_rpc_details_to_the_python_client(
+    client: CelestialClient,
+) -> None:
+    def calls() -> None:
+        with pytest.raises(InvalidArgumentError) as bad:
+            client.store("the boat is blue", importance=2.0)
+        assert bad.value.field == "importance" and bad.value.reason == "INVALID_ARGUMENT"
+        assert bad.value.violations[0].description.startswith("must be")
+        assert bad.value.details.startswith("importance:")  # the readable message stays
+        with pytest.raises(NotFoundError) as missing:
+            client.get("00000000-0000-4000-8000-000000000000")
+        assert missing.value.reason == "NOT_FOUND" and missing.value.field is None
+
+    await asyncio.to_thread(calls)

@@ -13,12 +13,35 @@ METHODS = ["close", "delete", "export", "get", "import_memories", "ledger", "reb
 
 def test_exports_are_pinned() -> None:
     assert sorted(celestial_client.__all__) == [
-        "AsyncCelestialClient", "CelestialClient", "CelestialClientError",
-        "DeadlineExceededError", "FailedPreconditionError", "InternalError",
-        "InvalidArgumentError", "Memory",
-        "NotFoundError", "PermissionDeniedError", "RebalanceReport", "RecallResult",
-        "ResourceExhaustedError", "ScoreBreakdown", "Stats", "StoreItem", "TLS",
-        "UnauthenticatedError", "UnavailableError", "UnimplementedError", "Zone", "ZoneEvent",
+        "AbortedError",
+        "AlreadyExistsError",
+        "AsyncCelestialClient",
+        "CallCancelledError",
+        "CelestialClient",
+        "CelestialClientError",
+        "DataLossError",
+        "DeadlineExceededError",
+        "FailedPreconditionError",
+        "FieldViolation",
+        "InternalError",
+        "InvalidArgumentError",
+        "Memory",
+        "NotFoundError",
+        "OutOfRangeError",
+        "PermissionDeniedError",
+        "RebalanceReport",
+        "RecallResult",
+        "ResourceExhaustedError",
+        "ScoreBreakdown",
+        "Stats",
+        "StoreItem",
+        "TLS",
+        "UnauthenticatedError",
+        "UnavailableError",
+        "UnimplementedError",
+        "UnknownError",
+        "Zone",
+        "ZoneEvent",
         "ZoneStats",
     ]
 
@@ -60,3 +83,22 @@ def test_client_imports_without_server_dependencies() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_every_status_code_has_its_own_error() -> None:
+    import grpc
+    from celestial_client.errors import from_rpc_error
+
+    for status in grpc.StatusCode:
+        if status == grpc.StatusCode.OK:
+            continue
+
+        class Fake(grpc.RpcError):
+            def code(self, s: grpc.StatusCode = status) -> grpc.StatusCode:
+                return s
+
+            def details(self) -> str:
+                return "x"
+
+        err = from_rpc_error(Fake())
+        assert type(err).code == status and err.reason is None and err.field is None

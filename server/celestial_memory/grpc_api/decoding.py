@@ -15,6 +15,7 @@ from typing import Any
 
 import grpc
 from celestial_memory.errors import InvalidArgument
+from celestial_memory.grpc_api.status import abort
 from google.protobuf.message import DecodeError
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,7 @@ class DecodeGuard(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
 def _unary(behavior: Callable[..., Any]) -> Callable[..., Any]:
     async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         if request is UNDECODABLE:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(_refuse()))
+            await abort(context, _refuse())
         return await behavior(request, context)
 
     return call
@@ -81,7 +82,7 @@ def _unary_stream(behavior: Callable[..., Any]) -> Callable[..., Any]:
 
     async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         if request is UNDECODABLE:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(_refuse()))
+            await abort(context, _refuse())
         async for item in behavior(request, context):
             yield item
 

@@ -1,4 +1,5 @@
-"""The one place where service errors become gRPC status codes."""
+"""The one place where service errors become gRPC status codes, with ``google.rpc.Status``
+details (ErrorInfo, BadRequest, RetryInfo) beside the readable message."""
 
 from __future__ import annotations
 
@@ -37,23 +38,56 @@ def code_for(exc: BaseException) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
+# The reason each error sends in ErrorInfo (domain DOMAIN): stable identifiers callers can branch on.
+DOMAIN = "celestial-memory"
+REASONS: dict[type[errors.CelestialError], str] = {
+    errors.InvalidArgument: "INVALID_ARGUMENT",
+    errors.Unauthenticated: "UNAUTHENTICATED",
+    errors.ResourceExhausted: "RATE_LIMITED",
+    errors.NotFound: "NOT_FOUND",
+    errors.PermissionDenied: "PERMISSION_DENIED",
+    errors.StoreUnavailable: "STORE_UNAVAILABLE",
+    errors.FailedPrecondition: "FAILED_PRECONDITION",
+    errors.SchemaMismatch: "SCHEMA_MISMATCH",
+    errors.Cancelled: "CANCELLED",
+    errors.DeadlineExceeded: "DEADLINE_EXCEEDED",
+}
+
+
+def reason_for(exc: BaseException) -> str:
+    for cls in type(exc).__mro__:
+        if cls in REASONS:
+            return REASONS[cls]
+    return "INTERNAL"
+
+
+def details(exc: BaseException, code: grpc.StatusCode, message: str) -> Any:
+    """``google.rpc.Status`` as trailing metadata (``grpc-status-details-bin``): ErrorInfo
+    always, BadRequest for a bad field, RetryInfo when a retry may succeed."""
+    status = status_pb2.Status(code=code.value[0], message=message)
+    status.details.add().Pack(error_details_pb2.ErrorInfo(reason=reason_for(exc), domain=DOMAIN))
+    if isinstance(exc, errors.InvalidArgument):
+        status.details.add().Pack(error_details_pb2.BadRequest(field_violations=[
+            error_details_pb2.BadRequest.FieldViolation(field=exc.field,
+                                                        description=exc.problem)]))
+    if isinstance(exc, (errors.StoreUnavailable, errors.ResourceExhausted)):
+        delay = duration_pb2.Duration()
+        delay.FromNanoseconds(int(exc.retry_after_s * 1e9))
+        status.details.add().Pack(error_details_pb2.RetryInfo(retry_delay=delay))
+    return rpc_status.to_status(status).trailing_metadata
+
+
 async def abort(context: grpc.aio.ServicerContext[Any, Any], exc: BaseException) -> NoReturn:
     code = code_for(exc)
     if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
         audit("denied", method=METHOD.get(), key_id=CALLER.get().key_id, code=code.name,
               reason=str(exc), peer=context.peer())
+    message = str(exc)
     if code == grpc.StatusCode.INTERNAL:
         # Unexpected: log it whole, tell the caller nothing about internals.
         log.exception("internal error", exc_info=exc)
-        await context.abort(code, "internal error")
-    if isinstance(exc, (errors.StoreUnavailable, errors.ResourceExhausted)):
-        # RetryInfo, as Google APIs send it: when a retry may succeed.
-        delay = duration_pb2.Duration()
-        delay.FromNanoseconds(int(exc.retry_after_s * 1e9))
-        detail = status_pb2.Status(code=code.value[0], message=str(exc))
-        detail.details.add().Pack(error_details_pb2.RetryInfo(retry_delay=delay))
-        await context.abort(code, str(exc), rpc_status.to_status(detail).trailing_metadata)
-    await context.abort(code, str(exc))
+        message = "internal error"
+    await context.abort(code, message, details(exc, code, message))
 
 
 T = TypeVar("T")
