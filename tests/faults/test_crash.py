@@ -10,10 +10,12 @@ score's zone must have a capacity event moving it there. The ledger is written b
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import numpy as np
@@ -24,6 +26,7 @@ from tests.e2e.test_serve_process import free_port, start
 
 THRESHOLDS = (0.50, 0.30, 0.10, -0.10)
 DIM = 384
+Stub = pb_grpc.MemoryServiceStub
 
 
 def _stub(port: int) -> tuple[grpc.Channel, pb_grpc.MemoryServiceStub]:
@@ -72,6 +75,30 @@ def _check_evictions(stub: pb_grpc.MemoryServiceStub, tenant: str) -> int:
     missing = [m.memory.id for m in evicted if last_move.get(m.memory.id) != m.memory.zone]
     assert not missing, f"{len(missing)} of {len(evicted)} evicted memories have no event"
     return len(evicted)
+
+
+def _killed_during(proc: subprocess.Popen[bytes], port: int, call: Callable[[Stub], Any],
+                   after_s: float) -> None:
+    """Make ``call`` from another thread, kill -9 the server ``after_s`` later, and check the
+    call had not finished (else the test would show nothing about a crash)."""
+    done = threading.Event()
+
+    def run() -> None:
+        ch, stub = _stub(port)
+        with ch:
+            try:
+                call(stub)
+                done.set()
+            except grpc.RpcError:
+                pass
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    time.sleep(after_s)
+    proc.kill()
+    proc.wait()
+    runner.join(30)
+    assert not done.is_set(), "the call finished before the kill: give it more to do"
 
 
 def _rebalance_runs(stub: pb_grpc.MemoryServiceStub, tenant: str) -> None:
@@ -130,8 +157,9 @@ def test_kill_during_a_rebalance_with_capacity_evictions(tmp_path: Path) -> None
     try:
         ch, stub = _stub(port)
         with ch:
-            for start_at in range(0, 8000, 2000):
-                stub.StoreBatch(_requests("r", start_at, 2000), timeout=120)
+            # Under 10,000 evictions: they share one time, and the ledger pages by time.
+            for start_at in range(0, 9900, 3300):
+                stub.StoreBatch(_requests("r", start_at, 3300), timeout=120)
             before = _export(stub, "r")
     finally:
         proc.kill()
@@ -140,24 +168,9 @@ def test_kill_during_a_rebalance_with_capacity_evictions(tmp_path: Path) -> None
     # Smaller capacities: the next rebalance evicts thousands. It is killed while it runs.
     caps = json.dumps([2, 5, 30, 0, 0])
     proc = start(tmp_path, port, CELESTIAL_ZONE_CAPACITIES=caps)
-    done = threading.Event()
-
-    def rebalance() -> None:
-        ch, stub = _stub(port)
-        with ch:
-            try:
-                stub.Rebalance(pb.RebalanceRequest(tenant="r", full=True), timeout=120)
-                done.set()
-            except grpc.RpcError:
-                pass
-
-    runner = threading.Thread(target=rebalance)
-    runner.start()
-    time.sleep(0.5)  # it takes about 0.8 s here, the evictions last
-    proc.kill()
-    proc.wait()
-    runner.join(30)
-    assert not done.is_set(), "the rebalance finished before the kill: make it longer"
+    # It takes about 1 s here, the evictions last (a Ledger call would wait for it to end).
+    _killed_during(proc, port, lambda stub: stub.Rebalance(
+        pb.RebalanceRequest(tenant="r", full=True), timeout=120), after_s=0.55)
 
     proc = start(tmp_path, port, CELESTIAL_ZONE_CAPACITIES=caps)
     try:
@@ -166,7 +179,7 @@ def test_kill_during_a_rebalance_with_capacity_evictions(tmp_path: Path) -> None
             assert set(_export(stub, "r")) == set(before)
             _check_evictions(stub, "r")
             _rebalance_runs(stub, "r")  # the killed rebalance's lease does not block this one
-            assert _check_evictions(stub, "r") > 7000  # and it finished the evictions
+            assert _check_evictions(stub, "r") > 9800  # and it finished the evictions
     finally:
         proc.kill()
         proc.wait()
@@ -189,24 +202,8 @@ def test_kill_during_an_import(tmp_path: Path) -> None:
 
     target = tmp_path / "target"
     proc = start(target, port)
-    done = threading.Event()
-
-    def import_all() -> None:
-        ch, stub = _stub(port)
-        with ch:
-            try:
-                stub.Import(iter(source.values()), timeout=120)
-                done.set()
-            except grpc.RpcError:
-                pass
-
-    runner = threading.Thread(target=import_all)
-    runner.start()
-    time.sleep(0.8)
-    proc.kill()
-    proc.wait()
-    runner.join(30)
-    assert not done.is_set(), "the import finished before the kill: make it longer"
+    _killed_during(proc, port, lambda stub: stub.Import(iter(source.values()), timeout=120),
+                   after_s=0.8)
 
     proc = start(target, port)
     try:

@@ -34,9 +34,9 @@ from qdrant_client import QdrantClient
 
 from tests.faults.proxy import FaultProxy, Mode
 
-TIMEOUT_S = 1.0  # the store's per-call timeout here
-BOUND_S = 4.0  # a first failing call answers within this (retries, or one timeout)
-FAST_S = 0.5  # later calls, with the circuit open
+TIMEOUT_S = 2.0  # the store's per-call timeout here
+BOUND_S = 6.0  # a first failing call answers within this (retries, or one timeout)
+FAST_S = 1.0  # later calls, with the circuit open: well under one timeout
 
 
 class SwitchableStore:
@@ -75,7 +75,7 @@ async def outage_server(
 ) -> AsyncIterator[tuple[MemoryServer, SwitchableStore]]:
     store = SwitchableStore(proxy)
     conn = Connection(url=f"http://{proxy.address}", timeout_s=TIMEOUT_S, retries=2,
-                      backoff_s=0.05, breaker_cooldown_s=0.5)
+                      backoff_s=0.05, breaker_cooldown_s=3.0)
     repo = open_qdrant(conn, embedder.dimension, "outage", client=store)  # type: ignore[arg-type]
     settings = Settings(data_dir=tmp_path, backend="qdrant", rebalance_interval_s=0,
                         grace_seconds=1, health_interval_s=0.2)
