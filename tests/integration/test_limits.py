@@ -36,8 +36,13 @@ async def test_limits_are_enforced(
             await stub.Store(pb.StoreRequest(tenant="t", content="x" * 100_000))
         assert big.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
 
-        with pytest.raises(grpc.aio.AioRpcError) as slow:  # 5 items over 2.5 s, limit 1 s
-            await stub.StoreBatch(_slow(5, 0.5))
+        # One item, then a stall past the 1 s limit. Nothing more is written after the server
+        # has ended the call (a write racing the end fails in the client as INTERNAL).
+        call = stub.StoreBatch()
+        await call.write(pb.StoreRequest(tenant="t", content="note 0"))
+        await asyncio.sleep(2.0)
+        with pytest.raises(grpc.aio.AioRpcError) as slow:
+            await call
         assert slow.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
         assert "longer than 1 s" in (slow.value.details() or "")
         assert (await stub.Stats(pb.StatsRequest(tenant="t"))).total == 0
