@@ -235,3 +235,21 @@ async def test_ledger_through_the_client_and_the_cli(
         code = await asyncio.to_thread(main, ["--target", f"127.0.0.1:{srv.port}", "ledger"])
         out = capsys.readouterr().out
         assert code == 0 and "capacity" in out and first.id in out and "belt" in out
+
+
+@pytest.mark.parametrize("protocol", ["v1alpha", "v1"])
+async def test_reflection_answers_in_both_protocols(server: MemoryServer, protocol: str) -> None:
+    from grpc_reflection.v1alpha import reflection_pb2 as rpb
+
+    path = f"/grpc.reflection.{protocol}.ServerReflection/ServerReflectionInfo"
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as ch:
+        call = ch.stream_stream(path, request_serializer=rpb.ServerReflectionRequest.SerializeToString,
+                                response_deserializer=rpb.ServerReflectionResponse.FromString)
+        replies = [r async for r in call(iter([
+            rpb.ServerReflectionRequest(list_services=""),
+            rpb.ServerReflectionRequest(file_containing_symbol="celestial.v1.MemoryService"),
+        ]))]
+    names = {s.name for s in replies[0].list_services_response.service}
+    assert {"celestial.v1.MemoryService", "grpc.health.v1.Health",
+            "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"} <= names
+    assert replies[1].file_descriptor_response.file_descriptor_proto  # describe works

@@ -24,12 +24,31 @@ from celestial_memory.grpc_api.servicer import MemoryServicer
 from celestial_memory.grpc_api.tls import ServerCertificates
 from celestial_memory.service import MemoryService
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import _async as reflection_async
+from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
 log = logging.getLogger(__name__)
 # After the grace period, how long cancelled work may take to reach its next check.
 STOP_WAIT_S = 30.0
 SERVICE_NAME = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
+
+
+REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"
+
+
+def serve_reflection(server: grpc.aio.Server, services: tuple[str, ...]) -> None:
+    """Reflection as v1alpha (grpcio-reflection) and as v1, which tools such as buf curl ask for
+    first. The two protocols' messages are the same on the wire, so v1 is the v1alpha servicer
+    under v1's name."""
+    names = (*services, reflection.SERVICE_NAME, REFLECTION_V1)
+    servicer = reflection_async.ReflectionServicer(names)
+    reflection_pb2_grpc.add_ServerReflectionServicer_to_server(servicer, server)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(REFLECTION_V1, {
+        "ServerReflectionInfo": grpc.stream_stream_rpc_method_handler(
+            servicer.ServerReflectionInfo,
+            request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
+            response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString),
+    }),))
 
 
 def server_options(s: Settings) -> list[tuple[str, int]]:
@@ -101,9 +120,7 @@ class MemoryServer:
         self.servicer = MemoryServicer(self.service)
         memory_pb2_grpc.add_MemoryServiceServicer_to_server(self.servicer, self._server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
-        reflection.enable_server_reflection(
-            (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
-        )
+        serve_reflection(self._server, (SERVICE_NAME, health.SERVICE_NAME))
         if s.tls_cert is not None and s.tls_key is not None:
             certs = ServerCertificates(s.tls_cert, s.tls_key, s.tls_client_ca)
             self.port = self._server.add_secure_port(self.address, certs.credentials())
