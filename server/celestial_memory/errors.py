@@ -3,14 +3,15 @@
     CelestialError                    INTERNAL (message not leaked)
     ├── InvalidArgument(field)        INVALID_ARGUMENT
     ├── Unauthenticated               UNAUTHENTICATED
-    ├── ResourceExhausted             RESOURCE_EXHAUSTED (with RetryInfo)
+    ├── RetryLater                    (with RetryInfo)
+    │   ├── ResourceExhausted         RESOURCE_EXHAUSTED
+    │   └── StoreUnavailable          UNAVAILABLE
     ├── NotFound                      NOT_FOUND
     ├── PermissionDenied              PERMISSION_DENIED
     ├── FailedPrecondition            FAILED_PRECONDITION
     ├── SchemaMismatch                FAILED_PRECONDITION
     ├── Cancelled                     CANCELLED
-    ├── DeadlineExceeded              DEADLINE_EXCEEDED
-    └── StoreUnavailable              UNAVAILABLE (with RetryInfo)
+    └── DeadlineExceeded              DEADLINE_EXCEEDED
 """
 
 from __future__ import annotations
@@ -31,12 +32,17 @@ class Unauthenticated(CelestialError):
     """No API key, or one that is unknown, revoked or expired."""
 
 
-class ResourceExhausted(CelestialError):
-    """A limit was reached (a key's request rate); ``retry_after_s``: when to try again."""
+class RetryLater(CelestialError):
+    """A refusal that a later attempt may not meet; ``retry_after_s``: when to try again (sent
+    as RetryInfo)."""
 
     def __init__(self, message: str, retry_after_s: float = 1.0) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class ResourceExhausted(RetryLater):
+    """A limit was reached (a key's request rate)."""
 
 
 class NotFound(CelestialError):
@@ -63,10 +69,5 @@ class DeadlineExceeded(CelestialError):
     """The call's deadline passed before its work was done."""
 
 
-class StoreUnavailable(CelestialError):
-    """The storage backend cannot be reached or refused the operation. ``retry_after_s``: when
-    the caller may try again (sent as RetryInfo)."""
-
-    def __init__(self, message: str, retry_after_s: float = 1.0) -> None:
-        super().__init__(message)
-        self.retry_after_s = retry_after_s
+class StoreUnavailable(RetryLater):
+    """The storage backend cannot be reached or refused the operation."""

@@ -411,10 +411,13 @@ class MemoryService:
         whatever the admin clock says)."""
         self.store.append_admin(AdminEvent(str(uuid.uuid4()), tenant, method, key_id, time.time()))
 
-    def admin_ledger(self, tenant: str, since: float | None, limit: int) -> list[AdminEvent]:
-        if not 0 < limit <= 10_000:
-            raise InvalidArgument("limit", f"must be 1 to 10000, got {limit}")
-        return self.store.read_admin(tenant, check.timestamp(since, "since"), limit)
+    def ledger_page(
+        self, tenant: str, since: float | None, limit: int, memory_id: str = ""
+    ) -> tuple[list[ZoneEvent], list[AdminEvent]]:
+        """The ledger's zone events and, unless one memory is asked for, its admin events in
+        the same window (checked once, read in one worker)."""
+        events = self.ledger(tenant, since, limit, memory_id)
+        return events, [] if memory_id else self.store.read_admin(tenant, since, limit)
 
     def breakdown(self, m: Memory) -> ScoreBreakdown:
         """The memory function's terms for ``m`` now, with C from its last recall."""

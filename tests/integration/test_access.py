@@ -417,3 +417,15 @@ def test_the_command_line_refuses_keys_that_would_not_mean_what_they_say(
     assert main([*base, "--tenant", "a", "--expires-days", "-1"]) == 2
     assert main([*base, "--tenant", ""]) == 2
     assert not Path(path).exists()
+
+
+def test_refilled_rate_buckets_are_forgotten() -> None:
+    from celestial_memory.access import rate
+
+    now = [0.0]
+    limiter = rate.RateLimiter(rate=1.0, burst=2, clock=lambda: now[0])
+    for i in range(rate.MAX_BUCKETS):
+        limiter.take(f"address {i}")
+    now[0] = 10.0  # every bucket has refilled
+    limiter.take("one more")
+    assert len(limiter._buckets) == 1

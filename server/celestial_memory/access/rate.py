@@ -10,6 +10,8 @@ from collections.abc import Callable
 
 from celestial_memory.errors import ResourceExhausted
 
+MAX_BUCKETS = 10_000
+
 
 class RateLimiter:
     def __init__(
@@ -22,6 +24,8 @@ class RateLimiter:
     def take(self, key_id: str) -> None:
         with self._lock:
             now = self._clock()
+            if len(self._buckets) >= MAX_BUCKETS:
+                self._forget_full(now)
             tokens, at = self._buckets.get(key_id, (self._burst, now))
             tokens = min(self._burst, tokens + (now - at) * self._rate)
             if tokens < 1.0:
@@ -30,3 +34,10 @@ class RateLimiter:
                     f"this key is over its rate of {self._rate:g} calls/s",
                     retry_after_s=(1.0 - tokens) / self._rate)
             self._buckets[key_id] = (tokens - 1.0, now)
+
+    def _forget_full(self, now: float) -> None:
+        """Drop the buckets that have refilled: they hold nothing a new bucket would not.
+        Failed attempts get a bucket per address, so without this the table would grow with
+        every address that ever knocked."""
+        refill = self._burst / self._rate
+        self._buckets = {k: v for k, v in self._buckets.items() if now - v[1] < refill}

@@ -194,10 +194,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     async def Ledger(self, request: pb.LedgerRequest, context: Context) -> pb.LedgerResponse:
         since = cv.ts_from_pb(request, "since", "since")
         tenant, limit = self._tenant(request.tenant), request.limit or 100
-        events = await self._run(context, self._service.ledger, tenant, since, limit,
-                                 request.memory_id)
-        admin = [] if request.memory_id else await self._run(
-            context, self._service.admin_ledger, tenant, since, limit)
+        events, admin = await self._run(context, self._service.ledger_page, tenant, since, limit,
+                                        request.memory_id)
         return pb.LedgerResponse(events=[cv.event_to_pb(e) for e in events],
                                  admin_events=[cv.admin_event_to_pb(e) for e in admin])
 

@@ -17,60 +17,46 @@ from grpc_status import rpc_status
 
 log = logging.getLogger(__name__)
 
-STATUS: dict[type[errors.CelestialError], grpc.StatusCode] = {
-    errors.InvalidArgument: grpc.StatusCode.INVALID_ARGUMENT,
-    errors.Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
-    errors.ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
-    errors.NotFound: grpc.StatusCode.NOT_FOUND,
-    errors.PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
-    errors.StoreUnavailable: grpc.StatusCode.UNAVAILABLE,
-    errors.FailedPrecondition: grpc.StatusCode.FAILED_PRECONDITION,
-    errors.SchemaMismatch: grpc.StatusCode.FAILED_PRECONDITION,
-    errors.Cancelled: grpc.StatusCode.CANCELLED,
-    errors.DeadlineExceeded: grpc.StatusCode.DEADLINE_EXCEEDED,
+# Each error's status code, and the reason it sends in ErrorInfo (domain DOMAIN): stable
+# identifiers callers can branch on. Anything else is INTERNAL.
+DOMAIN = "celestial-memory"
+STATUS: dict[type[errors.CelestialError], tuple[grpc.StatusCode, str]] = {
+    errors.InvalidArgument: (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"),
+    errors.Unauthenticated: (grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED"),
+    errors.ResourceExhausted: (grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED"),
+    errors.NotFound: (grpc.StatusCode.NOT_FOUND, "NOT_FOUND"),
+    errors.PermissionDenied: (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED"),
+    errors.StoreUnavailable: (grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE"),
+    errors.FailedPrecondition: (grpc.StatusCode.FAILED_PRECONDITION, "FAILED_PRECONDITION"),
+    errors.SchemaMismatch: (grpc.StatusCode.FAILED_PRECONDITION, "SCHEMA_MISMATCH"),
+    errors.Cancelled: (grpc.StatusCode.CANCELLED, "CANCELLED"),
+    errors.DeadlineExceeded: (grpc.StatusCode.DEADLINE_EXCEEDED, "DEADLINE_EXCEEDED"),
 }
+INTERNAL = (grpc.StatusCode.INTERNAL, "INTERNAL")
 
 
-def code_for(exc: BaseException) -> grpc.StatusCode:
+def status_of(exc: BaseException) -> tuple[grpc.StatusCode, str]:
     for cls in type(exc).__mro__:
         if cls in STATUS:
             return STATUS[cls]
-    return grpc.StatusCode.INTERNAL
+    return INTERNAL
 
 
-# The reason each error sends in ErrorInfo (domain DOMAIN): stable identifiers callers can branch on.
-DOMAIN = "celestial-memory"
-REASONS: dict[type[errors.CelestialError], str] = {
-    errors.InvalidArgument: "INVALID_ARGUMENT",
-    errors.Unauthenticated: "UNAUTHENTICATED",
-    errors.ResourceExhausted: "RATE_LIMITED",
-    errors.NotFound: "NOT_FOUND",
-    errors.PermissionDenied: "PERMISSION_DENIED",
-    errors.StoreUnavailable: "STORE_UNAVAILABLE",
-    errors.FailedPrecondition: "FAILED_PRECONDITION",
-    errors.SchemaMismatch: "SCHEMA_MISMATCH",
-    errors.Cancelled: "CANCELLED",
-    errors.DeadlineExceeded: "DEADLINE_EXCEEDED",
-}
+def code_for(exc: BaseException) -> grpc.StatusCode:
+    return status_of(exc)[0]
 
 
-def reason_for(exc: BaseException) -> str:
-    for cls in type(exc).__mro__:
-        if cls in REASONS:
-            return REASONS[cls]
-    return "INTERNAL"
-
-
-def details(exc: BaseException, code: grpc.StatusCode, message: str) -> Any:
+def details(exc: BaseException, message: str) -> Any:
     """``google.rpc.Status`` as trailing metadata (``grpc-status-details-bin``): ErrorInfo
     always, BadRequest for a bad field, RetryInfo when a retry may succeed."""
+    code, reason = status_of(exc)
     status = status_pb2.Status(code=code.value[0], message=message)
-    status.details.add().Pack(error_details_pb2.ErrorInfo(reason=reason_for(exc), domain=DOMAIN))
+    status.details.add().Pack(error_details_pb2.ErrorInfo(reason=reason, domain=DOMAIN))
     if isinstance(exc, errors.InvalidArgument):
         status.details.add().Pack(error_details_pb2.BadRequest(field_violations=[
             error_details_pb2.BadRequest.FieldViolation(field=exc.field,
                                                         description=exc.problem)]))
-    if isinstance(exc, (errors.StoreUnavailable, errors.ResourceExhausted)):
+    if isinstance(exc, errors.RetryLater):
         delay = duration_pb2.Duration()
         delay.FromNanoseconds(int(exc.retry_after_s * 1e9))
         status.details.add().Pack(error_details_pb2.RetryInfo(retry_delay=delay))
@@ -87,7 +73,7 @@ async def abort(context: grpc.aio.ServicerContext[Any, Any], exc: BaseException)
         # Unexpected: log it whole, tell the caller nothing about internals.
         log.exception("internal error", exc_info=exc)
         message = "internal error"
-    await context.abort(code, message, details(exc, code, message))
+    await context.abort(code, message, details(exc, message))
 
 
 T = TypeVar("T")

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from celestial_memory.errors import StoreUnavailable
+from celestial_memory.store.proxy import MethodProxy
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -83,18 +84,13 @@ class CircuitBreaker:
                 self._opened_at = self._clock()
 
 
-class Guarded:
+class Guarded(MethodProxy):
     """Wraps a client so that every method call goes through the breaker."""
 
     def __init__(self, client: Any, breaker: CircuitBreaker) -> None:
-        self._client, self._breaker = client, breaker
+        super().__init__(client)
+        self._breaker = breaker
 
-    def __getattr__(self, name: str) -> Any:
-        target = getattr(self._client, name)
-        if not callable(target):
-            return target
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return self._breaker.call(target, *args, **kwargs)
-
-        return call
+    def _call(self, name: str, target: Callable[..., Any], args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Any:
+        return self._breaker.call(target, *args, **kwargs)

@@ -266,20 +266,14 @@ def selection_conditions(tenant: str, sel: Selection) -> list[Condition]:
     return out
 
 
-def event_conditions(since: float | None, memory_id: str) -> list[Condition]:
-    """The ledger read: events (not leases or markers), from a time, of one memory."""
-    conds: list[Condition] = [Eq("kind", "event")]
+def ledger_conditions(kind: str, since: float | None, memory_id: str = "") -> list[Condition]:
+    """A ledger read: records of one kind ("event" or "admin", not leases or markers), from a
+    time, of one memory."""
+    conds: list[Condition] = [Eq("kind", kind)]
     if since is not None:
         conds.append(Between("at", gte=since))
     if memory_id:
         conds.append(Eq("memory_id", memory_id))
-    return conds
-
-
-def admin_conditions(since: float | None) -> list[Condition]:
-    conds: list[Condition] = [Eq("kind", "admin")]
-    if since is not None:
-        conds.append(Between("at", gte=since))
     return conds
 
 

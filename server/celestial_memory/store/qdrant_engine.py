@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 import warnings
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -27,6 +27,7 @@ from celestial_memory.store.payload import (
     QUANTIZED_OVERSAMPLING,
     SIGNALS,
 )
+from celestial_memory.store.proxy import MethodProxy
 from celestial_memory.store.retry import Retrying, store_fault, unavailable
 from celestial_memory.store.schema import check_schema
 from qdrant_client import QdrantClient, models
@@ -95,23 +96,18 @@ class Connection:
         return self.url or f"{'https' if self.https else 'http'}://{self.host}:{self.port}"
 
 
-class _Serialised:
+class _Serialised(MethodProxy):
     """One call at a time: qdrant-client's local mode is not thread-safe (a store and a recall at
     once failed inside it with numpy's "operands could not be broadcast together")."""
 
     def __init__(self, client: QdrantClient) -> None:
-        self._client, self._lock = client, threading.Lock()
+        super().__init__(client)
+        self._lock = threading.Lock()
 
-    def __getattr__(self, name: str) -> Any:
-        target = getattr(self._client, name)
-        if not callable(target):
-            return target
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                return target(*args, **kwargs)
-
-        return call
+    def _call(self, name: str, target: Callable[..., Any], args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Any:
+        with self._lock:
+            return target(*args, **kwargs)
 
 
 def _client(c: Connection) -> QdrantClient:

@@ -40,15 +40,14 @@ from celestial_memory.store.payload import (
     Condition,
     Either,
     Eq,
-    admin_conditions,
     admin_from_payload,
     admin_payload,
     conditions,
-    event_conditions,
     event_from_payload,
     event_payload,
     exported_memory,
     from_payload,
+    ledger_conditions,
     members,
     payload_fields,
     search_vectors,
@@ -274,17 +273,20 @@ class MemoryRepository:
         self, tenant: str, since: float | None, limit: int, memory_id: str = ""
     ) -> list[ZoneEvent]:
         """Events of ``tenant`` at or after ``since``, oldest first."""
-        where = conditions(tenant, extra=event_conditions(since, memory_id))
-        records, _ = self.engine.scroll(LEDGER, where, limit, order=Order("at"))
+        records = self._ledger(tenant, ledger_conditions("event", since, memory_id), limit)
         return [event_from_payload(r.id, r.payload) for r in records]
+
+    def _ledger(self, tenant: str, where: Sequence[Condition], limit: int) -> list[Record]:
+        records, _ = self.engine.scroll(LEDGER, conditions(tenant, extra=where), limit,
+                                        order=Order("at"))
+        return records
 
     def append_admin(self, event: AdminEvent) -> None:
         self.engine.upsert(LEDGER, [Point(event.id, {}, admin_payload(event))], insert_only=True)
 
     def read_admin(self, tenant: str, since: float | None, limit: int) -> list[AdminEvent]:
         """Admin events naming ``tenant`` at or after ``since``, oldest first."""
-        records, _ = self.engine.scroll(LEDGER, conditions(tenant, extra=admin_conditions(since)),
-                                        limit, order=Order("at"))
+        records = self._ledger(tenant, ledger_conditions("admin", since), limit)
         return [admin_from_payload(r.id, r.payload) for r in records]
 
     def acquire_lease(self, name: str, holder: str, now: float, ttl: float) -> str:

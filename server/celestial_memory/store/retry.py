@@ -22,6 +22,7 @@ from typing import Any
 
 import grpc
 from celestial_memory.errors import StoreUnavailable
+from celestial_memory.store.proxy import MethodProxy
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ def unavailable(exc: BaseException, attempts: int) -> StoreUnavailable:
     return StoreUnavailable(f"Qdrant did not answer ({what}{tried})")
 
 
-class Retrying:
+class Retrying(MethodProxy):
     """Wraps a client: each method call is retried on retryable failures, with exponential
     backoff and jitter (``backoff_s``, doubling, capped at 5 s), at most ``retries`` times."""
 
@@ -67,28 +68,23 @@ class Retrying:
         self, client: Any, retries: int, backoff_s: float,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self._client, self._retries, self._backoff, self._sleep = client, retries, backoff_s, sleep
+        super().__init__(client)
+        self._retries, self._backoff, self._sleep = retries, backoff_s, sleep
 
-    def __getattr__(self, name: str) -> Any:
-        target = getattr(self._client, name)
-        if not callable(target):
-            return target
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            for attempt in range(self._retries + 1):
-                try:
-                    return target(*args, **kwargs)
-                except Exception as exc:
-                    if not retryable(exc):
-                        if store_fault(exc):
-                            raise unavailable(exc, attempt + 1) from exc
-                        raise
-                    if attempt == self._retries:
+    def _call(self, name: str, target: Callable[..., Any], args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Any:
+        for attempt in range(self._retries + 1):
+            try:
+                return target(*args, **kwargs)
+            except Exception as exc:
+                if not retryable(exc):
+                    if store_fault(exc):
                         raise unavailable(exc, attempt + 1) from exc
-                    delay = min(5.0, self._backoff * 2**attempt) * random.uniform(0.5, 1.0)
-                    log.warning("qdrant %s failed (%s); retry %d in %.2f s",
-                                name, type(exc).__name__, attempt + 1, delay)
-                    self._sleep(delay)
-            raise AssertionError("unreachable")
-
-        return call
+                    raise
+                if attempt == self._retries:
+                    raise unavailable(exc, attempt + 1) from exc
+                delay = min(5.0, self._backoff * 2**attempt) * random.uniform(0.5, 1.0)
+                log.warning("qdrant %s failed (%s); retry %d in %.2f s",
+                            name, type(exc).__name__, attempt + 1, delay)
+                self._sleep(delay)
+        raise AssertionError("unreachable")
