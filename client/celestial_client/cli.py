@@ -8,6 +8,8 @@ Every command but ``serve`` needs only the client; ``serve`` needs the server ex
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -95,6 +97,15 @@ def show_ledger(events: Sequence[ZoneEvent]) -> str:
     return table(["at", "reason", "from", "to", "memory"], rows)
 
 
+# Commands the server package provides: help, module, the function adding its arguments, and
+# the one running it.
+SERVER_COMMANDS = {
+    "serve": ("run the server", "celestial_memory.main", "add_serve_arguments", "serve_main"),
+    "keys": ("manage the server's API keys (create, list, revoke)",
+             "celestial_memory.access.keys_cli", "add_keys_arguments", "keys_main"),
+}
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="celestial", description=__doc__.splitlines()[0])
     p.add_argument("--target", default=os.environ.get("CELESTIAL_TARGET", "localhost:50051"),
@@ -110,20 +121,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="client certificate's key (CELESTIAL_TLS_CLIENT_KEY)")
     sub = p.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="run the server")
-    try:
-        from celestial_memory.main import add_serve_arguments
-    except ImportError:  # client-only install: serve explains itself when run
-        pass
-    else:
-        add_serve_arguments(serve)
-    keys = sub.add_parser("keys", help="manage the server's API keys (create, list, revoke)")
-    try:
-        from celestial_memory.access.keys_cli import add_keys_arguments
-    except ImportError:
-        pass
-    else:
-        add_keys_arguments(keys)
+    # The server's own commands; on a client-only install they explain themselves when run.
+    for name, (help_text, module, adder, _) in SERVER_COMMANDS.items():
+        command = sub.add_parser(name, help=help_text)
+        with contextlib.suppress(ImportError):
+            getattr(importlib.import_module(module), adder)(command)
 
     s = sub.add_parser("store", help="store a memory")
     s.add_argument("content")
@@ -287,20 +289,15 @@ def _eval(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command == "serve":
+    if args.command in SERVER_COMMANDS:
+        _, module, _, runner = SERVER_COMMANDS[args.command]
         try:
-            from celestial_memory.main import serve_main
+            run = getattr(importlib.import_module(module), runner)
         except ImportError:
-            print("serve needs the server: pip install 'celestial-memory[server]'", file=sys.stderr)
+            print(f"{args.command} needs the server: pip install 'celestial-memory[server]'",
+                  file=sys.stderr)
             return 2
-        return serve_main(args)
-    if args.command == "keys":
-        try:
-            from celestial_memory.access.keys_cli import keys_main
-        except ImportError:
-            print("keys needs the server: pip install 'celestial-memory[server]'", file=sys.stderr)
-            return 2
-        return keys_main(args)
+        return int(run(args))
     if args.command == "eval":
         return _eval(args)
     tls = TLS.from_files(args.tls_ca, args.tls_cert, args.tls_key) if args.tls_ca else None

@@ -9,6 +9,7 @@ score's zone must have a capacity event moving it there. The ledger is written b
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import threading
@@ -77,6 +78,19 @@ def _check_evictions(stub: pb_grpc.MemoryServiceStub, tenant: str) -> int:
     return len(evicted)
 
 
+@contextlib.contextmanager
+def _serving(data_dir: Path, port: int, **env: str) -> Iterator[Stub]:
+    """A server process on ``data_dir`` and a stub to it; the process is killed on exit."""
+    proc = start(data_dir, port, **env)
+    try:
+        ch, stub = _stub(port)
+        with ch:
+            yield stub
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def _killed_during(proc: subprocess.Popen[bytes], port: int, call: Callable[[Stub], Any],
                    after_s: float) -> None:
     """Make ``call`` from another thread, kill -9 the server ``after_s`` later, and check the
@@ -137,33 +151,22 @@ def test_kill_during_writes_that_overflow_zones(tmp_path: Path) -> None:
     writer.join(30)
     assert len(acked) > 400, "the writer should have been acknowledged several batches"
 
-    proc = start(tmp_path, port, CELESTIAL_ZONE_CAPACITIES=caps)
-    try:
-        ch, stub = _stub(port)
-        with ch:
-            present = _export(stub, "w")
-            assert set(acked) <= set(present), f"{len(set(acked) - set(present))} acked lost"
-            assert _check_evictions(stub, "w") > 0
-            _rebalance_runs(stub, "w")
-    finally:
-        proc.kill()
-        proc.wait()
+    with _serving(tmp_path, port, CELESTIAL_ZONE_CAPACITIES=caps) as stub:
+        present = _export(stub, "w")
+        assert set(acked) <= set(present), f"{len(set(acked) - set(present))} acked lost"
+        assert _check_evictions(stub, "w") > 0
+        _rebalance_runs(stub, "w")
 
 
 def test_kill_during_a_rebalance_with_capacity_evictions(tmp_path: Path) -> None:
     port = free_port()
     unbounded = json.dumps([0, 0, 0, 0, 0])
-    proc = start(tmp_path, port, CELESTIAL_ZONE_CAPACITIES=unbounded)  # nothing evicted yet
-    try:
-        ch, stub = _stub(port)
-        with ch:
-            # Under 10,000 evictions: they share one time, and the ledger pages by time.
-            for start_at in range(0, 9900, 3300):
-                stub.StoreBatch(_requests("r", start_at, 3300), timeout=120)
-            before = _export(stub, "r")
-    finally:
-        proc.kill()
-        proc.wait()
+    # Unbounded zones: nothing is evicted yet.
+    with _serving(tmp_path, port, CELESTIAL_ZONE_CAPACITIES=unbounded) as stub:
+        # Under 10,000 evictions: they share one time, and the ledger pages by time.
+        for start_at in range(0, 9900, 3300):
+            stub.StoreBatch(_requests("r", start_at, 3300), timeout=120)
+        before = _export(stub, "r")
 
     # Smaller capacities: the next rebalance evicts thousands. It is killed while it runs.
     caps = json.dumps([2, 5, 30, 0, 0])
@@ -172,53 +175,35 @@ def test_kill_during_a_rebalance_with_capacity_evictions(tmp_path: Path) -> None
     _killed_during(proc, port, lambda stub: stub.Rebalance(
         pb.RebalanceRequest(tenant="r", full=True), timeout=120), after_s=0.55)
 
-    proc = start(tmp_path, port, CELESTIAL_ZONE_CAPACITIES=caps)
-    try:
-        ch, stub = _stub(port)
-        with ch:
-            assert set(_export(stub, "r")) == set(before)
-            _check_evictions(stub, "r")
-            _rebalance_runs(stub, "r")  # the killed rebalance's lease does not block this one
-            assert _check_evictions(stub, "r") > 9800  # and it finished the evictions
-    finally:
-        proc.kill()
-        proc.wait()
+    with _serving(tmp_path, port, CELESTIAL_ZONE_CAPACITIES=caps) as stub:
+        assert set(_export(stub, "r")) == set(before)
+        _check_evictions(stub, "r")
+        _rebalance_runs(stub, "r")  # the killed rebalance's lease does not block this one
+        assert _check_evictions(stub, "r") > 9800  # and it finished the evictions
 
 
 def test_kill_during_an_import(tmp_path: Path) -> None:
     port = free_port()
-    proc = start(tmp_path / "source", port)
-    try:
-        ch, stub = _stub(port)
-        with ch:
-            for start_at in range(0, 10_000, 2500):
-                stub.StoreBatch(_requests("i", start_at, 2500), timeout=120)
-            source = _export(stub, "i")
-            for e in source.values():
-                e.tenant = "i"  # the tenant an import writes to
-    finally:
-        proc.kill()
-        proc.wait()
+    with _serving(tmp_path / "source", port) as stub:
+        for start_at in range(0, 10_000, 2500):
+            stub.StoreBatch(_requests("i", start_at, 2500), timeout=120)
+        source = _export(stub, "i")
+        for e in source.values():
+            e.tenant = "i"  # the tenant an import writes to
 
     target = tmp_path / "target"
     proc = start(target, port)
     _killed_during(proc, port, lambda stub: stub.Import(iter(source.values()), timeout=120),
                    after_s=0.8)
 
-    proc = start(target, port)
-    try:
-        ch, stub = _stub(port)
-        with ch:
-            present = _export(stub, "i")
-            print(f"{len(present)} of {len(source)} imported before the kill")
-            assert 0 < len(present) < len(source)
-            for mid, e in present.items():  # nothing half-written
-                s = source[mid].memory
-                assert (e.memory.content, e.memory.importance) == (s.content, s.importance)
-                assert np.allclose(e.vector, source[mid].vector, atol=1e-6)
-            # Sending the whole import again completes it (writes are upserts by id).
-            assert stub.Import(iter(source.values()), timeout=300).imported == len(source)
-            assert stub.Stats(pb.StatsRequest(tenant="i")).total == len(source)
-    finally:
-        proc.kill()
-        proc.wait()
+    with _serving(target, port) as stub:
+        present = _export(stub, "i")
+        print(f"{len(present)} of {len(source)} imported before the kill")
+        assert 0 < len(present) < len(source)
+        for mid, e in present.items():  # nothing half-written
+            s = source[mid].memory
+            assert (e.memory.content, e.memory.importance) == (s.content, s.importance)
+            assert np.allclose(e.vector, source[mid].vector, atol=1e-6)
+        # Sending the whole import again completes it (writes are upserts by id).
+        assert stub.Import(iter(source.values()), timeout=300).imported == len(source)
+        assert stub.Stats(pb.StatsRequest(tenant="i")).total == len(source)
