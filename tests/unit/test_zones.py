@@ -53,3 +53,18 @@ def test_under_capacity_nothing_moves() -> None:
     zones = np.array([0] * 20 + [1] * 100 + [2] * 1000)
     out = table.enforce_capacity(zones, np.zeros(len(zones)))
     assert (out == zones).all()
+
+
+def test_an_eviction_id_does_not_depend_on_the_last_bit_of_a_stored_importance() -> None:
+    # The embedded store gave back 0.9055922699982611 for an importance of 0.9055922699982613:
+    # the two engines must still name the same eviction alike.
+    import numpy as np
+    from celestial_memory.domain.selection import Members
+
+    def members(importance: float) -> Members:
+        one = np.array([1.0])
+        return Members(["m"], np.array([2]), np.array([0]), one, one,
+                       np.array([importance]), one, ["h"], np.array([1.7e9]))
+
+    assert members(0.9055922699982611).version(0) == members(0.9055922699982613).version(0)
+    assert members(0.5).version(0) != members(0.6).version(0)
