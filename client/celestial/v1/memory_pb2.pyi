@@ -1,5 +1,6 @@
 import datetime
 
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -18,12 +19,32 @@ class Zone(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ZONE_OUTER: _ClassVar[Zone]
     ZONE_BELT: _ClassVar[Zone]
     ZONE_CLOUD: _ClassVar[Zone]
+
+class ZoneEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ZONE_EVENT_KIND_UNSPECIFIED: _ClassVar[ZoneEventKind]
+    ZONE_EVENT_KIND_CAPACITY: _ClassVar[ZoneEventKind]
+    ZONE_EVENT_KIND_FORGOTTEN: _ClassVar[ZoneEventKind]
+
+class StorageBackend(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    STORAGE_BACKEND_UNSPECIFIED: _ClassVar[StorageBackend]
+    STORAGE_BACKEND_EDGE: _ClassVar[StorageBackend]
+    STORAGE_BACKEND_QDRANT_LOCAL: _ClassVar[StorageBackend]
+    STORAGE_BACKEND_QDRANT_REMOTE: _ClassVar[StorageBackend]
 ZONE_UNSPECIFIED: Zone
 ZONE_CORE: Zone
 ZONE_INNER: Zone
 ZONE_OUTER: Zone
 ZONE_BELT: Zone
 ZONE_CLOUD: Zone
+ZONE_EVENT_KIND_UNSPECIFIED: ZoneEventKind
+ZONE_EVENT_KIND_CAPACITY: ZoneEventKind
+ZONE_EVENT_KIND_FORGOTTEN: ZoneEventKind
+STORAGE_BACKEND_UNSPECIFIED: StorageBackend
+STORAGE_BACKEND_EDGE: StorageBackend
+STORAGE_BACKEND_QDRANT_LOCAL: StorageBackend
+STORAGE_BACKEND_QDRANT_REMOTE: StorageBackend
 
 class ScoreBreakdown(_message.Message):
     __slots__ = ("recall", "freshness", "importance", "context", "total")
@@ -83,7 +104,7 @@ class Memory(_message.Message):
     def __init__(self, id: _Optional[str] = ..., tenant: _Optional[str] = ..., content: _Optional[str] = ..., zone: _Optional[_Union[Zone, str]] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., recall_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_recalled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., pinned: _Optional[bool] = ..., breakdown: _Optional[_Union[ScoreBreakdown, _Mapping]] = ..., context: _Optional[str] = ...) -> None: ...
 
 class StoreRequest(_message.Message):
-    __slots__ = ("tenant", "content", "importance", "tags", "session_id", "agent_id", "metadata", "created_at", "vector", "id", "pinned", "context")
+    __slots__ = ("tenant", "content", "importance", "tags", "session_id", "agent_id", "metadata", "created_at", "vector", "id", "pinned", "context", "request_id", "upsert")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -103,6 +124,8 @@ class StoreRequest(_message.Message):
     ID_FIELD_NUMBER: _ClassVar[int]
     PINNED_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    UPSERT_FIELD_NUMBER: _ClassVar[int]
     tenant: str
     content: str
     importance: float
@@ -115,21 +138,27 @@ class StoreRequest(_message.Message):
     id: str
     pinned: bool
     context: str
-    def __init__(self, tenant: _Optional[str] = ..., content: _Optional[str] = ..., importance: _Optional[float] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., vector: _Optional[_Iterable[float]] = ..., id: _Optional[str] = ..., pinned: _Optional[bool] = ..., context: _Optional[str] = ...) -> None: ...
+    request_id: str
+    upsert: bool
+    def __init__(self, tenant: _Optional[str] = ..., content: _Optional[str] = ..., importance: _Optional[float] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., vector: _Optional[_Iterable[float]] = ..., id: _Optional[str] = ..., pinned: _Optional[bool] = ..., context: _Optional[str] = ..., request_id: _Optional[str] = ..., upsert: _Optional[bool] = ...) -> None: ...
 
 class StoreResponse(_message.Message):
-    __slots__ = ("memory",)
+    __slots__ = ("memory", "created")
     MEMORY_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
     memory: Memory
-    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ...) -> None: ...
+    created: bool
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., created: _Optional[bool] = ...) -> None: ...
 
 class StoreBatchResponse(_message.Message):
-    __slots__ = ("ids", "stored")
+    __slots__ = ("ids", "stored", "existing")
     IDS_FIELD_NUMBER: _ClassVar[int]
     STORED_FIELD_NUMBER: _ClassVar[int]
+    EXISTING_FIELD_NUMBER: _ClassVar[int]
     ids: _containers.RepeatedScalarFieldContainer[str]
     stored: int
-    def __init__(self, ids: _Optional[_Iterable[str]] = ..., stored: _Optional[int] = ...) -> None: ...
+    existing: int
+    def __init__(self, ids: _Optional[_Iterable[str]] = ..., stored: _Optional[int] = ..., existing: _Optional[int] = ...) -> None: ...
 
 class RecallFilter(_message.Message):
     __slots__ = ("zones", "tags_any", "tags_all", "session_id", "agent_id", "created_after", "created_before", "recalled_after", "recalled_before", "min_importance", "metadata")
@@ -314,7 +343,7 @@ class ZoneMove(_message.Message):
     def __init__(self, from_zone: _Optional[_Union[Zone, str]] = ..., to_zone: _Optional[_Union[Zone, str]] = ..., count: _Optional[int] = ...) -> None: ...
 
 class RebalanceResponse(_message.Message):
-    __slots__ = ("scanned", "moved", "evicted", "forgotten", "dry_run", "duration_ms", "full", "skipped_by")
+    __slots__ = ("scanned", "moved", "evicted", "forgotten", "dry_run", "duration_ms", "full", "skipped_by", "duration")
     SCANNED_FIELD_NUMBER: _ClassVar[int]
     MOVED_FIELD_NUMBER: _ClassVar[int]
     EVICTED_FIELD_NUMBER: _ClassVar[int]
@@ -323,6 +352,7 @@ class RebalanceResponse(_message.Message):
     DURATION_MS_FIELD_NUMBER: _ClassVar[int]
     FULL_FIELD_NUMBER: _ClassVar[int]
     SKIPPED_BY_FIELD_NUMBER: _ClassVar[int]
+    DURATION_FIELD_NUMBER: _ClassVar[int]
     scanned: int
     moved: _containers.RepeatedCompositeFieldContainer[ZoneMove]
     evicted: int
@@ -331,22 +361,27 @@ class RebalanceResponse(_message.Message):
     duration_ms: float
     full: bool
     skipped_by: str
-    def __init__(self, scanned: _Optional[int] = ..., moved: _Optional[_Iterable[_Union[ZoneMove, _Mapping]]] = ..., evicted: _Optional[int] = ..., forgotten: _Optional[int] = ..., dry_run: _Optional[bool] = ..., duration_ms: _Optional[float] = ..., full: _Optional[bool] = ..., skipped_by: _Optional[str] = ...) -> None: ...
+    duration: _duration_pb2.Duration
+    def __init__(self, scanned: _Optional[int] = ..., moved: _Optional[_Iterable[_Union[ZoneMove, _Mapping]]] = ..., evicted: _Optional[int] = ..., forgotten: _Optional[int] = ..., dry_run: _Optional[bool] = ..., duration_ms: _Optional[float] = ..., full: _Optional[bool] = ..., skipped_by: _Optional[str] = ..., duration: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class LedgerRequest(_message.Message):
-    __slots__ = ("tenant", "since", "limit", "memory_id")
+    __slots__ = ("tenant", "since", "limit", "memory_id", "page_size", "page_token")
     TENANT_FIELD_NUMBER: _ClassVar[int]
     SINCE_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     tenant: str
     since: _timestamp_pb2.Timestamp
     limit: int
     memory_id: str
-    def __init__(self, tenant: _Optional[str] = ..., since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., limit: _Optional[int] = ..., memory_id: _Optional[str] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, tenant: _Optional[str] = ..., since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., limit: _Optional[int] = ..., memory_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ZoneEvent(_message.Message):
-    __slots__ = ("id", "tenant", "memory_id", "from_zone", "to_zone", "reason", "at", "content_hash")
+    __slots__ = ("id", "tenant", "memory_id", "from_zone", "to_zone", "reason", "at", "content_hash", "kind")
     ID_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
@@ -355,6 +390,7 @@ class ZoneEvent(_message.Message):
     REASON_FIELD_NUMBER: _ClassVar[int]
     AT_FIELD_NUMBER: _ClassVar[int]
     CONTENT_HASH_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
     id: str
     tenant: str
     memory_id: str
@@ -363,15 +399,18 @@ class ZoneEvent(_message.Message):
     reason: str
     at: _timestamp_pb2.Timestamp
     content_hash: str
-    def __init__(self, id: _Optional[str] = ..., tenant: _Optional[str] = ..., memory_id: _Optional[str] = ..., from_zone: _Optional[_Union[Zone, str]] = ..., to_zone: _Optional[_Union[Zone, str]] = ..., reason: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., content_hash: _Optional[str] = ...) -> None: ...
+    kind: ZoneEventKind
+    def __init__(self, id: _Optional[str] = ..., tenant: _Optional[str] = ..., memory_id: _Optional[str] = ..., from_zone: _Optional[_Union[Zone, str]] = ..., to_zone: _Optional[_Union[Zone, str]] = ..., reason: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., content_hash: _Optional[str] = ..., kind: _Optional[_Union[ZoneEventKind, str]] = ...) -> None: ...
 
 class LedgerResponse(_message.Message):
-    __slots__ = ("events", "admin_events")
+    __slots__ = ("events", "admin_events", "next_page_token")
     EVENTS_FIELD_NUMBER: _ClassVar[int]
     ADMIN_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     events: _containers.RepeatedCompositeFieldContainer[ZoneEvent]
     admin_events: _containers.RepeatedCompositeFieldContainer[AdminEvent]
-    def __init__(self, events: _Optional[_Iterable[_Union[ZoneEvent, _Mapping]]] = ..., admin_events: _Optional[_Iterable[_Union[AdminEvent, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, events: _Optional[_Iterable[_Union[ZoneEvent, _Mapping]]] = ..., admin_events: _Optional[_Iterable[_Union[AdminEvent, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class AdminEvent(_message.Message):
     __slots__ = ("id", "tenant", "method", "key_id", "at")
@@ -406,18 +445,20 @@ class ZoneStats(_message.Message):
     def __init__(self, zone: _Optional[_Union[Zone, str]] = ..., count: _Optional[int] = ..., capacity: _Optional[int] = ..., min_score: _Optional[float] = ...) -> None: ...
 
 class StatsResponse(_message.Message):
-    __slots__ = ("zones", "total", "embedding_model", "dimension", "backend")
+    __slots__ = ("zones", "total", "embedding_model", "dimension", "backend", "storage_backend")
     ZONES_FIELD_NUMBER: _ClassVar[int]
     TOTAL_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
     DIMENSION_FIELD_NUMBER: _ClassVar[int]
     BACKEND_FIELD_NUMBER: _ClassVar[int]
+    STORAGE_BACKEND_FIELD_NUMBER: _ClassVar[int]
     zones: _containers.RepeatedCompositeFieldContainer[ZoneStats]
     total: int
     embedding_model: str
     dimension: int
     backend: str
-    def __init__(self, zones: _Optional[_Iterable[_Union[ZoneStats, _Mapping]]] = ..., total: _Optional[int] = ..., embedding_model: _Optional[str] = ..., dimension: _Optional[int] = ..., backend: _Optional[str] = ...) -> None: ...
+    storage_backend: StorageBackend
+    def __init__(self, zones: _Optional[_Iterable[_Union[ZoneStats, _Mapping]]] = ..., total: _Optional[int] = ..., embedding_model: _Optional[str] = ..., dimension: _Optional[int] = ..., backend: _Optional[str] = ..., storage_backend: _Optional[_Union[StorageBackend, str]] = ...) -> None: ...
 
 class ExportRequest(_message.Message):
     __slots__ = ("tenant", "after_id")
@@ -428,7 +469,7 @@ class ExportRequest(_message.Message):
     def __init__(self, tenant: _Optional[str] = ..., after_id: _Optional[str] = ...) -> None: ...
 
 class ExportedMemory(_message.Message):
-    __slots__ = ("memory", "vector", "context_vector", "context_score", "created_at_s", "last_recalled_at_s", "written_at_s", "tenant")
+    __slots__ = ("memory", "vector", "context_vector", "context_score", "created_at_s", "last_recalled_at_s", "written_at_s", "tenant", "written_at", "replace")
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     VECTOR_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_VECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -437,6 +478,8 @@ class ExportedMemory(_message.Message):
     LAST_RECALLED_AT_S_FIELD_NUMBER: _ClassVar[int]
     WRITTEN_AT_S_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
+    WRITTEN_AT_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_FIELD_NUMBER: _ClassVar[int]
     memory: Memory
     vector: _containers.RepeatedScalarFieldContainer[float]
     context_vector: _containers.RepeatedScalarFieldContainer[float]
@@ -445,23 +488,51 @@ class ExportedMemory(_message.Message):
     last_recalled_at_s: float
     written_at_s: float
     tenant: str
-    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., vector: _Optional[_Iterable[float]] = ..., context_vector: _Optional[_Iterable[float]] = ..., context_score: _Optional[float] = ..., created_at_s: _Optional[float] = ..., last_recalled_at_s: _Optional[float] = ..., written_at_s: _Optional[float] = ..., tenant: _Optional[str] = ...) -> None: ...
+    written_at: _timestamp_pb2.Timestamp
+    replace: bool
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., vector: _Optional[_Iterable[float]] = ..., context_vector: _Optional[_Iterable[float]] = ..., context_score: _Optional[float] = ..., created_at_s: _Optional[float] = ..., last_recalled_at_s: _Optional[float] = ..., written_at_s: _Optional[float] = ..., tenant: _Optional[str] = ..., written_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., replace: _Optional[bool] = ...) -> None: ...
 
 class RecentRequest(_message.Message):
-    __slots__ = ("tenant", "limit", "filter")
+    __slots__ = ("tenant", "limit", "filter", "page_size", "page_token")
     TENANT_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     tenant: str
     limit: int
     filter: RecallFilter
-    def __init__(self, tenant: _Optional[str] = ..., limit: _Optional[int] = ..., filter: _Optional[_Union[RecallFilter, _Mapping]] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, tenant: _Optional[str] = ..., limit: _Optional[int] = ..., filter: _Optional[_Union[RecallFilter, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class RecentResponse(_message.Message):
-    __slots__ = ("memories",)
+    __slots__ = ("memories", "next_page_token")
     MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     memories: _containers.RepeatedCompositeFieldContainer[Memory]
-    def __init__(self, memories: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, memories: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ListRequest(_message.Message):
+    __slots__ = ("tenant", "filter", "page_size", "page_token")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    filter: RecallFilter
+    page_size: int
+    page_token: str
+    def __init__(self, tenant: _Optional[str] = ..., filter: _Optional[_Union[RecallFilter, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListResponse(_message.Message):
+    __slots__ = ("memories", "next_page_token")
+    MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    memories: _containers.RepeatedCompositeFieldContainer[Memory]
+    next_page_token: str
+    def __init__(self, memories: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class SetClockRequest(_message.Message):
     __slots__ = ("now",)
@@ -476,7 +547,9 @@ class SetClockResponse(_message.Message):
     def __init__(self, now: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ImportResponse(_message.Message):
-    __slots__ = ("imported",)
+    __slots__ = ("imported", "skipped")
     IMPORTED_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
     imported: int
-    def __init__(self, imported: _Optional[int] = ...) -> None: ...
+    skipped: int
+    def __init__(self, imported: _Optional[int] = ..., skipped: _Optional[int] = ...) -> None: ...

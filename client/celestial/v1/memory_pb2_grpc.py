@@ -100,6 +100,11 @@ class MemoryServiceStub:
                 request_serializer=celestial_dot_v1_dot_memory__pb2.RecentRequest.SerializeToString,
                 response_deserializer=celestial_dot_v1_dot_memory__pb2.RecentResponse.FromString,
                 _registered_method=True)
+        self.List = channel.unary_unary(
+                '/celestial.v1.MemoryService/List',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.ListRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.ListResponse.FromString,
+                _registered_method=True)
         self.SetClock = channel.unary_unary(
                 '/celestial.v1.MemoryService/SetClock',
                 request_serializer=celestial_dot_v1_dot_memory__pb2.SetClockRequest.SerializeToString,
@@ -112,7 +117,9 @@ class MemoryServiceServicer:
     """
 
     def Store(self, request, context):
-        """Stores one memory and returns it, placed in its zone.
+        """Stores one memory and returns it, placed in its zone. Safe to retry with an id or a
+        request_id: the memory is created once and a repeat answers it as it is (created = false).
+        buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -120,7 +127,11 @@ class MemoryServiceServicer:
 
     def StoreBatch(self, request_iterator, context):
         """Stores many memories from one stream. The whole batch is validated before anything is
-        written: one bad item rejects the batch and nothing is stored.
+        written: one bad item rejects the batch and nothing is stored. Items with an id or a
+        request_id follow Store's rules, so a batch whose items all carry one is safe to retry.
+        The items are StoreRequests so that one item means what one Store means.
+        buf:lint:ignore RPC_REQUEST_STANDARD_NAME
+        buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -148,7 +159,7 @@ class MemoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Delete(self, request, context):
-        """Deletes one memory.
+        """Deletes one memory. Repeating it answers deleted = false.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -170,7 +181,8 @@ class MemoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Ledger(self, request, context):
-        """Reads the append-only ledger of zone events (evictions and forgotten memories).
+        """Reads the append-only ledger of zone events (evictions and forgotten memories) and admin
+        calls, oldest first, a page at a time.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -186,6 +198,8 @@ class MemoryServiceServicer:
     def Export(self, request, context):
         """Streams every memory of a tenant with its vectors and scores, in id order. Resumable:
         pass the last id received as after_id.
+        buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+        buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -195,16 +209,29 @@ class MemoryServiceServicer:
         """Writes exported memories into the request's tenant, keeping their ids, vectors, scores,
         zones and times. Records are validated and written in batches of 512 as they arrive: a bad
         record ends the import with INVALID_ARGUMENT naming its position (memories[N]); nothing of
-        its batch is written, the batches before it are. Idempotent by id, so a broken import can
-        be corrected and sent again, or resumed.
+        its batch is written, the batches before it are. A record whose id the tenant already holds
+        is skipped (counted in ImportResponse.skipped) unless the first message sets replace, so a
+        broken import can be sent again, or resumed, and changes nothing the second time. An id
+        another tenant holds answers ALREADY_EXISTS.
+        Export's records are Import's, so that a dump is replayed as it is.
+        buf:lint:ignore RPC_REQUEST_STANDARD_NAME
+        buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Recent(self, request, context):
-        """The newest memories matching a filter, newest first, without reinforcing them: e.g. the
-        last n memories, or every memory of a session (filter.session_id).
+        """The newest memories matching a filter, newest first (ties in id order), without
+        reinforcing them, a page at a time: e.g. the last n memories, or every memory of a session
+        (filter.session_id).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def List(self, request, context):
+        """Every memory matching a filter, in id order, without reinforcing them, a page at a time.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -286,6 +313,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.Recent,
                     request_deserializer=celestial_dot_v1_dot_memory__pb2.RecentRequest.FromString,
                     response_serializer=celestial_dot_v1_dot_memory__pb2.RecentResponse.SerializeToString,
+            ),
+            'List': grpc.unary_unary_rpc_method_handler(
+                    servicer.List,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.ListRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.ListResponse.SerializeToString,
             ),
             'SetClock': grpc.unary_unary_rpc_method_handler(
                     servicer.SetClock,
@@ -645,6 +677,33 @@ class MemoryService:
             '/celestial.v1.MemoryService/Recent',
             celestial_dot_v1_dot_memory__pb2.RecentRequest.SerializeToString,
             celestial_dot_v1_dot_memory__pb2.RecentResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def List(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/celestial.v1.MemoryService/List',
+            celestial_dot_v1_dot_memory__pb2.ListRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.ListResponse.FromString,
             options,
             channel_credentials,
             insecure,
