@@ -153,7 +153,8 @@ def recall_results(resp: pb.RecallResponse) -> list[RecallResult]:
 def stats(resp: pb.StatsResponse) -> Stats:
     return Stats(
         zones=[
-            ZoneStats(zone_from_pb(z.zone), z.count, z.capacity or None, z.min_score)
+            ZoneStats(zone_from_pb(z.zone), z.count, z.capacity or None,
+                      z.min_score if z.HasField("min_score") else None)
             for z in resp.zones
         ],
         total=resp.total, embedding_model=resp.embedding_model, dimension=resp.dimension,
@@ -173,16 +174,20 @@ def rebalance(resp: pb.RebalanceResponse) -> RebalanceReport:
 def ledger_request(
     tenant: str, since: TimeLike | None, limit: int, memory_id: str
 ) -> pb.LedgerRequest:
-    req = pb.LedgerRequest(tenant=tenant, limit=limit, memory_id=memory_id)
+    req = pb.LedgerRequest(tenant=tenant, page_size=limit, memory_id=memory_id)
     if since is not None:
         req.since.CopyFrom(timestamp(since))
     return req
 
 
+EVENT_REASONS = {pb.ZONE_EVENT_KIND_CAPACITY: "capacity", pb.ZONE_EVENT_KIND_FORGOTTEN: "forgotten"}
+
+
 def events(resp: pb.LedgerResponse) -> list[ZoneEvent]:
     return [
         ZoneEvent(e.id, e.memory_id, zone_from_pb(e.from_zone),
-                  zone_from_pb(e.to_zone) if e.to_zone else None, e.reason, to_datetime(e.at),
+                  zone_from_pb(e.to_zone) if e.HasField("to_zone") else None,
+                  EVENT_REASONS.get(e.kind, e.reason), to_datetime(e.at),
                   e.content_hash)
         for e in resp.events
     ]

@@ -77,7 +77,8 @@ def show_recall(results: Sequence[RecallResult]) -> str:
 
 def show_stats(s: Stats) -> str:
     rows = [
-        (z.zone.value, z.count, z.capacity if z.capacity else "-", f"{z.min_score:.2f}")
+        (z.zone.value, z.count, z.capacity if z.capacity else "-",
+         "-" if z.min_score is None else f"{z.min_score:.2f}")
         for z in s.zones
     ]
     return (

@@ -136,7 +136,7 @@ class CelestialClient:
     def recent(self, limit: int = 10, **filters: Unpack[RecallOptions]) -> list[Memory]:
         """The newest memories (filters as for recall, e.g. ``session_id``), newest first."""
         f = cv.recall_request(self.tenant, "", 1, **filters).filter
-        resp = self._call("Recent", pb.RecentRequest(tenant=self.tenant, limit=limit, filter=f))
+        resp = self._call("Recent", pb.RecentRequest(tenant=self.tenant, page_size=limit, filter=f))
         return [cv.memory(m) for m in resp.memories]
 
     def export(self, after_id: str = "") -> Iterator[pb.ExportedMemory]:
@@ -152,7 +152,8 @@ class CelestialClient:
             raise from_rpc_error(err) from None
 
     def import_memories(self, records: Iterable[pb.ExportedMemory]) -> int:
-        """Write exported memories into this client's tenant; idempotent by id."""
+        """Write exported memories into this client's tenant; ids it holds already are
+        skipped. Returns how many were written."""
         def stamped() -> Iterator[pb.ExportedMemory]:
             for r in records:
                 r.tenant = self.tenant
@@ -256,7 +257,7 @@ class AsyncCelestialClient:
 
     async def recent(self, limit: int = 10, **filters: Unpack[RecallOptions]) -> list[Memory]:
         f = cv.recall_request(self.tenant, "", 1, **filters).filter
-        req = pb.RecentRequest(tenant=self.tenant, limit=limit, filter=f)
+        req = pb.RecentRequest(tenant=self.tenant, page_size=limit, filter=f)
         return [cv.memory(m) for m in (await self._call("Recent", req)).memories]
 
     async def export(self, after_id: str = "") -> AsyncIterator[pb.ExportedMemory]:

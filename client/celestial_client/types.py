@@ -75,7 +75,7 @@ class ZoneStats:
     zone: Zone
     count: int
     capacity: int | None
-    min_score: float
+    min_score: float | None  # None for the Cloud, which has no lower bound
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,64 +1,53 @@
-// Store a memory and recall it from Node.js, with the same .proto the server is built from.
-//   node example.js [host:port]
+// Store a memory and recall it from Node.js with the @celestial-memory/client package.
+//   npm install && node example.js [host:port]
 // With keys and TLS (all optional):
 //   CELESTIAL_API_KEY=cm_... CELESTIAL_TLS_CA=ca.pem \
 //   CELESTIAL_TLS_CLIENT_CERT=client.pem CELESTIAL_TLS_CLIENT_KEY=client.key node example.js host:port
+// package.json takes the package from ../typescript, which works inside this repository only;
+// a copy elsewhere installs it from a tarball or a path instead (see README.md).
 const fs = require("fs");
-const path = require("path");
-const grpc = require("@grpc/grpc-js");
-const protoLoader = require("@grpc/proto-loader");
-
-const PROTO_ROOT = path.join(__dirname, "..", "..", "proto");
-const definition = protoLoader.loadSync("celestial/v1/memory.proto", {
-  includeDirs: [PROTO_ROOT],
-  keepCase: true,
-  longs: Number,
-  enums: String,
-  defaults: true,
-});
-const celestial = grpc.loadPackageDefinition(definition).celestial.v1;
+const { CelestialClient, CelestialError } = require("@celestial-memory/client");
 
 const target = process.argv[2] || "localhost:50051";
 const env = process.env;
-const read = (file) => (file ? fs.readFileSync(file) : null);
-const credentials = env.CELESTIAL_TLS_CA
-  ? grpc.credentials.createSsl(
-      read(env.CELESTIAL_TLS_CA), read(env.CELESTIAL_TLS_CLIENT_KEY),
-      read(env.CELESTIAL_TLS_CLIENT_CERT))
-  : grpc.credentials.createInsecure();
-const client = new celestial.MemoryService(target, credentials);
-const metadata = new grpc.Metadata();
-if (env.CELESTIAL_API_KEY) metadata.set("authorization", `Bearer ${env.CELESTIAL_API_KEY}`);
-const call = (method, request) =>
-  new Promise((resolve, reject) =>
-    client[method](request, metadata, { deadline: Date.now() + 30000 }, (err, resp) =>
-      err ? reject(err) : resolve(resp)
-    )
-  );
+const read = (file) => (file ? fs.readFileSync(file) : undefined);
+const client = new CelestialClient({
+  address: target,
+  tenant: "node-example",
+  apiKey: env.CELESTIAL_API_KEY || undefined,
+  tls: env.CELESTIAL_TLS_CA
+    ? { ca: read(env.CELESTIAL_TLS_CA), cert: read(env.CELESTIAL_TLS_CLIENT_CERT),
+        key: read(env.CELESTIAL_TLS_CLIENT_KEY) }
+    : undefined,
+  timeoutMs: 30000,
+});
+// The client names zones "core" to "cloud"; the lines below print the proto's enum names
+// (ZONE_CORE, ...), as grpcurl does, so that they read the same from any language.
+const zoneName = (zone) => `ZONE_${zone.toUpperCase()}`;
 
 async function main() {
-  const tenant = "node-example";
-  const stored = await call("Store", {
-    tenant,
-    content: "The Node.js team meets every Tuesday at 10am",
+  const { memory } = await client.store("The Node.js team meets every Tuesday at 10am", {
     importance: 0.7,
     tags: ["schedule"],
   });
-  console.log(JSON.stringify({ stored: stored.memory.id, zone: stored.memory.zone }));
-  const recalled = await call("Recall", { tenant, query: "When does the Node team meet?", limit: 3 });
-  for (const r of recalled.results) {
+  console.log(JSON.stringify({ stored: memory.id, zone: zoneName(memory.zone) }));
+  const recalled = await client.recall("When does the Node team meet?", { limit: 3 });
+  for (const r of recalled) {
     console.log(JSON.stringify({
-      id: r.memory.id, zone: r.found_in, relevance: r.relevance, content: r.memory.content,
+      id: r.memory.id, zone: zoneName(r.foundIn), relevance: r.relevance, content: r.memory.content,
     }));
   }
   try {
-    await call("Store", { tenant, content: "   " });
+    await client.store("   ");
   } catch (err) {
-    console.log(JSON.stringify({ error: grpc.status[err.code], details: err.details }));
+    if (!(err instanceof CelestialError)) throw err;
+    console.log(JSON.stringify({ error: err.code, details: err.details, field: err.field }));
   }
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+main()
+  .catch((err) => {
+    console.error(err);
+    process.exitCode = 1;
+  })
+  .finally(() => client.close());

@@ -7,6 +7,7 @@
     │   ├── ResourceExhausted         RESOURCE_EXHAUSTED
     │   └── StoreUnavailable          UNAVAILABLE
     ├── NotFound                      NOT_FOUND
+    ├── AlreadyExists(field)          ALREADY_EXISTS
     ├── PermissionDenied              PERMISSION_DENIED
     ├── FailedPrecondition            FAILED_PRECONDITION
     ├── SchemaMismatch                FAILED_PRECONDITION
@@ -47,6 +48,14 @@ class ResourceExhausted(RetryLater):
 
 class NotFound(CelestialError):
     pass
+
+
+class AlreadyExists(CelestialError):
+    """A create-only write named an id that is taken (``field``: where in the request)."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
 
 
 class PermissionDenied(CelestialError):

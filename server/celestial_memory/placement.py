@@ -64,11 +64,17 @@ class Placement:
 
     # -- writes and capacity -----------------------------------------------------------------
 
-    def write(self, tenant: str, memories: Sequence[Memory]) -> None:
-        """Upsert memories and enforce capacity; each shows the zone capacity left it in."""
+    def write(
+        self, tenant: str, memories: Sequence[Memory], replacing: Sequence[Memory] = ()
+    ) -> None:
+        """Write new memories (an id that exists meanwhile is left as it is) and ``replacing``
+        ones (upserts), then enforce capacity; each shows the zone capacity left it in."""
         with self.locked(tenant):
-            self._repo.upsert(memories)
-            self.enforce(tenant, memories)
+            if memories:
+                self._repo.upsert(memories, insert_only=True)
+            if replacing:
+                self._repo.upsert(replacing)
+            self.enforce(tenant, [*memories, *replacing])
 
     def enforce(
         self, tenant: str, written: Sequence[Memory] = (), keep_ids: Collection[str] = ()

@@ -33,12 +33,19 @@ from celestial_memory.domain.models import (
     ZoneEvent,
     content_hash,
 )
-from celestial_memory.domain.requests import MemoryChanges, NewMemory, RecallQuery
+from celestial_memory.domain.requests import (
+    MemoryChanges,
+    NewMemory,
+    RecallQuery,
+    Stored,
+    derived_id,
+)
 from celestial_memory.domain.scoring import MemoryFunction, ScoreBreakdown
 from celestial_memory.domain.trajectory import drop_times
 from celestial_memory.domain.zones import Zone, ZoneTable
 from celestial_memory.embedding import Embedder
-from celestial_memory.errors import FailedPrecondition, InvalidArgument, NotFound
+from celestial_memory.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+from celestial_memory.listing import Listing
 from celestial_memory.placement import Placement
 from celestial_memory.rebalancer import Rebalancer
 from celestial_memory.retrieval import Retrieval, zone_order
@@ -70,6 +77,7 @@ class MemoryService:
         self.rebalancer = Rebalancer(store, self.fn, self.zones, clock, settings)
         self.placement = Placement(store, self.rebalancer, settings)
         self.transfer = Transfer(settings, store, self.retrieval, self.placement, clock)
+        self.listing = Listing(settings, store, self.placement)
 
     def close(self) -> None:
         """Write pending reinforcements, then flush and close the store."""
@@ -100,23 +108,35 @@ class MemoryService:
     def store_memory(
         self, tenant: str, item: NewMemory, cancel: Cancellation = NEVER
     ) -> Memory:
-        return self.store_many(tenant, [item], cancel=cancel)[0]
+        return self.store_batch(tenant, [item], cancel=cancel).memories[0]
 
     def store_many(
         self, tenant: str, items: Sequence[NewMemory], prechecked: bool = False,
         cancel: Cancellation = NEVER,
     ) -> list[Memory]:
-        """``prechecked``: every item already went through ``check_new`` (a stream checks each
-        as it arrives), so it is not checked twice. ``cancel`` is checked before each chunk of
-        embedding and before the write: a cancelled or expired batch writes nothing."""
+        return self.store_batch(tenant, items, prechecked, cancel).memories
+
+    def store_batch(
+        self, tenant: str, items: Sequence[NewMemory], prechecked: bool = False,
+        cancel: Cancellation = NEVER,
+    ) -> Stored:
+        """Store memories, create-only by id: an item whose id (given, or derived from its
+        request_id) the tenant holds with the same content is a retry and is answered as held,
+        unwritten; other content, or an id another tenant holds, is ALREADY_EXISTS unless the
+        item asks to upsert (its own). ``prechecked``: every item already went through
+        ``check_new`` (a stream checks each as it arrives). ``cancel`` is checked before each
+        chunk of embedding and before the write: a cancelled or expired batch writes nothing."""
         if len(items) > self.settings.max_batch:
             raise InvalidArgument("requests", f"more than {self.settings.max_batch} items")
+        batch = len(items) > 1
         checked = list(items) if prechecked else [
-            self.check_new(item, i, len(items) > 1) for i, item in enumerate(items)]
-        given = [it.id for it in checked if it.id]
-        if given:
-            check.own_ids(tenant, self.store.owners(given), given, "id")
-        missing = [i for i, it in enumerate(checked) if it.vector is None]
+            self.check_new(item, i, batch) for i, item in enumerate(items)]
+        ids = [it.id or (derived_id(tenant, it.request_id) if it.request_id else "")
+               for it in checked]
+        check.unique_ids(ids, "requests[{}].id" if batch else "id")
+        held = self._held(tenant, checked, ids, batch)
+        fresh = [i for i in range(len(checked)) if i not in held]
+        missing = [i for i in fresh if checked[i].vector is None]
         vectors: dict[int, Vector] = {}
         step = max(1, self.settings.embed_max_batch)
         for start in range(0, len(missing), step):
@@ -124,43 +144,81 @@ class MemoryService:
             chunk = missing[start:start + step]
             embedded = self.embedder.embed([checked[i].content for i in chunk])
             vectors.update(zip(chunk, embedded, strict=True))
+        new = [checked[i] for i in fresh]
         dense = [
             np.asarray(it.vector if it.vector is not None else vectors[i], dtype=np.float32)
-            for i, it in enumerate(checked)
+            for i, it in zip(fresh, new, strict=True)
         ]
         index = self.retrieval.index_vectors(
-            [it.content for it in checked], [it.context for it in checked], dense,
-            [it.vector is None for it in checked],
+            [it.content for it in new], [it.context for it in new], dense,
+            [it.vector is None for it in new],
         )
         now = self.clock.now()
-        memories = []
-        for i, it in enumerate(checked):
+        memories: dict[int, Memory] = {}
+        for k, (i, it) in enumerate(zip(fresh, new, strict=True)):
             importance = it.importance
             if importance is None:
                 importance = self._evaluator.evaluate(it.content)
             created = it.created_at if it.created_at is not None else now
             score = float(self.fn.total(0, created, importance, 0.0, now))
-            memories.append(self._placed(
+            memories[i] = self._placed(
                 Memory(
-                    id=it.id or str(uuid.uuid4()), tenant=tenant, content=it.content,
+                    id=ids[i] or str(uuid.uuid4()), tenant=tenant, content=it.content,
                     zone=self.zones.zone_of_score(score), score=score, importance=importance,
                     recall_count=0, created_at=created, last_recalled_at=created,
                     tags=it.tags, session_id=it.session_id, agent_id=it.agent_id,
                     metadata=it.metadata, pinned=it.pinned, content_hash=content_hash(it.content),
-                    vector=dense[i], context=it.context, index=index[i],
+                    vector=dense[k], context=it.context, index=index[k],
                 ), now
-            ))
-        cancel.check("the store")
-        self.placement.write(tenant, memories)
-        for m in memories:
+            )
+        if memories:
+            cancel.check("the store")
+            # Create-only writes never replace a memory another call created meanwhile.
+            self.placement.write(tenant, [memories[i] for i in fresh if not checked[i].upsert],
+                                 replacing=[memories[i] for i in fresh if checked[i].upsert])
+        for m in memories.values():
             m.vector = m.index = None
-        return memories
+        return Stored([held[i] if i in held else memories[i] for i in range(len(checked))],
+                      [i not in held for i in range(len(checked))])
+
+    def _held(
+        self, tenant: str, items: Sequence[NewMemory], ids: Sequence[str], batch: bool
+    ) -> dict[int, Memory]:
+        """The items (by position) whose id the tenant holds with the same content: retries,
+        answered with the memory as it is. Raises AlreadyExists for an id held with other
+        content (without upsert) or by another tenant (ids are unique across tenants)."""
+        given = [mid for mid in ids if mid]
+        if not given:
+            return {}
+        owners = self.store.owners(given)
+        if not owners:
+            return {}
+        self._flush(tenant)  # a held memory is answered with its pending reinforcements
+        mine = self.store.get(tenant, [mid for mid in given if owners.get(mid) == tenant])
+        held: dict[int, Memory] = {}
+        for i, (it, mid) in enumerate(zip(items, ids, strict=True)):
+            if mid not in owners:
+                continue
+            field = ("request_id" if it.request_id else "id")
+            field = f"requests[{i}].{field}" if batch else field
+            if owners[mid] != tenant:
+                raise AlreadyExists(field, f"id {mid} is taken")
+            if it.upsert:
+                continue
+            m = mine.get(mid)
+            if m is None or m.content_hash != content_hash(it.content):
+                raise AlreadyExists(
+                    field, f"memory {mid} exists with other content (upsert replaces it)")
+            held[i] = m
+        return held
 
     def check_new(self, item: NewMemory, index: int, batch: bool) -> NewMemory:
         """``item`` validated (``index``: its place in a batch, named in errors): a stream checks
         each item as it arrives, before holding the next."""
         p = f"requests[{index}]." if batch else ""
         s = self.settings
+        if item.id and item.request_id:
+            raise InvalidArgument(f"{p}request_id", "may not be given together with id")
         vec = None
         if item.vector is not None and len(item.vector) > 0:
             vec = check.vector(item.vector, self.store.dimension, f"{p}vector")
@@ -175,6 +233,8 @@ class MemoryService:
             created_at=check.timestamp(item.created_at, f"{p}created_at"),
             context=check.context(item.context, s, f"{p}context"),
             id=check.memory_id(item.id, f"{p}id") if item.id else "",
+            request_id=check.request_id(item.request_id, f"{p}request_id") if item.request_id
+            else "",
             vector=vec,
         )
 
@@ -377,14 +437,6 @@ class MemoryService:
     ) -> RebalanceReport:
         return self.placement.rebalance(tenant, dry_run, full, forget)
 
-    def recent(self, tenant: str, flt: MemoryFilter, limit: int) -> list[Memory]:
-        """The seeds' helpers: the newest memories, e.g. of one session; no reinforcement."""
-        if not 0 < limit <= self.settings.max_batch:
-            raise InvalidArgument("limit", f"must be 1 to {self.settings.max_batch}, got {limit}")
-        flt = check.memory_filter(flt, self.settings)
-        self._flush(tenant)
-        return self.store.recent(tenant, flt, limit)
-
     def set_clock(self, now: float) -> float:
         """Admin, for replays (settings.admin_clock): the clock reads ``now`` from here on."""
         if not self.settings.admin_clock or not isinstance(self.clock, ManualClock):
@@ -398,26 +450,13 @@ class MemoryService:
     def ledger(
         self, tenant: str, since: float | None = None, limit: int = 100, memory_id: str = ""
     ) -> list[ZoneEvent]:
-        """Zone events (evictions, forgotten memories) of a tenant, oldest first."""
-        if not 0 < limit <= 10_000:
-            raise InvalidArgument("limit", f"must be 1 to 10000, got {limit}")
-        mid = check.memory_id(memory_id) if memory_id else ""
-        check.timestamp(since, "since")
-        self._flush(tenant)  # evictions deferred after recalls are in it
-        return self.store.read_events(tenant, since, limit, mid)
+        """The first ``limit`` zone events of a tenant, oldest first (listing.py pages)."""
+        return self.listing.ledger(tenant, since, limit, memory_id)[0]
 
     def record_admin(self, tenant: str, method: str, key_id: str) -> None:
         """An admin call into the ledger as it starts, at the wall clock's time (an audit trail,
         whatever the admin clock says)."""
         self.store.append_admin(AdminEvent(str(uuid.uuid4()), tenant, method, key_id, time.time()))
-
-    def ledger_page(
-        self, tenant: str, since: float | None, limit: int, memory_id: str = ""
-    ) -> tuple[list[ZoneEvent], list[AdminEvent]]:
-        """The ledger's zone events and, unless one memory is asked for, its admin events in
-        the same window (checked once, read in one worker)."""
-        events = self.ledger(tenant, since, limit, memory_id)
-        return events, [] if memory_id else self.store.read_admin(tenant, since, limit)
 
     def breakdown(self, m: Memory) -> ScoreBreakdown:
         """The memory function's terms for ``m`` now, with C from its last recall."""

@@ -4,8 +4,10 @@ Export reads pages in id order straight from the store (after flushing pending r
 so it resumes from the last id a client received. Import writes each memory as exported: id,
 content, context, vectors, zone, score, counts, times, tags, metadata, pinned. Keyword vectors are
 rebuilt from the text and drop times from the memory's state (both deterministic), so they match
-the importing server's settings. Writes are upserts by id: importing twice changes nothing, and a
-broken import can be sent again. Capacities are enforced after each batch, as after any write.
+the importing server's settings. A memory whose id the tenant already holds is skipped unless
+the import asks to replace, so importing twice changes nothing and a broken import can be sent
+again; an id another tenant holds is refused (ids are unique across tenants). Capacities are
+enforced after each batch, as after any write.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from celestial_memory.config import Settings
 from celestial_memory.domain import validation as check
 from celestial_memory.domain.models import Memory, Vector, content_hash
 from celestial_memory.domain.requests import Imported
-from celestial_memory.errors import InvalidArgument
+from celestial_memory.errors import AlreadyExists, InvalidArgument
 from celestial_memory.placement import Placement
 from celestial_memory.retrieval import Retrieval
 from celestial_memory.store.repository import MemoryRepository
@@ -44,11 +46,13 @@ class Transfer:
         yield from self._store.export_pages(tenant, after)
 
     def import_batch(
-        self, tenant: str, items: Sequence[Imported], first: int = 0,
+        self, tenant: str, items: Sequence[Imported], first: int = 0, replace: bool = False,
         cancel: Cancellation = NEVER,
-    ) -> int:
+    ) -> tuple[int, int]:
         """Validate a whole batch, then write it: a bad item writes nothing of its batch, and its
-        error names its place in the whole import (``first`` is the batch's first position)."""
+        error names its place in the whole import (``first`` is the batch's first position).
+        Returns how many were written and how many skipped (held already, without
+        ``replace``)."""
         if len(items) > self._settings.max_batch:
             raise InvalidArgument("memories", f"more than {self._settings.max_batch} in a batch")
         now = self._clock.now()
@@ -63,11 +67,17 @@ class Transfer:
         for m, ix in zip(memories, index, strict=True):
             m.index = ix
         ids = [m.id for m in memories]
-        check.own_ids(tenant, self._store.owners(ids), ids, "memories", first)
+        check.unique_ids(ids, "memories[{}].memory.id", first)
+        owners = self._store.owners(ids)
+        for i, mid in enumerate(ids):
+            if owners.get(mid, tenant) != tenant:
+                raise AlreadyExists(f"memories[{first + i}].memory.id", f"id {mid} is taken")
+        fresh = [m for m in memories if m.id not in owners]
+        held = [m for m in memories if m.id in owners]
         self._placement.flush(tenant)
         cancel.check("the import")
-        self._placement.write(tenant, memories)
-        return len(memories)
+        self._placement.write(tenant, fresh, replacing=held if replace else ())
+        return (len(memories), 0) if replace else (len(fresh), len(held))
 
     def _checked(self, tenant: str, it: Imported, i: int, now: float) -> tuple[Memory, Vector | None]:
         """The memory validated and placed (vector set, not yet indexed), and its exported

@@ -105,6 +105,7 @@ def every_rpc(stub: Stub, tenant: str, memory_id: str, md: Any) -> dict[str, Cal
         "Rebalance": lambda: stub.Rebalance(
             pb.RebalanceRequest(tenant=tenant, dry_run=True), metadata=md),
         "Recent": lambda: stub.Recent(pb.RecentRequest(tenant=tenant), metadata=md),
+        "List": lambda: stub.List(pb.ListRequest(tenant=tenant), metadata=md),
         "SetClock": lambda: stub.SetClock(
             pb.SetClockRequest(now={"seconds": 1_700_000_000}), metadata=md),
         "Ledger": lambda: stub.Ledger(pb.LedgerRequest(tenant=tenant), metadata=md),

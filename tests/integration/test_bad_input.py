@@ -81,7 +81,7 @@ def test_a_bad_stored_record_does_not_fail_its_tenant(service: MemoryService) ->
     payload = {**to_payload(stored), "created_at": 1e300, "last_recalled_at": 9.2e18}
     # Written straight through the engine, as an older version or a hand edit could have.
     service.store.engine.upsert(MEMORIES, [Point(bad.id, search_vectors(stored), payload)])
-    assert [m.id for m in service.recent(T, MemoryFilter(), 10)] == [good.id]
+    assert [m.id for m in service.listing.recent(T, MemoryFilter(), 10)[0]] == [good.id]
     assert [m.id for page in service.transfer.export_pages(T) for m in page] == [good.id]
     got = service.recall(T, RecallQuery(query_vector=vec(3), limit=5))
     assert [r.memory.id for r in got] == [good.id]
@@ -125,13 +125,13 @@ def test_a_capacity_eviction_is_in_the_ledger_before_the_memory_moves(
         monkeypatch.setattr(svc.store, "set_zone", crash)
         with pytest.raises(RuntimeError, match="killed"):
             svc.store_many(T, [NewMemory("one too many", importance=0.5, vector=vec(202))])
-        (event,) = svc.store.read_events(T, None, 100)  # in the ledger, though nothing moved
+        (event,) = svc.store.read_events(T, None, 100)[0]  # in the ledger, though nothing moved
         assert (event.reason, event.from_zone, event.to_zone) == ("capacity", Zone.OUTER,
                                                                   Zone.BELT)
         assert svc.store.count_by_zone(T)[Zone.OUTER] == 3
         monkeypatch.undo()
         svc.placement.enforce(T)  # what the next write or rebalance does
         assert svc.store.count_by_zone(T)[Zone.OUTER] == 2
-        assert [e.id for e in svc.store.read_events(T, None, 100)] == [event.id]  # no copy
+        assert [e.id for e in svc.store.read_events(T, None, 100)[0]] == [event.id]  # no copy
     finally:
         svc.close()

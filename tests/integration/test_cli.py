@@ -73,10 +73,10 @@ async def test_cli_export_resume_and_import(
         await cli(server, capsys, "--tenant", "src", "delete", mid)
     assert "total 3" in await cli(server, capsys, "--tenant", "src", "stats")
     out = await cli(server, capsys, "--tenant", "src", "import", str(dump))
-    assert "imported 5 memories" in out
+    assert "imported 2 memories" in out  # the three still there are skipped
     out = await cli(server, capsys, "--tenant", "src", "import", str(dump), "--skip", "3")
-    assert "imported 2 memories" in out  # idempotent: nothing doubled
+    assert "imported 0 memories" in out  # idempotent: nothing doubled
     assert "total 5" in await cli(server, capsys, "--tenant", "src", "stats")
     code = await asyncio.to_thread(main, ["--target", f"127.0.0.1:{server.port}", "--tenant",
                                           "dst", "import", str(dump)])
-    assert code == 1 and "PERMISSION_DENIED" in capsys.readouterr().err
+    assert code == 1 and "ALREADY_EXISTS" in capsys.readouterr().err

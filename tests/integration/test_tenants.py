@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from celestial_memory.domain.models import MemoryFilter
 from celestial_memory.domain.requests import Imported, MemoryChanges, NewMemory, RecallQuery
-from celestial_memory.errors import NotFound, PermissionDenied
+from celestial_memory.errors import AlreadyExists, NotFound
 from celestial_memory.service import MemoryService
 
 
@@ -43,11 +43,12 @@ def test_a_cannot_change_or_delete_b(service: MemoryService) -> None:
 
 def test_a_cannot_overwrite_b_by_id(service: MemoryService) -> None:
     _, b = seed(service)
-    with pytest.raises(PermissionDenied):
+    # Ids are unique across tenants: a taken id is refused, whoever holds it.
+    with pytest.raises(AlreadyExists):
         service.store_many("A", [NewMemory("mine now", id=b[0])])
     theirs = service.store.export_pages("B")
     record = next(m for page in theirs for m in page if m.id == b[0])
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(AlreadyExists):
         service.transfer.import_batch("A", [Imported(record, None)])
     assert service.get("B", b[0]).content == "beta note 0 about budgets"
     assert service.stats("A").total == 3

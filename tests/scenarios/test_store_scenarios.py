@@ -279,9 +279,59 @@ def test_edge_store_survives_reopening(tmp_path: Path) -> None:
 def test_recent_orders_by_creation_newest_first(store: MemoryRepository) -> None:
     ms = [mem(created_at=100.0 + i, session_id=f"s{i % 2}") for i in range(5)]
     store.upsert([*ms, mem("b", created_at=999.0)])
-    assert [m.id for m in store.recent("a", MemoryFilter(), 3)] == [ms[4].id, ms[3].id, ms[2].id]
-    assert [m.id for m in store.recent("a", MemoryFilter(session_id="s1"), 10)] == [
-        ms[3].id, ms[1].id]
+    page, more = store.recent_page("a", MemoryFilter(), 3, None)
+    assert [m.id for m in page] == [ms[4].id, ms[3].id, ms[2].id] and more
+    page, more = store.recent_page("a", MemoryFilter(session_id="s1"), 10, None)
+    assert [m.id for m in page] == [ms[3].id, ms[1].id] and not more
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 50])
+def test_time_pages_go_through_groups_of_equal_times_once(
+    store: MemoryRepository, size: int
+) -> None:
+    # Many memories share a creation time (one batch), and events share one rebalance's time:
+    # pages may end inside such a group and the next page goes on from its last id.
+    times = [100.0] * 9 + [101.0] + [102.0] * 12 + [103.0, 104.0]
+    ms = [mem(created_at=t) for t in times]
+    store.upsert([*ms, mem("b", created_at=102.0)])
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page, more = store.recent_page("a", MemoryFilter(), size, cursor)
+        assert len(page) <= size
+        seen += [m.id for m in page]
+        if not more:
+            break
+        cursor = (page[-1].created_at, page[-1].id)
+    by_time = sorted(ms, key=lambda m: (-m.created_at, m.id))
+    assert seen == [m.id for m in by_time]
+
+    events = [ZoneEvent(str(uuid.uuid4()), "a", f"m{i}", Zone.CORE, Zone.INNER, "capacity",
+                        100.0 if i < 17 else 100.5, "h") for i in range(20)]
+    store.append_events(events)
+    got: list[str] = []
+    ecursor = None
+    while True:
+        evs, more = store.read_events("a", None, size, cursor=ecursor)
+        got += [e.id for e in evs]
+        if not more:
+            break
+        ecursor = (evs[-1].at, evs[-1].id)
+    assert got == [e.id for e in sorted(events, key=lambda e: (e.at, e.id))]
+
+
+def test_list_pages_in_id_order(store: MemoryRepository) -> None:
+    ms = [mem(session_id="s" if i % 3 else "t") for i in range(10)]
+    store.upsert([*ms, mem("b")])
+    seen: list[str] = []
+    after = None
+    while True:
+        page, more = store.list_page("a", MemoryFilter(session_id="s"), 4, after)
+        seen += [m.id for m in page]
+        if not more:
+            break
+        after = page[-1].id
+    assert seen == sorted(m.id for m in ms if m.session_id == "s")
 
 
 def test_export_pages_in_id_order_with_vectors_and_resume(store: MemoryRepository) -> None:
@@ -333,11 +383,11 @@ def test_ledger_is_append_only_idempotent_ordered_and_scoped(store: MemoryReposi
     store.append_events(events[::-1])  # written in any order, read back by time
     store.append_events([event(2, at=999.0)])  # same id again: the first write stays
     store.append_events([event(9, tenant="b")])
-    assert store.read_events("a", None, 100) == events
-    assert store.read_events("a", 102.0, 100) == events[2:]
-    assert store.read_events("a", None, 2) == events[:2]
-    assert store.read_events("a", None, 100, memory_id="m1") == events[1::2]
-    assert [e.tenant for e in store.read_events("b", None, 100)] == ["b"]
+    assert store.read_events("a", None, 100) == (events, False)
+    assert store.read_events("a", 102.0, 100) == (events[2:], False)
+    assert store.read_events("a", None, 2) == (events[:2], True)
+    assert store.read_events("a", None, 100, memory_id="m1") == (events[1::2], False)
+    assert [e.tenant for e in store.read_events("b", None, 100)[0]] == ["b"]
     store.write_marker("x", 1.0)  # markers and leases never read as events
     store.acquire_lease("x", "A", 1.0, 1.0)
-    assert len(store.read_events("a", None, 100)) == 6
+    assert len(store.read_events("a", None, 100)[0]) == 6

@@ -1,7 +1,7 @@
 """Roles, what each method needs, and the tenant a call may use.
 
 A key has a role and a set of tenants (or all of them). The role decides the methods:
-``read`` (Recall without reinforcement, Get, Recent, Stats, Export, Ledger), ``write`` (also
+``read`` (Recall without reinforcement, Get, Recent, List, Stats, Export, Ledger), ``write`` (also
 Store, StoreBatch, Update, Delete, Recall that reinforces, Import) and ``admin`` (also Rebalance,
 DeleteByFilter, SetClock). The tenants decide the data: a request naming a tenant outside the
 key's set is refused, and one naming none gets the key's tenant.
@@ -28,7 +28,7 @@ class Role(IntEnum):
 # Recall needs WRITE when it reinforces; the servicer checks that, as it depends on the request.
 METHOD_ROLES: dict[str, Role] = {
     "Get": Role.READ, "Recall": Role.READ, "Recent": Role.READ, "Stats": Role.READ,
-    "Export": Role.READ, "Ledger": Role.READ,
+    "Export": Role.READ, "Ledger": Role.READ, "List": Role.READ,
     "Store": Role.WRITE, "StoreBatch": Role.WRITE, "Update": Role.WRITE, "Delete": Role.WRITE,
     "Import": Role.WRITE,
     "Rebalance": Role.ADMIN, "DeleteByFilter": Role.ADMIN, "SetClock": Role.ADMIN,

@@ -3,6 +3,7 @@ validates every field before it writes anything)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -22,6 +23,8 @@ class NewMemory:
     id: str = ""
     pinned: bool = False
     context: str = ""  # indexed for search, not part of the content (retrieval.py)
+    request_id: str = ""  # an idempotency key: the id is derived from it (service.py)
+    upsert: bool = False  # replace a memory the tenant holds under the same id
 
 
 @dataclass(slots=True)
@@ -52,3 +55,21 @@ class Imported:
 
     memory: Memory  # vector set; tenant ignored
     context_vector: Vector | None
+
+
+# Ids derived from request ids: uuid5 in this namespace of "<tenant>\n<request_id>", so one key
+# names one memory per tenant, and two tenants' keys never meet.
+REQUEST_IDS = uuid.UUID("6f1d3c1e-8b0a-5c4e-9a57-2f3e1c0d9b42")
+
+
+def derived_id(tenant: str, request_id: str) -> str:
+    return str(uuid.uuid5(REQUEST_IDS, f"{tenant}\n{request_id}"))
+
+
+@dataclass(slots=True)
+class Stored:
+    """What a store answers: each item's memory, and whether it was created (False: the tenant
+    already held it with the same content, and nothing was written)."""
+
+    memories: list[Memory]
+    created: list[bool]

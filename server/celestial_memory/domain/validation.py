@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from celestial_memory.config import Settings
 from celestial_memory.domain.models import MemoryFilter, Vector
-from celestial_memory.errors import InvalidArgument, PermissionDenied
+from celestial_memory.errors import InvalidArgument
 
 # google.protobuf.Timestamp's range (0001-01-01 to 9999-12-31): every time the service keeps
 # must be sendable back as one.
@@ -40,14 +40,21 @@ def context(value: str, s: Settings, field: str = "context") -> str:
     return value.strip()
 
 
-def own_ids(
-    tenant: str, owners: dict[str, str], ids: Sequence[str], field: str, first: int = 0
-) -> None:
-    """Refuse ids that exist in another tenant (see MemoryRepository.owners); ``first`` is the
-    position of ``ids[0]`` in the request."""
+def request_id(value: str, field: str = "request_id") -> str:
+    """An idempotency key: 1 to 128 characters, no NUL."""
+    if not 0 < len(value) <= 128 or "\x00" in value:
+        raise InvalidArgument(field, "must be 1 to 128 characters without NUL")
+    return value
+
+
+def unique_ids(ids: Sequence[str], field: str, first: int = 0) -> None:
+    """Refuse a request that names one id twice (``field`` has a ``{}`` for the position;
+    ``first`` is the position of ``ids[0]`` in the request)."""
+    seen: set[str] = set()
     for i, mid in enumerate(ids):
-        if mid and owners.get(mid, tenant) != tenant:
-            raise PermissionDenied(f"{field}[{first + i}]: id {mid} belongs to another tenant")
+        if mid and mid in seen:
+            raise InvalidArgument(field.format(first + i), f"id {mid} appears twice")
+        seen.add(mid)
 
 
 def unit_interval(value: float | None, field: str) -> float | None:

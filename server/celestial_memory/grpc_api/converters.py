@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import cast
 
 import numpy as np
@@ -19,6 +20,7 @@ from celestial_memory.domain.requests import Imported, MemoryChanges, NewMemory,
 from celestial_memory.domain.scoring import ScoreBreakdown
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import InvalidArgument
+from google.protobuf.duration_pb2 import Duration
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -34,11 +36,19 @@ def zone_from_pb(value: int, field: str) -> Zone:
 
 
 def ts_to_pb(t: float) -> Timestamp:
-    ts = Timestamp()
-    seconds = int(t // 1)
-    ts.seconds = seconds
-    ts.nanos = round((t - seconds) * 1e9) % 1_000_000_000
-    return ts
+    """Nearest nanosecond. Any time after mid-1970 (2**24 s) comes back from ts_from_pb as the
+    same double: a double is coarser than a nanosecond there."""
+    seconds = math.floor(t)
+    nanos = round((t - seconds) * 1e9)
+    if nanos == 1_000_000_000:
+        seconds, nanos = seconds + 1, 0
+    return Timestamp(seconds=seconds, nanos=nanos)
+
+
+def duration_to_pb(seconds: float) -> Duration:
+    d = Duration()
+    d.FromNanoseconds(round(seconds * 1e9))
+    return d
 
 
 def ts_from_pb(owner: Message, name: str, field: str) -> float | None:
@@ -75,6 +85,7 @@ def new_memory_from_pb(r: pb.StoreRequest) -> NewMemory:
         tags=list(r.tags), session_id=r.session_id, agent_id=r.agent_id,
         metadata=dict(r.metadata), created_at=ts_from_pb(r, "created_at", "created_at"),
         vector=list(r.vector) or None, id=r.id, pinned=r.pinned, context=r.context,
+        request_id=r.request_id, upsert=r.upsert,
     )
 
 
@@ -128,6 +139,7 @@ def rebalance_to_pb(rep: RebalanceReport) -> pb.RebalanceResponse:
     return pb.RebalanceResponse(
         scanned=rep.scanned, moved=moved, evicted=rep.evicted, forgotten=rep.forgotten,
         dry_run=rep.dry_run, duration_ms=rep.duration_ms, full=rep.full, skipped_by=rep.skipped_by,
+        duration=duration_to_pb(rep.duration_ms / 1000),
     )
 
 
@@ -136,11 +148,17 @@ def admin_event_to_pb(e: AdminEvent) -> pb.AdminEvent:
                          at=ts_to_pb(e.at))
 
 
+EVENT_KINDS = {"capacity": pb.ZONE_EVENT_KIND_CAPACITY, "forgotten": pb.ZONE_EVENT_KIND_FORGOTTEN}
+BACKENDS = {"edge": pb.STORAGE_BACKEND_EDGE, "qdrant-local": pb.STORAGE_BACKEND_QDRANT_LOCAL,
+            "qdrant-remote": pb.STORAGE_BACKEND_QDRANT_REMOTE}
+
+
 def event_to_pb(e: ZoneEvent) -> pb.ZoneEvent:
     return pb.ZoneEvent(
         id=e.id, tenant=e.tenant, memory_id=e.memory_id, from_zone=zone_to_pb(e.from_zone),
-        to_zone=pb.ZONE_UNSPECIFIED if e.to_zone is None else zone_to_pb(e.to_zone),
+        to_zone=None if e.to_zone is None else zone_to_pb(e.to_zone),
         reason=e.reason, at=ts_to_pb(e.at), content_hash=e.content_hash,
+        kind=EVENT_KINDS.get(e.reason, pb.ZONE_EVENT_KIND_UNSPECIFIED),
     )
 
 
@@ -148,11 +166,12 @@ def stats_to_pb(s: Stats) -> pb.StatsResponse:
     return pb.StatsResponse(
         zones=[
             pb.ZoneStats(zone=zone_to_pb(z.zone), count=z.count, capacity=z.capacity,
-                         min_score=z.min_score)
+                         min_score=z.min_score if math.isfinite(z.min_score) else None)
             for z in s.zones
         ],
         total=s.total, embedding_model=s.embedding_model, dimension=s.dimension,
         backend=s.backend,
+        storage_backend=BACKENDS.get(s.backend, pb.STORAGE_BACKEND_UNSPECIFIED),
     )
 
 
@@ -161,15 +180,16 @@ def exported_to_pb(m: Memory, b: ScoreBreakdown) -> pb.ExportedMemory:
     return pb.ExportedMemory(
         memory=memory_to_pb(m, b), vector=m.vector.tolist(),
         context_vector=m.index.context_dense.tolist(), context_score=m.context_score,
-        created_at_s=m.created_at, last_recalled_at_s=m.last_recalled_at,
-        written_at_s=m.written_at,
+        written_at=ts_to_pb(m.written_at),
     )
 
 
 def imported_from_pb(e: pb.ExportedMemory) -> Imported:
     pm = e.memory
+    # Older dumps carry exact times as *_s doubles beside the Timestamps: those win when set.
     created = e.created_at_s or ts_from_pb(pm, "created_at", "memory.created_at") or 0.0
     recalled = e.last_recalled_at_s or ts_from_pb(pm, "last_recalled_at", "memory.last_recalled_at")
+    written = e.written_at_s or ts_from_pb(e, "written_at", "written_at") or 0.0
     m = Memory(
         id=pm.id, tenant="", content=pm.content, zone=zone_from_pb(pm.zone, "memory.zone"),
         score=pm.score, importance=pm.importance, recall_count=pm.recall_count,
@@ -177,7 +197,7 @@ def imported_from_pb(e: pb.ExportedMemory) -> Imported:
         context_score=e.context_score, tags=list(pm.tags), session_id=pm.session_id,
         agent_id=pm.agent_id, metadata=dict(pm.metadata), pinned=pm.pinned,
         vector=np.asarray(e.vector, dtype=np.float32), context=pm.context,
-        written_at=e.written_at_s,
+        written_at=written,
     )
     ctx = np.asarray(e.context_vector, dtype=np.float32) if len(e.context_vector) else None
     return Imported(m, ctx)

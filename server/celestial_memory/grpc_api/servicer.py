@@ -9,26 +9,34 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, TypeVar
 
 import grpc
 from celestial.v1 import memory_pb2 as pb
 from celestial.v1 import memory_pb2_grpc as pb_grpc
+from celestial_memory import paging
 from celestial_memory.access.audit import audit
 from celestial_memory.access.roles import CALLER, Role
 from celestial_memory.cancellation import Cancellation, InFlight
+from celestial_memory.domain.models import AdminEvent, ZoneEvent
 from celestial_memory.domain.requests import Imported, NewMemory
 from celestial_memory.errors import DeadlineExceeded, InvalidArgument
 from celestial_memory.grpc_api import converters as cv
 from celestial_memory.grpc_api.status import mapped, mapped_stream
+from celestial_memory.paging import PageSize
 from celestial_memory.service import MemoryService
 
 T = TypeVar("T")
 # Imported memories are validated and written in batches of this many (one write each). A bad
-# record stops the import: its batch writes nothing, the batches before it stay written (writes
-# are upserts by id, so sending the corrected import again is safe).
+# record stops the import: its batch writes nothing, the batches before it stay written (an id
+# already held is skipped, so sending the corrected import again is safe).
 IMPORT_BATCH = 512
+# Page sizes of the lists (AIP-158): the default and the most one page may ask for.
+RECENT_PAGE = PageSize(10, 1000)
+LIST_PAGE = PageSize(100, 1000)
+LEDGER_PAGE = PageSize(100, 1000)
+LEDGER_LIMIT = 10_000  # the deprecated Ledger limit's old bound
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
@@ -81,12 +89,16 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     def _memory(self, m: Any) -> pb.Memory:
         return cv.memory_to_pb(m, self._service.breakdown(m))
 
+    def _page_budget(self) -> int:
+        """Bytes a page's items may take: every answer stays under the message limit."""
+        return self._service.settings.max_message_bytes - paging.ENVELOPE_BYTES
+
     @mapped
     async def Store(self, request: pb.StoreRequest, context: Context) -> pb.StoreResponse:
         item = cv.new_memory_from_pb(request)
-        m = await self._run(context, self._service.store_memory,
-                            self._tenant(request.tenant), item, cancellable=True)
-        return pb.StoreResponse(memory=self._memory(m))
+        out = await self._run(context, self._service.store_batch,
+                              self._tenant(request.tenant), [item], cancellable=True)
+        return pb.StoreResponse(memory=self._memory(out.memories[0]), created=out.created[0])
 
     @mapped
     async def StoreBatch(
@@ -118,9 +130,10 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             items.append(self._service.check_new(cv.new_memory_from_pb(req), len(items), True))
         if tenant is None:
             return pb.StoreBatchResponse(ids=[], stored=0)
-        stored = await self._run(context, self._service.store_many, tenant, items, True,
-                                 cancellable=True)
-        return pb.StoreBatchResponse(ids=[m.id for m in stored], stored=len(stored))
+        out = await self._run(context, self._service.store_batch, tenant, items, True,
+                              cancellable=True)
+        return pb.StoreBatchResponse(ids=[m.id for m in out.memories], stored=len(out.memories),
+                                     existing=out.created.count(False))
 
     @mapped
     async def Recall(self, request: pb.RecallRequest, context: Context) -> pb.RecallResponse:
@@ -173,11 +186,37 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     @mapped
     async def Recent(self, request: pb.RecentRequest, context: Context) -> pb.RecentResponse:
-        memories = await self._run(context,
-            self._service.recent, self._tenant(request.tenant), cv.filter_from_pb(request.filter),
-            request.limit or 10,
-        )
-        return pb.RecentResponse(memories=[self._memory(m) for m in memories])
+        tenant = self._tenant(request.tenant)
+        size = RECENT_PAGE.of(request.page_size, request.limit, self._service.settings.max_batch)
+        bound = paging.fingerprint(request, tenant)
+        cursor = paging.decode(request.page_token, bound, ["memories"])["memories"]
+        memories, more = await self._run(context, self._service.listing.recent, tenant,
+                                         cv.filter_from_pb(request.filter), size, cursor)
+        page, token = self._memory_page(memories, more, bound, by_time=True)
+        return pb.RecentResponse(memories=page, next_page_token=token)
+
+    @mapped
+    async def List(self, request: pb.ListRequest, context: Context) -> pb.ListResponse:
+        tenant = self._tenant(request.tenant)
+        size = LIST_PAGE.of(request.page_size)
+        bound = paging.fingerprint(request, tenant)
+        cursor = paging.decode(request.page_token, bound, ["memories"])["memories"]
+        memories, more = await self._run(context, self._service.listing.in_id_order, tenant,
+                                         cv.filter_from_pb(request.filter), size, cursor)
+        page, token = self._memory_page(memories, more, bound, by_time=False)
+        return pb.ListResponse(memories=page, next_page_token=token)
+
+    def _memory_page(
+        self, memories: list[Any], more: bool, bound: str, by_time: bool
+    ) -> tuple[list[pb.Memory], str]:
+        """The memories that fit in one answer, and the token that goes on after the last."""
+        out = [self._memory(m) for m in memories]
+        n = paging.fitting(out, self._page_budget())
+        if not (more or n < len(out)) or n == 0:
+            return out[:n], ""
+        last = memories[n - 1]
+        cursor = (last.created_at if by_time else None, last.id)
+        return out[:n], paging.encode(bound, {"memories": cursor})
 
     @mapped
     async def SetClock(
@@ -193,11 +232,30 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     @mapped
     async def Ledger(self, request: pb.LedgerRequest, context: Context) -> pb.LedgerResponse:
         since = cv.ts_from_pb(request, "since", "since")
-        tenant, limit = self._tenant(request.tenant), request.limit or 100
-        events, admin = await self._run(context, self._service.ledger_page, tenant, since, limit,
-                                        request.memory_id)
-        return pb.LedgerResponse(events=[cv.event_to_pb(e) for e in events],
-                                 admin_events=[cv.admin_event_to_pb(e) for e in admin])
+        tenant = self._tenant(request.tenant)
+        size = LEDGER_PAGE.of(request.page_size, request.limit, LEDGER_LIMIT)
+        bound = paging.fingerprint(request, tenant)
+        after = paging.decode(request.page_token, bound, ["events", "admin"])
+        events, more, admin, more_admin = await self._run(
+            context, self._service.listing.ledger, tenant, since, size, request.memory_id,
+            after["events"], after["admin"])
+        # Both streams in one time order; the page takes the first that fit.
+        streams: dict[str, Sequence[ZoneEvent | AdminEvent]] = {"events": events, "admin": admin}
+        items = paging.merged(streams, lambda e: (e.at, e.id), size)
+        out: list[pb.ZoneEvent | pb.AdminEvent] = [
+            cv.event_to_pb(e) if isinstance(e, ZoneEvent) else cv.admin_event_to_pb(e)
+            for _, e in items]
+        n = paging.fitting(out, self._page_budget())
+        token = ""
+        if more or more_admin or n < len(events) + len(admin):
+            for name, e in items[:n]:
+                after[name] = (e.at, e.id)
+            token = paging.encode(bound, after)
+        page = out[:n]
+        return pb.LedgerResponse(
+            events=[m for m in page if isinstance(m, pb.ZoneEvent)],
+            admin_events=[m for m in page if isinstance(m, pb.AdminEvent)],
+            next_page_token=token)
 
     @mapped
     async def Stats(self, request: pb.StatsRequest, context: Context) -> pb.StatsResponse:
@@ -226,20 +284,27 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self, request_iterator: AsyncIterator[pb.ExportedMemory], context: Context
     ) -> pb.ImportResponse:
         tenant: str | None = None
+        replace = False
         batch: list[Imported] = []
-        imported = 0
+        seen = imported = skipped = 0
+
+        async def write() -> None:
+            nonlocal imported, skipped
+            assert tenant is not None
+            wrote, held = await self._run(context, self._service.transfer.import_batch, tenant,
+                                          batch, seen - len(batch), replace, cancellable=True)
+            imported, skipped = imported + wrote, skipped + held
+
         async for e in request_iterator:
-            t = self._tenant(e.tenant)
-            if tenant is not None and t != tenant:
-                raise InvalidArgument(f"memories[{imported + len(batch)}].tenant",
-                                      "differs within an import")
-            tenant = t
+            if tenant is None:  # the first message decides the tenant and replace
+                tenant, replace = self._tenant(e.tenant), e.replace
+            elif e.tenant and self._tenant(e.tenant) != tenant:
+                raise InvalidArgument(f"memories[{seen}].tenant", "differs within an import")
             batch.append(cv.imported_from_pb(e))
+            seen += 1
             if len(batch) == IMPORT_BATCH:
-                imported += await self._run(context, self._service.transfer.import_batch,
-                                            tenant, batch, imported, cancellable=True)
+                await write()
                 batch = []
-        if batch and tenant is not None:
-            imported += await self._run(context, self._service.transfer.import_batch, tenant,
-                                        batch, imported, cancellable=True)
-        return pb.ImportResponse(imported=imported)
+        if batch:
+            await write()
+        return pb.ImportResponse(imported=imported, skipped=skipped)

@@ -25,6 +25,7 @@ STATUS: dict[type[errors.CelestialError], tuple[grpc.StatusCode, str]] = {
     errors.Unauthenticated: (grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED"),
     errors.ResourceExhausted: (grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED"),
     errors.NotFound: (grpc.StatusCode.NOT_FOUND, "NOT_FOUND"),
+    errors.AlreadyExists: (grpc.StatusCode.ALREADY_EXISTS, "ALREADY_EXISTS"),
     errors.PermissionDenied: (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED"),
     errors.StoreUnavailable: (grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE"),
     errors.FailedPrecondition: (grpc.StatusCode.FAILED_PRECONDITION, "FAILED_PRECONDITION"),
@@ -51,7 +52,10 @@ def details(exc: BaseException, message: str) -> Any:
     always, BadRequest for a bad field, RetryInfo when a retry may succeed."""
     code, reason = status_of(exc)
     status = status_pb2.Status(code=code.value[0], message=message)
-    status.details.add().Pack(error_details_pb2.ErrorInfo(reason=reason, domain=DOMAIN))
+    info = error_details_pb2.ErrorInfo(reason=reason, domain=DOMAIN)
+    if isinstance(exc, errors.AlreadyExists):
+        info.metadata["field"] = exc.field
+    status.details.add().Pack(info)
     if isinstance(exc, errors.InvalidArgument):
         status.details.add().Pack(error_details_pb2.BadRequest(field_violations=[
             error_details_pb2.BadRequest.FieldViolation(field=exc.field,

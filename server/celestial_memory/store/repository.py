@@ -3,9 +3,10 @@ either engine (store/engine.py).
 
 It owns tenant scoping (every read and every field update carries the tenant; ids are global and
 an upsert replaces a point whatever its tenant, so callers check ``owners`` before writing a
-caller's id), the payload layout (store/payload.py), recall candidates, export paging, the
-ledger, the rebalance lease and markers. Every call that touches many memories is one batched
-engine call. The scenario and congruence suites in
+caller's id, and new memories are written insert-only), the payload layout (store/payload.py),
+recall candidates, pages of lists and exports, the ledger, the rebalance lease and markers.
+Every call that touches many memories is one batched engine call. The scenario and congruence
+suites in
 ``tests/scenarios`` run it against every engine.
 """
 
@@ -31,7 +32,8 @@ from celestial_memory.domain.models import (
 from celestial_memory.domain.selection import Members, Selection
 from celestial_memory.domain.validation import MAX_TIME, MIN_TIME
 from celestial_memory.domain.zones import Zone
-from celestial_memory.store.engine import LEDGER, MEMORIES, Engine, Order, Point, Record
+from celestial_memory.paging import Cursor
+from celestial_memory.store.engine import LEDGER, MEMORIES, Engine, Order, Part, Point, Record
 from celestial_memory.store.payload import (
     CONTEXT_DENSE,
     DENSE,
@@ -107,10 +109,11 @@ class MemoryRepository:
 
     # -- memories ----------------------------------------------------------------------------
 
-    def upsert(self, memories: Sequence[Memory]) -> None:
-        """Insert or replace memories; each must carry its vector and index vectors."""
+    def upsert(self, memories: Sequence[Memory], insert_only: bool = False) -> None:
+        """Insert or replace memories (``insert_only``: an id that exists is left as it is);
+        each must carry its vector and index vectors."""
         self.engine.upsert(MEMORIES, [Point(m.id, search_vectors(m), to_payload(m))
-                                      for m in memories])
+                                      for m in memories], insert_only=insert_only)
 
     def get(
         self, tenant: str, ids: Sequence[str], with_vectors: bool = False
@@ -219,12 +222,70 @@ class MemoryRepository:
             if offset is None:
                 return
 
-    def recent(self, tenant: str, flt: MemoryFilter, limit: int) -> list[Memory]:
-        """The newest ``limit`` memories matching ``flt``, newest first (order_by on the
-        created_at range index)."""
-        records, _ = self.engine.scroll(MEMORIES, conditions(tenant, flt), limit,
-                                        order=Order("created_at", descending=True))
-        return list(readable(records))
+    def recent_page(
+        self, tenant: str, flt: MemoryFilter, size: int, cursor: Cursor | None
+    ) -> tuple[list[Memory], bool]:
+        """Memories matching ``flt``, newest first (equal times in id order), after ``cursor``,
+        and whether more may follow."""
+        records, more = self._time_page(MEMORIES, conditions(tenant, flt), "created_at", True,
+                                        size, cursor)
+        return list(readable(records)), more
+
+    def list_page(
+        self, tenant: str, flt: MemoryFilter, size: int, after_id: str | None
+    ) -> tuple[list[Memory], bool]:
+        """Memories matching ``flt`` in id order, after ``after_id``, and whether more may
+        follow."""
+        records, more = self._id_page(MEMORIES, conditions(tenant, flt), size, after_id)
+        return list(readable(records)), more
+
+    def _id_page(
+        self, part: Part, where: Sequence[Condition], size: int, after: str | None
+    ) -> tuple[list[Record], bool]:
+        # The scroll offset is inclusive: one more, for the id already sent.
+        records, offset = self.engine.scroll(part, where, size + 1 if after else size, after)
+        page = [r for r in records if r.id != after][:size]
+        return page, offset is not None or len(records) > len(page) + (after is not None)
+
+    def _time_page(
+        self, part: Part, where: Sequence[Condition], field: str, descending: bool, size: int,
+        cursor: Cursor | None,
+    ) -> tuple[list[Record], bool]:
+        """Records in ``field`` order, equal times in id order, after ``cursor`` (the time and
+        id of the last record sent). The engine orders by the field alone, so the last time of
+        a page is read again in id order: a page may then end inside a group of equal times
+        and the next one goes on from its last id."""
+        out: list[Record] = []
+        if cursor is not None:
+            at, after = cursor
+            assert at is not None
+            out = self._tied(part, where, field, at, after, size)
+            if len(out) == size:
+                return out, True
+            beyond = (Between(field, lt=at) if descending
+                      else Between(field, gte=math.nextafter(at, math.inf)))
+            where = [*where, beyond]
+        want = size - len(out)
+        records, _ = self.engine.scroll(part, where, want, order=Order(field, descending))
+        sign = -1.0 if descending else 1.0
+
+        def key(r: Record) -> tuple[float, str]:
+            return sign * float(r.payload[field]), r.id
+
+        if len(records) < want:  # the rest, whole groups of equal times
+            return out + sorted(records, key=key), False
+        last = float(records[-1].payload[field])
+        whole = sorted((r for r in records if float(r.payload[field]) != last), key=key)
+        tied = self._tied(part, where, field, last, None, want - len(whole))
+        return out + whole + tied, True
+
+    def _tied(
+        self, part: Part, where: Sequence[Condition], field: str, at: float, after: str | None,
+        size: int,
+    ) -> list[Record]:
+        """Up to ``size`` records whose ``field`` is exactly ``at``, in id order after ``after``."""
+        exact = Between(field, gte=at, lt=math.nextafter(at, math.inf))
+        return self._id_page(part, [*where, exact], size, after)[0]
 
     def export_pages(
         self, tenant: str, after_id: str = "", page_size: int = 512
@@ -270,24 +331,27 @@ class MemoryRepository:
                            insert_only=True)
 
     def read_events(
-        self, tenant: str, since: float | None, limit: int, memory_id: str = ""
-    ) -> list[ZoneEvent]:
-        """Events of ``tenant`` at or after ``since``, oldest first."""
-        records = self._ledger(tenant, ledger_conditions("event", since, memory_id), limit)
-        return [event_from_payload(r.id, r.payload) for r in records]
-
-    def _ledger(self, tenant: str, where: Sequence[Condition], limit: int) -> list[Record]:
-        records, _ = self.engine.scroll(LEDGER, conditions(tenant, extra=where), limit,
-                                        order=Order("at"))
-        return records
+        self, tenant: str, since: float | None, size: int, memory_id: str = "",
+        cursor: Cursor | None = None,
+    ) -> tuple[list[ZoneEvent], bool]:
+        """Events of ``tenant`` at or after ``since``, oldest first (equal times in id order),
+        after ``cursor``, and whether more may follow."""
+        records, more = self._time_page(
+            LEDGER, conditions(tenant, extra=ledger_conditions("event", since, memory_id)),
+            "at", False, size, cursor)
+        return [event_from_payload(r.id, r.payload) for r in records], more
 
     def append_admin(self, event: AdminEvent) -> None:
         self.engine.upsert(LEDGER, [Point(event.id, {}, admin_payload(event))], insert_only=True)
 
-    def read_admin(self, tenant: str, since: float | None, limit: int) -> list[AdminEvent]:
-        """Admin events naming ``tenant`` at or after ``since``, oldest first."""
-        records = self._ledger(tenant, ledger_conditions("admin", since), limit)
-        return [admin_from_payload(r.id, r.payload) for r in records]
+    def read_admin(
+        self, tenant: str, since: float | None, size: int, cursor: Cursor | None = None
+    ) -> tuple[list[AdminEvent], bool]:
+        """Admin events naming ``tenant`` at or after ``since``, as ``read_events``."""
+        records, more = self._time_page(
+            LEDGER, conditions(tenant, extra=ledger_conditions("admin", since)), "at", False,
+            size, cursor)
+        return [admin_from_payload(r.id, r.payload) for r in records], more
 
     def acquire_lease(self, name: str, holder: str, now: float, ttl: float) -> str:
         """Take or renew the lease ``name`` unless another holder's is unexpired; returns the

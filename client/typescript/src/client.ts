@@ -1,0 +1,329 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import {
+  type CallOptions,
+  type ChannelCredentials,
+  type ChannelOptions,
+  type ClientUnaryCall,
+  credentials as grpcCredentials,
+  Metadata,
+  type ServiceError,
+} from "@grpc/grpc-js";
+import * as cv from "./convert";
+import { CelestialError, toCelestialError } from "./errors";
+import * as pb from "./gen/celestial/v1/memory";
+import type {
+  Filter,
+  LedgerOptions,
+  LedgerPage,
+  Memory,
+  MemoryPage,
+  PageOptions,
+  RebalanceOptions,
+  RebalanceReport,
+  RecallOptions,
+  RecallResult,
+  Stats,
+  StoreBatchResult,
+  StoreItem,
+  StoreOptions,
+  StoreResult,
+  UpdateChanges,
+} from "./types";
+
+/** PEM text or its bytes. */
+export type Pem = string | Buffer;
+
+export interface TlsOptions {
+  /** The CA that signed the server's certificate; absent: the system's roots. */
+  ca?: Pem;
+  /** This client's certificate chain, for a server that asks for one (mTLS). */
+  cert?: Pem;
+  /** The private key of `cert`. */
+  key?: Pem;
+  /** The name to check the server's certificate against, when it is not the address's host. */
+  serverName?: string;
+}
+
+export interface RetryPolicy {
+  /** Retries after the first attempt; 0 turns retrying off. */
+  maxRetries: number;
+  /** The first backoff, doubled on each retry (with jitter); default 100. */
+  initialBackoffMs?: number;
+  /** The longest backoff; default 5000. */
+  maxBackoffMs?: number;
+}
+
+export interface CelestialClientOptions {
+  /** host:port of the server (any grpc-js target). */
+  address: string;
+  /** Connect with TLS: true for the system's roots, or the certificates to use. Default: plaintext. */
+  tls?: boolean | TlsOptions;
+  /** Sent as `authorization: Bearer <apiKey>` with every call. */
+  apiKey?: string;
+  /** Tenant named in every call; "" (the default) is the API key's tenant, or "default". */
+  tenant?: string;
+  /** More metadata sent with every call. */
+  metadata?: Metadata | Record<string, string>;
+  /** Deadline of each method call in ms, retries included; 0 for none. Default 30000. */
+  timeoutMs?: number;
+  /**
+   * Retries of calls that are safe to repeat (see the README), on UNAVAILABLE and on a
+   * RESOURCE_EXHAUSTED that carries a RetryInfo delay: a number of retries or a policy.
+   * The server's RetryInfo delay, when sent, replaces the backoff. Default 2.
+   */
+  retries?: number | RetryPolicy;
+  /** grpc-js channel options, e.g. `{"grpc.max_receive_message_length": 8 << 20}`. */
+  options?: ChannelOptions;
+}
+
+type Callback<Res> = (err: ServiceError | null, res: Res) => void;
+type Unary<Req, Res> = (
+  req: Req, metadata: Metadata, options: Partial<CallOptions>, callback: Callback<Res>,
+) => ClientUnaryCall;
+type RecentOptions = Filter & PageOptions;
+
+function pem(value: Pem | undefined, name: string): Buffer | null {
+  if (value === undefined) {
+    return null;
+  }
+  if (typeof value === "string") {
+    // A path passed for PEM text would otherwise fail later with an opaque TLS error.
+    if (!value.includes("-----BEGIN")) {
+      throw new TypeError(`tls.${name} is PEM text or a Buffer; read a file with fs.readFileSync`);
+    }
+    return Buffer.from(value);
+  }
+  return value;
+}
+
+function channelCredentials(tls: boolean | TlsOptions | undefined): ChannelCredentials {
+  if (!tls) {
+    return grpcCredentials.createInsecure();
+  }
+  const t = tls === true ? {} : tls;
+  return grpcCredentials.createSsl(pem(t.ca, "ca"), pem(t.key, "key"), pem(t.cert, "cert"));
+}
+
+/** A store the server answers the same when repeated: one naming its memory, not replacing it. */
+function retryableStore(item: StoreItem): boolean {
+  return Boolean((item.id || item.requestId) && !item.upsert);
+}
+
+/**
+ * A client of one Celestial Memory server. Every method returns plain objects and rejects with a
+ * `CelestialError`. `close()` releases its connection.
+ */
+export class CelestialClient {
+  /** The generated grpc-js client, for the methods this class does not wrap (Export, Import). */
+  readonly stub: pb.MemoryServiceClient;
+  readonly tenant: string;
+  readonly timeoutMs: number;
+  private readonly baseMetadata: Metadata;
+  private readonly retry: Required<RetryPolicy>;
+
+  constructor(options: CelestialClientOptions | string) {
+    const o = typeof options === "string" ? { address: options } : options;
+    const channelOptions: ChannelOptions = { ...o.options };
+    const serverName = typeof o.tls === "object" ? o.tls.serverName : undefined;
+    if (serverName) {
+      channelOptions["grpc.ssl_target_name_override"] = serverName;
+      channelOptions["grpc.default_authority"] = serverName;
+    }
+    this.stub = new pb.MemoryServiceClient(o.address, channelCredentials(o.tls), channelOptions);
+    this.tenant = o.tenant ?? "";
+    this.timeoutMs = o.timeoutMs ?? 30_000;
+    this.baseMetadata = o.metadata instanceof Metadata ? o.metadata.clone() : new Metadata();
+    if (o.metadata && !(o.metadata instanceof Metadata)) {
+      for (const [k, v] of Object.entries(o.metadata)) {
+        this.baseMetadata.set(k, v);
+      }
+    }
+    if (o.apiKey) {
+      this.baseMetadata.set("authorization", `Bearer ${o.apiKey}`);
+    }
+    const r = typeof o.retries === "number" ? { maxRetries: o.retries } : o.retries;
+    this.retry = {
+      maxRetries: r?.maxRetries ?? 2, initialBackoffMs: r?.initialBackoffMs ?? 100,
+      maxBackoffMs: r?.maxBackoffMs ?? 5000,
+    };
+  }
+
+  /** Stores one memory. Retried only when it carries an `id` or a `requestId` (and no `upsert`). */
+  async store(content: string | StoreItem, options: StoreOptions = {}): Promise<StoreResult> {
+    const item = typeof content === "string" ? { ...options, content } : { ...content, ...options };
+    const resp = await this.unary(this.stub.store.bind(this.stub),
+      cv.storeRequest(this.tenant, item), retryableStore(item));
+    return { memory: cv.memory(resp.memory), created: resp.created };
+  }
+
+  /**
+   * Stores many memories in one stream, all or nothing. Retried only when every item carries an
+   * `id` or a `requestId`.
+   */
+  async storeBatch(items: readonly (string | StoreItem)[]): Promise<StoreBatchResult> {
+    const requests = items.map((i) =>
+      cv.storeRequest(this.tenant, typeof i === "string" ? { content: i } : i));
+    const retryable = items.every((i) => typeof i !== "string" && retryableStore(i));
+    const resp = await this.attempts(retryable, (metadata, options) =>
+      new Promise<pb.StoreBatchResponse>((resolve, reject) => {
+        const call = this.stub.storeBatch(metadata, options, (err, res) =>
+          err ? reject(err) : resolve(res));
+        for (const r of requests) {
+          call.write(r);
+        }
+        call.end();
+      }));
+    return { ids: resp.ids, stored: resp.stored, existing: resp.existing };
+  }
+
+  /**
+   * The memories most relevant to `query`, best first, reinforced unless `reinforce: false`
+   * (only then is the call retried).
+   */
+  async recall(query: string, options: RecallOptions = {}): Promise<RecallResult[]> {
+    const resp = await this.unary(this.stub.recall.bind(this.stub),
+      cv.recallRequest(this.tenant, query, options), options.reinforce === false);
+    return cv.recallResults(resp);
+  }
+
+  /** One memory, without reinforcing it. */
+  async get(id: string): Promise<Memory> {
+    const resp = await this.unary(this.stub.get.bind(this.stub),
+      pb.GetRequest.fromPartial({ tenant: this.tenant, id }), true);
+    return cv.memory(resp.memory);
+  }
+
+  /** Changes the fields given; the memory is rescored and re-placed. */
+  async update(id: string, changes: UpdateChanges): Promise<Memory> {
+    const resp = await this.unary(this.stub.update.bind(this.stub),
+      cv.updateRequest(this.tenant, id, changes), true);
+    return cv.memory(resp.memory);
+  }
+
+  /** True when the memory existed and is gone. */
+  async delete(id: string): Promise<boolean> {
+    const resp = await this.unary(this.stub.delete.bind(this.stub),
+      pb.DeleteRequest.fromPartial({ tenant: this.tenant, id }), true);
+    return resp.deleted;
+  }
+
+  async stats(): Promise<Stats> {
+    const resp = await this.unary(this.stub.stats.bind(this.stub),
+      pb.StatsRequest.fromPartial({ tenant: this.tenant }), true);
+    return cv.stats(resp);
+  }
+
+  /** One page of the newest memories matching the filter, newest first. */
+  async recent(options: RecentOptions = {}): Promise<MemoryPage> {
+    const req = pb.RecentRequest.fromPartial({
+      tenant: this.tenant, filter: cv.filter(options), pageSize: options.pageSize,
+      pageToken: options.pageToken,
+    });
+    return cv.page(await this.unary(this.stub.recent.bind(this.stub), req, true));
+  }
+
+  /** One page of the memories matching the filter, in id order. */
+  async list(options: RecentOptions = {}): Promise<MemoryPage> {
+    const req = pb.ListRequest.fromPartial({
+      tenant: this.tenant, filter: cv.filter(options), pageSize: options.pageSize,
+      pageToken: options.pageToken,
+    });
+    return cv.page(await this.unary(this.stub.list.bind(this.stub), req, true));
+  }
+
+  /** Every memory `recent` pages through, newest first, fetching a page at a time. */
+  recentAll(options: RecentOptions = {}): AsyncGenerator<Memory, void, undefined> {
+    return this.follow(options, (o) => this.recent(o));
+  }
+
+  /** Every memory `list` pages through, in id order, fetching a page at a time. */
+  listAll(options: RecentOptions = {}): AsyncGenerator<Memory, void, undefined> {
+    return this.follow(options, (o) => this.list(o));
+  }
+
+  /** One page of zone events and admin calls, oldest first. */
+  async ledger(options: LedgerOptions = {}): Promise<LedgerPage> {
+    const req = pb.LedgerRequest.fromPartial({
+      tenant: this.tenant, since: options.since, memoryId: options.memoryId,
+      pageSize: options.pageSize, pageToken: options.pageToken,
+    });
+    return cv.ledger(await this.unary(this.stub.ledger.bind(this.stub), req, true));
+  }
+
+  /** Admin: re-places the tenant's memories now (it also runs on the server's schedule). */
+  async rebalance(options: RebalanceOptions = {}): Promise<RebalanceReport> {
+    const req = pb.RebalanceRequest.fromPartial({
+      tenant: this.tenant, dryRun: options.dryRun, full: options.full,
+      noForget: options.forget === false,
+    });
+    return cv.rebalance(await this.unary(this.stub.rebalance.bind(this.stub), req, false));
+  }
+
+  /** The metadata every call sends (the API key's among it), for calls made through `stub`. */
+  callMetadata(): Metadata {
+    return this.baseMetadata.clone();
+  }
+
+  /** Closes the channel; calls made afterwards fail. */
+  close(): void {
+    this.stub.close();
+  }
+
+  private async *follow(
+    options: RecentOptions, fetch: (o: RecentOptions) => Promise<MemoryPage>,
+  ): AsyncGenerator<Memory, void, undefined> {
+    let token = options.pageToken ?? "";
+    for (;;) {
+      const p = await fetch({ ...options, pageToken: token });
+      yield* p.memories;
+      if (!p.nextPageToken) {
+        return;
+      }
+      if (p.nextPageToken === token) {
+        // The same token again would page forever.
+        throw new Error("the server answered the page token it was sent as the next one");
+      }
+      token = p.nextPageToken;
+    }
+  }
+
+  private unary<Req, Res>(fn: Unary<Req, Res>, req: Req, retryable: boolean): Promise<Res> {
+    return this.attempts(retryable, (metadata, options) =>
+      new Promise<Res>((resolve, reject) => {
+        fn(req, metadata, options, (err, res) => (err ? reject(err) : resolve(res)));
+      }));
+  }
+
+  /** Runs a call, and again after a backoff while it fails in a way worth retrying. */
+  private async attempts<T>(
+    retryable: boolean, call: (metadata: Metadata, options: Partial<CallOptions>) => Promise<T>,
+  ): Promise<T> {
+    const deadline = this.timeoutMs > 0 ? Date.now() + this.timeoutMs : undefined;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await call(this.callMetadata(), deadline === undefined ? {} : { deadline });
+      } catch (e) {
+        const err = toCelestialError(e);
+        const wait = retryable && err instanceof CelestialError ? this.backoff(err, attempt) : undefined;
+        if (wait === undefined || (deadline !== undefined && Date.now() + wait >= deadline)) {
+          throw err;
+        }
+        await sleep(wait);
+      }
+    }
+  }
+
+  /** How long to wait before retrying after `err`, or undefined not to retry. */
+  private backoff(err: CelestialError, attempt: number): number | undefined {
+    const worth = err.code === "UNAVAILABLE" ||
+      (err.code === "RESOURCE_EXHAUSTED" && err.retryAfterMs !== undefined);
+    if (!worth || attempt >= this.retry.maxRetries) {
+      return undefined;
+    }
+    if (err.retryAfterMs !== undefined) {
+      return err.retryAfterMs;
+    }
+    const cap = Math.min(this.retry.maxBackoffMs, this.retry.initialBackoffMs * 2 ** attempt);
+    return cap / 2 + Math.random() * (cap / 2);
+  }
+}

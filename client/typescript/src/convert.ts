@@ -1,0 +1,176 @@
+// Between the generated messages and the plain objects of types.ts.
+import type { Duration } from "./gen/google/protobuf/duration";
+import * as pb from "./gen/celestial/v1/memory";
+import {
+  type AdminEvent,
+  type LedgerPage,
+  type Filter,
+  type Memory,
+  type MemoryPage,
+  type RebalanceReport,
+  type RecallOptions,
+  type RecallResult,
+  type ScoreBreakdown,
+  type Stats,
+  type StorageBackend,
+  type StoreItem,
+  type UpdateChanges,
+  type Zone,
+  type ZoneEvent,
+  ZONES,
+} from "./types";
+
+export function zone(z: pb.Zone): Zone {
+  const name = ZONES[z - 1];
+  if (z < 1 || name === undefined) {
+    // The service never sends ZONE_UNSPECIFIED as a zone; anything else is a newer contract.
+    throw new Error(`the server sent zone ${z}, which this client does not know`);
+  }
+  return name;
+}
+
+export function zoneToPb(z: Zone): pb.Zone {
+  const i = ZONES.indexOf(z);
+  if (i < 0) {
+    throw new TypeError(`unknown zone ${JSON.stringify(z)}; one of ${ZONES.join(", ")}`);
+  }
+  return i + 1;
+}
+
+function vector(v: ArrayLike<number> | undefined): number[] {
+  return v === undefined ? [] : Array.from(v);
+}
+
+function date(d: Date | undefined): Date {
+  return d ?? new Date(0);
+}
+
+function breakdown(b: pb.ScoreBreakdown | undefined): ScoreBreakdown | undefined {
+  return b && {
+    recall: b.recall, freshness: b.freshness, importance: b.importance, context: b.context,
+    total: b.total,
+  };
+}
+
+export function memory(m: pb.Memory | undefined): Memory {
+  if (m === undefined) {
+    throw new Error("the server sent a response without its memory");
+  }
+  const out: Memory = {
+    id: m.id, tenant: m.tenant, content: m.content, zone: zone(m.zone), score: m.score,
+    importance: m.importance, recallCount: m.recallCount, createdAt: date(m.createdAt),
+    lastRecalledAt: date(m.lastRecalledAt), tags: m.tags, sessionId: m.sessionId,
+    agentId: m.agentId, metadata: m.metadata, pinned: m.pinned, context: m.context,
+  };
+  const b = breakdown(m.breakdown);
+  if (b) {
+    out.breakdown = b;
+  }
+  return out;
+}
+
+export function storeRequest(tenant: string, item: StoreItem): pb.StoreRequest {
+  return pb.StoreRequest.fromPartial({
+    tenant, content: item.content, importance: item.importance, tags: item.tags,
+    sessionId: item.sessionId, agentId: item.agentId, metadata: item.metadata,
+    createdAt: item.createdAt, vector: vector(item.vector), id: item.id, pinned: item.pinned,
+    context: item.context, requestId: item.requestId, upsert: item.upsert,
+  });
+}
+
+export function filter(f: Filter): pb.RecallFilter {
+  return pb.RecallFilter.fromPartial({
+    zones: (f.zones ?? []).map(zoneToPb), tagsAny: f.tagsAny, tagsAll: f.tagsAll,
+    sessionId: f.sessionId, agentId: f.agentId, createdAfter: f.createdAfter,
+    createdBefore: f.createdBefore, recalledAfter: f.recalledAfter,
+    recalledBefore: f.recalledBefore, minImportance: f.minImportance, metadata: f.metadata,
+  });
+}
+
+export function recallRequest(tenant: string, query: string, o: RecallOptions): pb.RecallRequest {
+  return pb.RecallRequest.fromPartial({
+    tenant, query, limit: o.limit, filter: filter(o), noReinforce: o.reinforce === false,
+    context: o.context, queryVector: vector(o.queryVector), minRelevance: o.minRelevance,
+    ignoreZones: o.ignoreZones,
+  });
+}
+
+export function recallResults(r: pb.RecallResponse): RecallResult[] {
+  return r.results.map((x) => {
+    const out: RecallResult = {
+      memory: memory(x.memory), foundIn: zone(x.foundIn), relevance: x.relevance,
+    };
+    const b = breakdown(x.breakdown);
+    if (b) {
+      out.breakdown = b;
+    }
+    return out;
+  });
+}
+
+export function updateRequest(tenant: string, id: string, c: UpdateChanges): pb.UpdateRequest {
+  return pb.UpdateRequest.fromPartial({
+    tenant, id, content: c.content, importance: c.importance,
+    // Wrapped, so that "clear them" ([] or {}) differs from "leave them".
+    tags: c.tags && { values: c.tags }, metadata: c.metadata && { values: c.metadata },
+    pinned: c.pinned, vector: vector(c.vector),
+  });
+}
+
+export function page(r: { memories: pb.Memory[]; nextPageToken: string }): MemoryPage {
+  return { memories: r.memories.map(memory), nextPageToken: r.nextPageToken };
+}
+
+const BACKENDS: Record<number, StorageBackend> = {
+  [pb.StorageBackend.STORAGE_BACKEND_EDGE]: "edge",
+  [pb.StorageBackend.STORAGE_BACKEND_QDRANT_LOCAL]: "qdrant-local",
+  [pb.StorageBackend.STORAGE_BACKEND_QDRANT_REMOTE]: "qdrant-remote",
+};
+
+export function stats(s: pb.StatsResponse): Stats {
+  return {
+    zones: s.zones.map((z) => ({
+      zone: zone(z.zone), count: z.count,
+      ...(z.capacity > 0 ? { capacity: z.capacity } : {}),
+      // Servers before the optional field sent the Cloud's bound as -Infinity, which JSON
+      // cannot carry: read it as "no bound", as newer servers say it.
+      ...(z.minScore !== undefined && Number.isFinite(z.minScore) ? { minScore: z.minScore } : {}),
+    })),
+    total: s.total, embeddingModel: s.embeddingModel, dimension: s.dimension,
+    backend: BACKENDS[s.storageBackend] ?? (s.backend as StorageBackend | ""),
+  };
+}
+
+function millis(d: Duration | undefined): number | undefined {
+  return d && d.seconds * 1000 + d.nanos / 1e6;
+}
+
+export function rebalance(r: pb.RebalanceResponse): RebalanceReport {
+  return {
+    scanned: r.scanned,
+    moved: r.moved.map((m) => ({ from: zone(m.fromZone), to: zone(m.toZone), count: m.count })),
+    evicted: r.evicted, forgotten: r.forgotten, dryRun: r.dryRun, full: r.full,
+    skippedBy: r.skippedBy, durationMs: millis(r.duration) ?? r.durationMs,
+  };
+}
+
+function zoneEvent(e: pb.ZoneEvent): ZoneEvent {
+  const forgotten = e.kind === pb.ZoneEventKind.ZONE_EVENT_KIND_FORGOTTEN ||
+    (e.kind === pb.ZoneEventKind.ZONE_EVENT_KIND_UNSPECIFIED && e.reason === "forgotten");
+  return {
+    id: e.id, tenant: e.tenant, memoryId: e.memoryId, fromZone: zone(e.fromZone),
+    ...(e.toZone !== undefined && e.toZone !== pb.Zone.ZONE_UNSPECIFIED ? { toZone: zone(e.toZone) } : {}),
+    kind: forgotten ? "forgotten" : "capacity", at: date(e.at), contentHash: e.contentHash,
+  };
+}
+
+function adminEvent(e: pb.AdminEvent): AdminEvent {
+  return { id: e.id, tenant: e.tenant, method: e.method, keyId: e.keyId, at: date(e.at) };
+}
+
+export function ledger(r: pb.LedgerResponse): LedgerPage {
+  return {
+    events: r.events.map(zoneEvent), adminEvents: r.adminEvents.map(adminEvent),
+    nextPageToken: r.nextPageToken,
+  };
+}

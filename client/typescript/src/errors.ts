@@ -1,0 +1,146 @@
+import { type Metadata, type ServiceError, status as grpcStatus } from "@grpc/grpc-js";
+import type { Any } from "./gen/google/protobuf/any";
+import { BadRequest, ErrorInfo, RetryInfo } from "./gen/google/rpc/error_details";
+import { Status } from "./gen/google/rpc/status";
+
+/** A gRPC status code by name, as `CelestialError.code` gives it. */
+export type StatusName =
+  | "OK"
+  | "CANCELLED"
+  | "UNKNOWN"
+  | "INVALID_ARGUMENT"
+  | "DEADLINE_EXCEEDED"
+  | "NOT_FOUND"
+  | "ALREADY_EXISTS"
+  | "PERMISSION_DENIED"
+  | "RESOURCE_EXHAUSTED"
+  | "FAILED_PRECONDITION"
+  | "ABORTED"
+  | "OUT_OF_RANGE"
+  | "UNIMPLEMENTED"
+  | "INTERNAL"
+  | "UNAVAILABLE"
+  | "DATA_LOSS"
+  | "UNAUTHENTICATED";
+
+// Indexed by the numeric code.
+const STATUS_NAMES: readonly StatusName[] = [
+  "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+  "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
+  "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
+];
+
+/** One field the server refused, from `google.rpc.BadRequest`. */
+export interface FieldViolation {
+  /** The request field at fault, e.g. "content" or "requests[3].vector". */
+  field: string;
+  description: string;
+}
+
+export interface CelestialErrorInit {
+  code: StatusName;
+  details: string;
+  reason?: string;
+  domain?: string;
+  violations?: FieldViolation[];
+  retryAfterMs?: number;
+  metadata?: Metadata;
+  cause?: unknown;
+}
+
+/**
+ * Every failed call rejects with this: the gRPC status and the server's error details
+ * (`grpc-status-details-bin`). A detail the server did not send is `undefined` (or `[]`).
+ */
+export class CelestialError extends Error {
+  static {
+    // On the prototype, so that the stack trace V8 captures in the constructor names it too.
+    this.prototype.name = "CelestialError";
+  }
+
+  /** The gRPC status by name, e.g. "INVALID_ARGUMENT". */
+  readonly code: StatusName;
+  /** The same status as grpc-js numbers it (`grpc.status`), e.g. 3. */
+  readonly grpcCode: number;
+  /** The server's readable message, e.g. "content: must not be empty". */
+  readonly details: string;
+  /** `google.rpc.ErrorInfo.reason`, e.g. "INVALID_ARGUMENT" or "RATE_LIMITED". */
+  readonly reason: string | undefined;
+  /** `google.rpc.ErrorInfo.domain`: "celestial-memory" for the server's own errors. */
+  readonly domain: string | undefined;
+  /** The first violation's field: the field at fault for INVALID_ARGUMENT. */
+  readonly field: string | undefined;
+  /** `google.rpc.BadRequest.field_violations`. */
+  readonly violations: FieldViolation[];
+  /** `google.rpc.RetryInfo.retry_delay` in milliseconds: how long to wait before retrying. */
+  readonly retryAfterMs: number | undefined;
+  /** The call's trailers, when the error came from a call. */
+  declare readonly metadata: Metadata | undefined;
+
+  constructor(init: CelestialErrorInit) {
+    super(`${init.code}: ${init.details}`, init.cause === undefined ? undefined : { cause: init.cause });
+    this.code = init.code;
+    this.grpcCode = STATUS_NAMES.indexOf(init.code);
+    this.details = init.details;
+    this.reason = init.reason;
+    this.domain = init.domain;
+    this.violations = init.violations ?? [];
+    this.field = this.violations[0]?.field;
+    this.retryAfterMs = init.retryAfterMs;
+    // Not enumerable, so that logging the error shows its details rather than raw trailers.
+    Object.defineProperty(this, "metadata", { value: init.metadata, enumerable: false });
+  }
+
+  /** The error as plain data, for logs (the trailers and cause are left out). */
+  toJSON(): Record<string, unknown> {
+    return {
+      name: this.name, code: this.code, grpcCode: this.grpcCode, details: this.details,
+      reason: this.reason, domain: this.domain, field: this.field, violations: this.violations,
+      retryAfterMs: this.retryAfterMs,
+    };
+  }
+}
+
+const TYPE_PREFIX = "type.googleapis.com/";
+
+function unpack<T>(any: Any, name: string, type: { decode(input: Uint8Array): T }): T | undefined {
+  return any.typeUrl === TYPE_PREFIX + name ? type.decode(any.value) : undefined;
+}
+
+// By shape rather than class, so that errors from another copy of grpc-js are read too.
+function isServiceError(err: unknown): err is ServiceError {
+  const e = err as Partial<ServiceError> | null;
+  return err instanceof Error && typeof e?.code === "number" && typeof e.metadata?.get === "function";
+}
+
+/** A grpc-js error as a `CelestialError`; anything else is returned as it is. */
+export function toCelestialError(err: unknown): unknown {
+  if (err instanceof CelestialError || !isServiceError(err)) {
+    return err;
+  }
+  const code = STATUS_NAMES[err.code] ?? "UNKNOWN";
+  const init: CelestialErrorInit = {
+    code, details: err.details || grpcStatus[err.code] || code, metadata: err.metadata, cause: err,
+  };
+  const bin = err.metadata.get("grpc-status-details-bin")[0];
+  if (bin instanceof Buffer) {
+    try {
+      for (const any of Status.decode(bin).details) {
+        const info = unpack(any, "google.rpc.ErrorInfo", ErrorInfo);
+        const bad = unpack(any, "google.rpc.BadRequest", BadRequest);
+        const retry = unpack(any, "google.rpc.RetryInfo", RetryInfo);
+        if (info) {
+          init.reason = info.reason;
+          init.domain = info.domain;
+        } else if (bad) {
+          init.violations = bad.fieldViolations.map((v) => ({ field: v.field, description: v.description }));
+        } else if (retry?.retryDelay) {
+          init.retryAfterMs = retry.retryDelay.seconds * 1000 + retry.retryDelay.nanos / 1e6;
+        }
+      }
+    } catch {
+      // Details that do not decode leave the status as grpc-js read it.
+    }
+  }
+  return new CelestialError(init);
+}

@@ -1,0 +1,19 @@
+/**
+ * TypeScript client for the Celestial Memory gRPC service.
+ *
+ *     const client = new CelestialClient({ address: "localhost:50051" });
+ *     const { memory } = await client.store("Alice prefers espresso", { importance: 0.8 });
+ *     for (const r of await client.recall("what does Alice drink?")) console.log(r.memory.content);
+ *     client.close();
+ *
+ * The generated messages and the grpc-js service client are exported as `proto`, for what the
+ * wrapper leaves out (Export, Import, SetClock, DeleteByFilter); `toCelestialError` reads the
+ * errors of those calls.
+ */
+export { CelestialClient } from "./client";
+export type { CelestialClientOptions, Pem, RetryPolicy, TlsOptions } from "./client";
+export { CelestialError, toCelestialError } from "./errors";
+export type { CelestialErrorInit, FieldViolation, StatusName } from "./errors";
+export { ZONES } from "./types";
+export type * from "./types";
+export * as proto from "./gen/celestial/v1/memory";

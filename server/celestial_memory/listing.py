@@ -1,0 +1,54 @@
+"""Reading lists of a tenant without reinforcing anything, a page at a time: the newest
+memories (Recent), every memory in id order (List) and the ledger (zone events and admin
+calls). Each read first writes what is pending (reinforcements, deferred capacity), so a page
+shows every write acknowledged before it. Page tokens are the wire's concern (paging.py); here a
+page starts after a cursor and says whether more may follow.
+"""
+
+from __future__ import annotations
+
+from celestial_memory.config import Settings
+from celestial_memory.domain import validation as check
+from celestial_memory.domain.models import AdminEvent, Memory, MemoryFilter, ZoneEvent
+from celestial_memory.paging import Cursor
+from celestial_memory.placement import Placement
+from celestial_memory.store.repository import MemoryRepository
+
+
+class Listing:
+    def __init__(self, settings: Settings, store: MemoryRepository, placement: Placement) -> None:
+        self._settings = settings
+        self._store = store
+        self._placement = placement
+
+    def recent(
+        self, tenant: str, flt: MemoryFilter, size: int, cursor: Cursor | None = None
+    ) -> tuple[list[Memory], bool]:
+        """The newest memories matching ``flt`` (e.g. of one session), newest first."""
+        flt = check.memory_filter(flt, self._settings)
+        self._placement.flush(tenant)
+        return self._store.recent_page(tenant, flt, size, cursor)
+
+    def in_id_order(
+        self, tenant: str, flt: MemoryFilter, size: int, cursor: Cursor | None = None
+    ) -> tuple[list[Memory], bool]:
+        """The memories matching ``flt`` in id order."""
+        flt = check.memory_filter(flt, self._settings)
+        self._placement.flush(tenant)
+        return self._store.list_page(tenant, flt, size, None if cursor is None else cursor[1])
+
+    def ledger(
+        self, tenant: str, since: float | None, size: int, memory_id: str = "",
+        events_after: Cursor | None = None, admin_after: Cursor | None = None,
+    ) -> tuple[list[ZoneEvent], bool, list[AdminEvent], bool]:
+        """Zone events (evictions, forgotten memories) of a tenant, oldest first, each stream
+        after its cursor, and unless one memory is asked for its admin events in the same
+        window; with whether more of each may follow."""
+        mid = check.memory_id(memory_id, "memory_id") if memory_id else ""
+        check.timestamp(since, "since")
+        self._placement.flush(tenant)  # evictions deferred after recalls are in it
+        events, more = self._store.read_events(tenant, since, size, mid, events_after)
+        if mid:
+            return events, more, [], False
+        admin, more_admin = self._store.read_admin(tenant, since, size, admin_after)
+        return events, more, admin, more_admin

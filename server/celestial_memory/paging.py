@@ -1,0 +1,112 @@
+"""Paging of lists (Recent, List, Ledger) by page_size and page_token, as AIP-158 describes.
+
+A token holds a cursor per listed stream: the sort key of the last item sent, ``(time, id)``
+for lists in time order (ties in id order, so that a burst of items with one time, e.g. one
+rebalance's events, still pages) and the id for lists in id order. It also holds a fingerprint
+of the request without its paging fields: a token works only with the request it came from.
+Tokens are opaque to callers and checked when they come back (a forged cursor can only move
+within the caller's own tenant, whose condition every read carries).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from celestial_memory.domain import validation as check
+from celestial_memory.errors import InvalidArgument
+from google.protobuf.message import Message
+
+T = TypeVar("T")
+# The sort key of the last item sent: (time, id) in time order, (None, id) in id order.
+Cursor = tuple[float | None, str]
+# Room in a message for everything but its listed items (the token, field tags, framing).
+ENVELOPE_BYTES = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class PageSize:
+    default: int
+    maximum: int
+
+    def of(self, requested: int, legacy_limit: int = 0, legacy_max: int = 0) -> int:
+        """The page size a request asks for: 0 is the default, more than the maximum is the
+        maximum (AIP-158). A deprecated ``limit`` still counts when page_size is 0, within its
+        old bound."""
+        if requested < 0:
+            raise InvalidArgument("page_size", f"must not be negative, got {requested}")
+        if requested == 0 and legacy_limit:
+            if not 0 < legacy_limit <= legacy_max:
+                raise InvalidArgument("limit", f"must be 1 to {legacy_max}, got {legacy_limit}")
+            return legacy_limit
+        return min(requested or self.default, self.maximum)
+
+
+def fingerprint(request: Message, tenant: str) -> str:
+    """What a token is bound to: the request without page_size, page_token and the
+    deprecated limit, and the caller's tenant as the server resolved it."""
+    bare = type(request)()
+    bare.CopyFrom(request)
+    for name in ("page_size", "page_token", "limit"):
+        if name in bare.DESCRIPTOR.fields_by_name:
+            bare.ClearField(name)
+    digest = hashlib.sha256(bare.SerializeToString(deterministic=True))
+    digest.update(tenant.encode())
+    return digest.hexdigest()[:24]
+
+
+def encode(bound: str, cursors: dict[str, Cursor | None]) -> str:
+    body = json.dumps({"f": bound, "c": cursors}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(body.encode()).decode().rstrip("=")
+
+
+def decode(token: str, bound: str, streams: Sequence[str]) -> dict[str, Cursor | None]:
+    """The cursors of a token made by ``encode`` for the same request; an empty token is the
+    first page (every cursor None)."""
+    if not token:
+        return dict.fromkeys(streams)
+    try:
+        raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        if raw["f"] != bound:
+            raise InvalidArgument("page_token", "belongs to another request (the fields "
+                                  "besides page_size and page_token must not change)")
+        return {s: _cursor(raw["c"][s]) for s in streams}
+    except InvalidArgument:
+        raise
+    except (ValueError, KeyError, TypeError):
+        raise InvalidArgument("page_token", "is not a token this server made") from None
+
+
+def _cursor(raw: Any) -> Cursor | None:
+    if raw is None:
+        return None
+    at, mid = raw
+    if at is not None and not (isinstance(at, (int, float)) and math.isfinite(at)):
+        raise ValueError("cursor time")
+    return (None if at is None else float(at)), check.memory_id(str(mid), "page_token")
+
+
+def fitting(messages: Sequence[Message], budget: int) -> int:
+    """How many of ``messages``, from the first, fit in ``budget`` bytes once listed in one
+    message (at least one, so paging always moves on)."""
+    total = 0
+    for i, m in enumerate(messages):
+        total += m.ByteSize() + 6  # field tag and length prefix
+        if total > budget and i > 0:
+            return i
+    return len(messages)
+
+
+def merged(
+    streams: dict[str, Sequence[T]], key: Callable[[T], tuple[float, str]], size: int
+) -> list[tuple[str, T]]:
+    """The first ``size`` items of several sorted streams, in one order, each tagged with
+    its stream."""
+    tagged = [(key(item), name, item) for name, items in streams.items() for item in items]
+    tagged.sort(key=lambda t: t[0])
+    return [(name, item) for _, name, item in tagged[:size]]

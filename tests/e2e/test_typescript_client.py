@@ -1,0 +1,68 @@
+"""The TypeScript client package's own tests (client/typescript, node --test) against a real server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from celestial_memory.grpc_api.server import MemoryServer
+
+PACKAGE = Path(__file__).resolve().parents[2] / "client" / "typescript"
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("node") is None or shutil.which("npm") is None, reason="node is not installed"
+)
+
+
+async def run(
+    *cmd: str, cwd: Path, timeout: float, env: dict[str, str] | None = None
+) -> tuple[int, str]:
+    """Runs a command without blocking the event loop, which serves the test's server."""
+    proc = await asyncio.create_subprocess_exec(
+        *cmd, cwd=cwd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, **(env or {})},
+    )
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise
+    return proc.returncode or 0, out.decode()
+
+
+async def install_package(build: bool = False) -> None:
+    """client/typescript's dependencies, when missing; with ``build``, its dist/ built again from
+    the current sources (npm ci builds it too, but an existing one may be stale)."""
+    if not (PACKAGE / "node_modules" / "@grpc" / "grpc-js").exists():
+        code, out = await run("npm", "ci", "--no-audit", "--no-fund", cwd=PACKAGE, timeout=300)
+        assert code == 0, out
+    elif build:
+        code, out = await run("npm", "run", "build", cwd=PACKAGE, timeout=120)
+        assert code == 0, out
+
+
+async def test_typescript_client_suite(server: MemoryServer) -> None:
+    await install_package()
+    code, out = await run("npm", "test", cwd=PACKAGE, timeout=120,
+                          env={"CELESTIAL_TEST_ADDRESS": f"127.0.0.1:{server.port}"})
+    assert code == 0, out
+    assert "# fail 0" in out and "# SKIP" not in out, out  # the live tests ran
+
+
+async def test_generated_code_is_current(tmp_path: Path) -> None:
+    """src/gen is checked in; it must be what `npm run generate` makes from the protos now."""
+    await install_package()
+    code, out = await run("npm", "run", "generate", "--", "--output", str(tmp_path), cwd=PACKAGE,
+                          timeout=120)
+    assert code == 0, out
+    fresh = {p.relative_to(tmp_path / "src" / "gen"): p.read_bytes()
+             for p in (tmp_path / "src" / "gen").rglob("*") if p.is_file()}
+    gen = PACKAGE / "src" / "gen"
+    committed = {p.relative_to(gen): p.read_bytes() for p in gen.rglob("*") if p.is_file()}
+    assert sorted(committed) == sorted(fresh), "run `npm run generate` in client/typescript"
+    stale = [str(rel) for rel, text in fresh.items() if committed[rel] != text]
+    assert not stale, f"stale: {stale}; run `npm run generate` in client/typescript"
