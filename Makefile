@@ -2,7 +2,7 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
-STAMP   = $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+STAMP   = $(VENV)/.installed-$(shell cat pyproject.toml client/pyproject.toml | cksum | cut -d' ' -f1)
 export HF_HUB_OFFLINE = 1
 export TOKENIZERS_PARALLELISM = false
 
@@ -15,10 +15,10 @@ $(PY):
 
 # torch first, and exactly 2.13.0: a CPU build of it is on these machines, while letting
 # sentence-transformers pick a torch pulls gigabytes of CUDA packages.
-$(STAMP): pyproject.toml | $(PY)
+$(STAMP): pyproject.toml client/pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[server,dev]'
+	$(PY) -m pip install --quiet -e ./client -e '.[server,dev]'
 	rm -f $(VENV)/.installed-* && touch $@
 
 install: $(STAMP)

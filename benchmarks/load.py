@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
-from celestial.v1 import memory_pb2 as pb
-from celestial.v1 import memory_pb2_grpc as pb_grpc
+from celestial_client.v1 import memory_pb2 as pb
+from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from grpc_latency import corpus, percentile

@@ -47,7 +47,7 @@ def leg(label: str, src: int, dst: int, path: Path, n: int) -> None:
             count = sum(1 for _ in dump_file.write(out, a.export()))
         exp = time.perf_counter() - t
         t = time.perf_counter()
-        imported = b.import_memories(dump_file.read(path))
+        imported = b.import_memories(dump_file.read(path)).imported
         imp = time.perf_counter() - t
     assert count == imported == n
     print(f"{label}: export {n / exp:,.0f}/s ({exp:.2f} s), import {n / imp:,.0f}/s ({imp:.2f} s), "

@@ -1,21 +1,26 @@
 """Generate the Python protobuf and gRPC code from proto/ into client/.
 
 One command: ``make proto`` (or ``python proto/generate.py``). The output lands in
-``client/celestial/v1``, importable as ``celestial.v1``, so the generated imports work unchanged.
+``client/celestial_client/v1``, importable as ``celestial_client.v1``: the client package owns
+the generated code, so installing it adds no generic top-level package. protoc names imports
+after the proto's folders (``celestial.v1``), so the one generated import is rewritten.
 ``tests/unit/test_generated_code.py`` regenerates into a temporary folder and fails when the
-committed files differ.
+committed files differ. The TypeScript client generates its own (client/typescript).
 """
 
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 
 from grpc_tools import protoc  # type: ignore[import-untyped]
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_ROOT = ROOT / "proto"
-DEFAULT_OUT = ROOT / "client"
+DEFAULT_OUT = ROOT / "client" / "celestial_client"
+# Where protoc writes (the proto's folders) and where the package keeps it.
+PROTO_PACKAGE, PY_PACKAGE = "celestial.v1", "celestial_client.v1"
 
 
 def proto_files() -> list[Path]:
@@ -23,32 +28,36 @@ def proto_files() -> list[Path]:
 
 
 def generate(out_dir: Path = DEFAULT_OUT) -> list[Path]:
-    """Run protoc over every .proto; return the files written."""
+    """Run protoc over every .proto into ``out_dir/v1``; return the files written."""
     import grpc_tools
 
     well_known = Path(grpc_tools.__file__).parent / "_proto"
-    out_dir.mkdir(parents=True, exist_ok=True)
     files = [str(p.relative_to(PROTO_ROOT)) for p in proto_files()]
-    args = [
-        "protoc",
-        f"-I{PROTO_ROOT}",
-        f"-I{well_known}",
-        f"--python_out={out_dir}",
-        f"--pyi_out={out_dir}",
-        f"--grpc_python_out={out_dir}",
-        *files,
-    ]
-    if protoc.main(args) != 0:
-        raise RuntimeError(f"protoc failed: {' '.join(args)}")
     written = []
-    for rel in files:
-        stem = out_dir / rel.removesuffix(".proto")
-        written += [Path(f"{stem}_pb2.py"), Path(f"{stem}_pb2.pyi"), Path(f"{stem}_pb2_grpc.py")]
-    # Package markers so `celestial.v1` imports as a regular package.
-    for pkg in {p.parent for p in written}:
-        while pkg != out_dir:
-            (pkg / "__init__.py").touch()
-            pkg = pkg.parent
+    with tempfile.TemporaryDirectory() as tmp:
+        args = [
+            "protoc",
+            f"-I{PROTO_ROOT}",
+            f"-I{well_known}",
+            f"--python_out={tmp}",
+            f"--pyi_out={tmp}",
+            f"--grpc_python_out={tmp}",
+            *files,
+        ]
+        if protoc.main(args) != 0:
+            raise RuntimeError(f"protoc failed: {' '.join(args)}")
+        target = out_dir / "v1"
+        target.mkdir(parents=True, exist_ok=True)
+        (target / "__init__.py").touch()
+        for rel in files:
+            stem = rel.removesuffix(".proto")
+            for suffix in ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py"):
+                src = Path(tmp) / f"{stem}{suffix}"
+                dst = target / src.name
+                text = src.read_text().replace(f"from {PROTO_PACKAGE} import",
+                                               f"from {PY_PACKAGE} import")
+                dst.write_text(text)
+                written.append(dst)
     return written
 
 

@@ -1,7 +1,7 @@
 """Python client of the Celestial Memory gRPC service (no torch or Qdrant needed)."""
 
 from celestial_client.client import AsyncCelestialClient, CelestialClient
-from celestial_client.connection import TLS
+from celestial_client.connection import TLS, RetryPolicy
 from celestial_client.errors import (
     AbortedError,
     AlreadyExistsError,
@@ -23,7 +23,12 @@ from celestial_client.errors import (
     UnknownError,
 )
 from celestial_client.types import (
+    AdminEvent,
+    ExportedMemory,
+    ImportResult,
+    LedgerPage,
     Memory,
+    Page,
     RebalanceReport,
     RecallResult,
     ScoreBreakdown,
@@ -37,6 +42,7 @@ from celestial_client.types import (
 __all__ = [
     "TLS",
     "AbortedError",
+    "AdminEvent",
     "AlreadyExistsError",
     "AsyncCelestialClient",
     "CallCancelledError",
@@ -44,17 +50,22 @@ __all__ = [
     "CelestialClientError",
     "DataLossError",
     "DeadlineExceededError",
+    "ExportedMemory",
     "FailedPreconditionError",
     "FieldViolation",
+    "ImportResult",
     "InternalError",
     "InvalidArgumentError",
+    "LedgerPage",
     "Memory",
     "NotFoundError",
     "OutOfRangeError",
+    "Page",
     "PermissionDeniedError",
     "RebalanceReport",
     "RecallResult",
     "ResourceExhaustedError",
+    "RetryPolicy",
     "ScoreBreakdown",
     "Stats",
     "StoreItem",

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import math
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import cast
 
-from celestial.v1 import memory_pb2 as pb
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from celestial_client.types import (
+    AdminEvent,
+    ExportedMemory,
+    LedgerPage,
     Memory,
     RebalanceReport,
     RecallResult,
@@ -20,6 +24,7 @@ from celestial_client.types import (
     ZoneEvent,
     ZoneStats,
 )
+from celestial_client.v1 import memory_pb2 as pb
 
 _ZONES = [Zone.CORE, Zone.INNER, Zone.OUTER, Zone.BELT, Zone.CLOUD]
 TimeLike = datetime | float
@@ -38,8 +43,11 @@ def timestamp(t: TimeLike) -> Timestamp:
     if isinstance(t, datetime):
         ts.FromDatetime(t if t.tzinfo else t.replace(tzinfo=UTC))
     else:
-        seconds = int(t // 1)
-        ts.seconds, ts.nanos = seconds, round((t - seconds) * 1e9) % 1_000_000_000
+        seconds = math.floor(t)
+        nanos = round((t - seconds) * 1e9)
+        if nanos == 1_000_000_000:  # rounded up into the next second
+            seconds, nanos = seconds + 1, 0
+        ts.seconds, ts.nanos = seconds, nanos
     return ts
 
 
@@ -48,10 +56,13 @@ def to_datetime(ts: Timestamp) -> datetime:
 
 
 def store_request(tenant: str, item: StoreItem) -> pb.StoreRequest:
+    """The request for one item. An item with neither id nor request_id gets a fresh
+    request_id here, once, so that every retry of this request names the same memory."""
+    request_id = item.request_id or ("" if item.id else str(uuid.uuid4()))
     req = pb.StoreRequest(
         tenant=tenant, content=item.content, tags=item.tags, session_id=item.session_id,
         agent_id=item.agent_id, metadata=item.metadata, vector=item.vector or [], id=item.id,
-        pinned=item.pinned, context=item.context,
+        pinned=item.pinned, context=item.context, request_id=request_id, upsert=item.upsert,
     )
     if item.importance is not None:
         req.importance = item.importance
@@ -172,9 +183,10 @@ def rebalance(resp: pb.RebalanceResponse) -> RebalanceReport:
 
 
 def ledger_request(
-    tenant: str, since: TimeLike | None, limit: int, memory_id: str
+    tenant: str, since: TimeLike | None, page_size: int, memory_id: str, page_token: str = ""
 ) -> pb.LedgerRequest:
-    req = pb.LedgerRequest(tenant=tenant, page_size=limit, memory_id=memory_id)
+    req = pb.LedgerRequest(tenant=tenant, page_size=page_size, memory_id=memory_id,
+                           page_token=page_token)
     if since is not None:
         req.since.CopyFrom(timestamp(since))
     return req
@@ -191,3 +203,35 @@ def events(resp: pb.LedgerResponse) -> list[ZoneEvent]:
                   e.content_hash)
         for e in resp.events
     ]
+
+
+def ledger_page(resp: pb.LedgerResponse) -> LedgerPage:
+    admin = [AdminEvent(e.id, e.tenant, e.method, e.key_id, to_datetime(e.at))
+             for e in resp.admin_events]
+    return LedgerPage(events(resp), admin, resp.next_page_token)
+
+
+def exported(r: pb.ExportedMemory) -> ExportedMemory:
+    written = (to_datetime(r.written_at) if r.HasField("written_at")
+               else datetime.fromtimestamp(r.written_at_s, UTC))  # an older server's record
+    return ExportedMemory(memory(r.memory), list(r.vector), list(r.context_vector),
+                          r.context_score, written, r.SerializeToString())
+
+
+def exported_record(e: ExportedMemory | pb.ExportedMemory) -> pb.ExportedMemory:
+    """The wire record of an exported memory: its exported bytes when it has them (exact),
+    else built from its fields."""
+    if isinstance(e, pb.ExportedMemory):
+        return e
+    if e.record:
+        return pb.ExportedMemory.FromString(e.record)
+    m = e.memory
+    return pb.ExportedMemory(
+        memory=pb.Memory(
+            id=m.id, content=m.content, zone=zone_to_pb(m.zone), score=m.score,
+            importance=m.importance, recall_count=m.recall_count,
+            created_at=timestamp(m.created_at), last_recalled_at=timestamp(m.last_recalled_at),
+            tags=m.tags, session_id=m.session_id, agent_id=m.agent_id, metadata=m.metadata,
+            pinned=m.pinned, context=m.context),
+        vector=e.vector, context_vector=e.context_vector, context_score=e.context_score,
+        written_at=timestamp(e.written_at))

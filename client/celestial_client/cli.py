@@ -168,6 +168,8 @@ def _parser() -> argparse.ArgumentParser:
     im = sub.add_parser("import", help="write memories from an export file into the tenant")
     im.add_argument("file", type=Path)
     im.add_argument("--skip", type=int, default=0, help="skip the first N records (resume)")
+    im.add_argument("--replace", action="store_true",
+                    help="overwrite memories the tenant already holds (default: leave them)")
 
     ev = sub.add_parser("eval", help="recall-quality benchmarks against a running server")
     ev.add_argument("benchmark", choices=["locomo"])
@@ -225,7 +227,7 @@ def _run(args: argparse.Namespace, client: CelestialClient) -> str:
     if c == "export":
         return _export(client, args.file, args.resume)
     if c == "import":
-        return _import(client, args.file, args.skip)
+        return _import(client, args.file, args.skip, args.replace)
     rep = client.rebalance(dry_run=args.dry_run, full=args.full)
     if rep.skipped_by:
         return f"skipped: another instance ({rep.skipped_by}) is rebalancing"
@@ -251,7 +253,7 @@ def _export(client: CelestialClient, path: Path, resume: bool) -> str:
     return f"exported {bar.done:,} memories to {path} ({rate:,.0f}/s)"
 
 
-def _import(client: CelestialClient, path: Path, skip: int) -> str:
+def _import(client: CelestialClient, path: Path, skip: int, replace: bool) -> str:
     if not path.exists():
         raise SystemExit(f"no such file: {path}")
     total, _, _ = dump_file.last_complete(path)
@@ -264,9 +266,10 @@ def _import(client: CelestialClient, path: Path, skip: int) -> str:
                 bar.update()
                 yield r
 
-    n = client.import_memories(records())
+    done = client.import_memories(records(), replace=replace)
     rate = bar.close()
-    return f"imported {n:,} memories from {path} ({rate:,.0f}/s)"
+    held = f", {done.skipped:,} already there left as they were" if done.skipped else ""
+    return f"imported {done.imported:,} memories from {path} ({rate:,.0f}/s){held}"
 
 
 def _eval(args: argparse.Namespace) -> int:

@@ -11,15 +11,18 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from celestial.v1 import memory_pb2 as pb
 from google.protobuf.internal.decoder import _DecodeVarint  # type: ignore[attr-defined]
 from google.protobuf.internal.encoder import _VarintBytes  # type: ignore[attr-defined]
 
+from celestial_client._convert import exported, exported_record
+from celestial_client.types import ExportedMemory
+from celestial_client.v1 import memory_pb2 as pb
 
-def write(out: BinaryIO, records: Iterable[pb.ExportedMemory]) -> Iterator[pb.ExportedMemory]:
+
+def write(out: BinaryIO, records: Iterable[ExportedMemory]) -> Iterator[ExportedMemory]:
     """Write each record and flush it before yielding it, so a yielded record is on disk."""
     for r in records:
-        data = r.SerializeToString()
+        data = r.record or exported_record(r).SerializeToString()
         out.write(_VarintBytes(len(data)) + data)
         out.flush()
         yield r
@@ -53,9 +56,9 @@ def _records(path: Path) -> Iterator[tuple[int, pb.ExportedMemory]]:
             yield start + size, rec
 
 
-def read(path: Path) -> Iterator[pb.ExportedMemory]:
+def read(path: Path) -> Iterator[ExportedMemory]:
     for _, rec in _records(path):
-        yield rec
+        yield exported(rec)
 
 
 def last_complete(path: Path) -> tuple[int, int, str]:

@@ -19,8 +19,9 @@
     └── UnauthenticatedError       UNAUTHENTICATED
 
 The server sends ``google.rpc.Status`` details (``grpc-status-details-bin``), as Google APIs do:
-``ErrorInfo`` (``reason``), ``BadRequest`` (``violations``; ``field`` is the first one's field)
-and ``RetryInfo`` (``retry_after``, seconds). They are None or empty when absent.
+``ErrorInfo`` (``reason``, ``metadata``), ``BadRequest`` (``violations``; ``field`` is the first
+one's field, or ErrorInfo's ``field`` for ALREADY_EXISTS) and ``RetryInfo`` (``retry_after``,
+seconds). They are None or empty when absent.
 """
 
 from __future__ import annotations
@@ -44,14 +45,16 @@ class CelestialClientError(Exception):
     def __init__(
         self, details: str, code: grpc.StatusCode | None = None, *, reason: str | None = None,
         violations: tuple[FieldViolation, ...] = (), retry_after: float | None = None,
+        metadata: dict[str, str] | None = None,
     ) -> None:
         super().__init__(details)
         self.details = details
         if code is not None:
             self.code = code
         self.reason = reason
+        self.metadata = metadata or {}
         self.violations = violations
-        self.field = violations[0].field if violations else None
+        self.field = violations[0].field if violations else self.metadata.get("field")
         self.retry_after = retry_after
 
 
@@ -134,6 +137,7 @@ def from_rpc_error(err: grpc.RpcError) -> CelestialClientError:
     code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
     details = (err.details() if hasattr(err, "details") else None) or str(code)
     reason: str | None = None
+    metadata: dict[str, str] = {}
     violations: tuple[FieldViolation, ...] = ()
     retry_after: float | None = None
     try:
@@ -144,11 +148,12 @@ def from_rpc_error(err: grpc.RpcError) -> CelestialClientError:
         info, bad, retry = (error_details_pb2.ErrorInfo(), error_details_pb2.BadRequest(),
                             error_details_pb2.RetryInfo())
         if any_.Unpack(info):
-            reason = info.reason
+            reason, metadata = info.reason, dict(info.metadata)
         elif any_.Unpack(bad):
             violations = tuple(FieldViolation(v.field, v.description)
                                for v in bad.field_violations)
         elif any_.Unpack(retry):
             retry_after = retry.retry_delay.ToNanoseconds() / 1e9
     cls = _BY_CODE.get(code, UnknownError)
-    return cls(details, code, reason=reason, violations=violations, retry_after=retry_after)
+    return cls(details, code, reason=reason, violations=violations, retry_after=retry_after,
+               metadata=metadata)

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
 
 
 class Zone(StrEnum):
@@ -127,3 +130,53 @@ class StoreItem:
     id: str = ""
     pinned: bool = False
     context: str = ""  # indexed for search with the memory, not part of its content
+    # An idempotency key (the id is derived from it); the client makes one when neither is set.
+    request_id: str = ""
+    upsert: bool = False  # replace the memory the tenant holds under this id
+
+
+@dataclass(frozen=True, slots=True)
+class AdminEvent:
+    """An admin call recorded in the ledger as it started (never the key itself)."""
+
+    id: str
+    tenant: str
+    method: str
+    key_id: str
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    """One page of a list; pass ``next_page_token`` back for the next ("" at the end)."""
+
+    items: list[T]
+    next_page_token: str
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerPage:
+    events: list[ZoneEvent]
+    admin_events: list[AdminEvent]
+    next_page_token: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExportedMemory:
+    """A memory with everything needed to restore it: what ``export`` yields and
+    ``import_memories`` takes. ``record`` keeps the exported bytes, exact to the nanosecond,
+    and is what is sent back on import; a record built by hand (``record`` empty) is sent from
+    the fields."""
+
+    memory: Memory
+    vector: list[float]
+    context_vector: list[float]
+    context_score: float
+    written_at: datetime
+    record: bytes = field(default=b"", repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    imported: int  # written
+    skipped: int  # already held by the tenant, left as they were (unless replace)

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import grpc
-from celestial.v1 import memory_pb2 as pb
-from celestial.v1 import memory_pb2_grpc as pb_grpc
 from celestial_client import CelestialClient
+from celestial_client.v1 import memory_pb2 as pb
+from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import grpc
 import numpy as np
-from celestial.v1 import memory_pb2 as pb
-from celestial.v1 import memory_pb2_grpc as pb_grpc
+from celestial_client.v1 import memory_pb2 as pb
+from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 
 from tests.e2e.test_serve_process import free_port, start
 

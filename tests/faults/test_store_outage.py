@@ -18,8 +18,8 @@ from typing import Any
 
 import grpc
 import pytest
-from celestial.v1 import memory_pb2 as pb
-from celestial.v1 import memory_pb2_grpc as pb_grpc
+from celestial_client.v1 import memory_pb2 as pb
+from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings

@@ -14,8 +14,8 @@ from typing import Any
 
 import grpc
 import pytest
-from celestial.v1 import memory_pb2 as pb
-from celestial.v1 import memory_pb2_grpc as pb_grpc
+from celestial_client.v1 import memory_pb2 as pb
+from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 from celestial_memory.access.keys import create_key, revoke_key
 from celestial_memory.clock import ManualClock
 from celestial_memory.embedding import SentenceTransformerEmbedder
@@ -170,9 +170,9 @@ async def test_another_tenants_key_gets_nothing_in_any_direction(stub: Stub, key
 
 
 ROLE_ALLOWS = {
-    "read": {"RecallRead", "Get", "Recent", "Stats", "Export", "Ledger"},
-    "write": {"RecallRead", "Get", "Recent", "Stats", "Export", "Ledger", "Store", "StoreBatch",
-              "Recall", "Update", "Import", "Delete"},
+    "read": {"RecallRead", "Get", "Recent", "List", "Stats", "Export", "Ledger"},
+    "write": {"RecallRead", "Get", "Recent", "List", "Stats", "Export", "Ledger", "Store",
+              "StoreBatch", "Recall", "Update", "Import", "Delete"},
 }
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import grpc
 import numpy as np
 import pytest
-from celestial.v1 import memory_pb2 as pb
-from celestial.v1 import memory_pb2_grpc as pb_grpc
+from celestial_client.v1 import memory_pb2 as pb
+from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 from celestial_memory.clock import ManualClock
 from celestial_memory.domain.models import IndexVectors, Memory, Sparse, ZoneEvent
 from celestial_memory.domain.zones import Zone

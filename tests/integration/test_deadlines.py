@@ -9,8 +9,8 @@ import time
 
 import grpc
 import pytest
-from celestial.v1 import memory_pb2 as pb
-from celestial.v1 import memory_pb2_grpc as pb_grpc
+from celestial_client.v1 import memory_pb2 as pb
+from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 from celestial_memory.cancellation import Cancellation
 from celestial_memory.domain.requests import NewMemory, RecallQuery
 from celestial_memory.errors import DeadlineExceeded

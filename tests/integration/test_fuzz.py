@@ -19,7 +19,7 @@ from typing import Any
 
 import grpc
 import pytest
-from celestial.v1 import memory_pb2 as pb
+from celestial_client.v1 import memory_pb2 as pb
 from celestial_memory.clock import ManualClock
 from celestial_memory.embedding import SentenceTransformerEmbedder
 from celestial_memory.grpc_api.server import MemoryServer

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import grpc
 import pytest
-from celestial.v1 import memory_pb2 as pb
-from celestial.v1 import memory_pb2_grpc as pb_grpc
+from celestial_client.v1 import memory_pb2 as pb
+from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 from celestial_memory.clock import ManualClock
 from celestial_memory.embedding import SentenceTransformerEmbedder
 

@@ -66,7 +66,7 @@ async def serve(svc: MemoryService) -> MemoryServer:
 def copy(src_port: int, dst_port: int) -> int:
     with CelestialClient(f"127.0.0.1:{src_port}", tenant=T) as src, \
             CelestialClient(f"127.0.0.1:{dst_port}", tenant=T) as dst:
-        return dst.import_memories(src.export())
+        return dst.import_memories(src.export()).imported
 
 
 async def test_round_trip_embedded_memory_embedded_loses_nothing(

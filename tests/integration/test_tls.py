@@ -10,10 +10,10 @@ from pathlib import Path
 
 import grpc
 import pytest
-from celestial.v1 import memory_pb2 as pb
-from celestial.v1 import memory_pb2_grpc as pb_grpc
 from celestial_client import TLS, CelestialClient
 from celestial_client.errors import UnauthenticatedError, UnavailableError
+from celestial_client.v1 import memory_pb2 as pb
+from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 from celestial_memory.access.keys import create_key
 from celestial_memory.clock import ManualClock
 from celestial_memory.embedding import SentenceTransformerEmbedder

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import grpc
 import pytest
-from celestial.v1 import memory_pb2 as pb
-from celestial.v1 import memory_pb2_grpc as pb_grpc
 from celestial_client import CelestialClient, InvalidArgumentError, NotFoundError
+from celestial_client.v1 import memory_pb2 as pb
+from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 from celestial_memory.grpc_api.server import MemoryServer
 
 T = "val"

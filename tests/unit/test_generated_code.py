@@ -16,6 +16,6 @@ def test_generated_code_is_current(tmp_path: Path) -> None:
     assert written
     for path in written:
         rel = path.relative_to(tmp_path)
-        committed = ROOT / "client" / rel
+        committed = ROOT / "client" / "celestial_client" / rel
         assert committed.exists(), f"{rel} is missing: run `make proto`"
         assert committed.read_bytes() == path.read_bytes(), f"{rel} is stale: run `make proto`"

@@ -7,13 +7,15 @@ import inspect
 import celestial_client
 from celestial_client import AsyncCelestialClient, CelestialClient
 
-METHODS = ["close", "delete", "export", "get", "import_memories", "ledger", "rebalance", "recall",
-           "recent", "set_clock", "stats", "store", "store_batch", "update"]
+METHODS = ["close", "delete", "export", "get", "import_memories", "iter_memories", "ledger",
+           "ledger_page", "list_page", "rebalance", "recall", "recent", "recent_page", "set_clock",
+           "stats", "store", "store_batch", "update", "with_options"]
 
 
 def test_exports_are_pinned() -> None:
     assert sorted(celestial_client.__all__) == [
         "AbortedError",
+        "AdminEvent",
         "AlreadyExistsError",
         "AsyncCelestialClient",
         "CallCancelledError",
@@ -21,17 +23,22 @@ def test_exports_are_pinned() -> None:
         "CelestialClientError",
         "DataLossError",
         "DeadlineExceededError",
+        "ExportedMemory",
         "FailedPreconditionError",
         "FieldViolation",
+        "ImportResult",
         "InternalError",
         "InvalidArgumentError",
+        "LedgerPage",
         "Memory",
         "NotFoundError",
         "OutOfRangeError",
+        "Page",
         "PermissionDeniedError",
         "RebalanceReport",
         "RecallResult",
         "ResourceExhaustedError",
+        "RetryPolicy",
         "ScoreBreakdown",
         "Stats",
         "StoreItem",

@@ -6,7 +6,7 @@ import math
 from typing import cast
 
 import numpy as np
-from celestial.v1 import memory_pb2 as pb
+from celestial_client.v1 import memory_pb2 as pb
 from celestial_memory.domain.models import (
     AdminEvent,
     Memory,

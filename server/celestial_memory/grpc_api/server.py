@@ -13,7 +13,7 @@ import signal
 import time
 
 import grpc
-from celestial.v1 import memory_pb2, memory_pb2_grpc
+from celestial_client.v1 import memory_pb2, memory_pb2_grpc
 from celestial_memory.access.keys import KeyRing
 from celestial_memory.access.rate import RateLimiter
 from celestial_memory.config import Settings

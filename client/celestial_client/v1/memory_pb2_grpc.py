@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from celestial.v1 import memory_pb2 as celestial_dot_v1_dot_memory__pb2
+from celestial_client.v1 import memory_pb2 as celestial_dot_v1_dot_memory__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
