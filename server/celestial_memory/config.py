@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import socket
 from pathlib import Path
 from typing import Literal
@@ -77,11 +76,11 @@ class Settings(BaseSettings):
     # Embeddings
     model: str = Field(BUNDLED_MODEL, description="sentence-transformers name or path")
     device: str = Field("cpu", description="torch device for the embedding model")
-    # Half the cores by default: the store engine and gRPC need the rest. Measured on 2 cores, one
-    # sentence's encode took 10 ms with 2 threads and 12 ms with 1 when alone, but 23-25 ms with
-    # 2 and 12-14 ms with 1 beside another process encoding (docs/design.md, "Concurrency").
+    # Every core by default (torch's own default): a recall's query encodes fastest so, and under
+    # load the batched encodes gain too. On a machine shared with another CPU-heavy process, fewer
+    # threads avoid oversubscription (docs/design.md, "Concurrency", has the measurements).
     embed_threads: int = Field(
-        default_factory=lambda: max(1, (os.cpu_count() or 2) // 2), ge=0,
+        0, ge=0,
         description="torch threads for the embedding model; 0 = torch's default (all cores)")
     embed_batch_window_ms: float = Field(
         1.0, ge=0, le=100, description="concurrent calls' texts: wait this long for more")

@@ -5,7 +5,8 @@ sentences/s batched against 50/s one by one), so under concurrent load the texts
 arrive together are encoded in one batch. One encoder thread owns the model: a call queues its
 texts and waits for its rows. The thread takes whatever has queued by the time it is free (the
 natural batch that piles up during the previous encode), waiting at most ``window_s`` for more
-when it would otherwise encode less than ``max_batch``; a lone call waits at most that window.
+when it would otherwise encode less than ``max_batch`` and another call is already waiting. A
+lone call is encoded at once: a recall's query waits for nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ class BatchingEmbedder:
         self._inner, self._window, self._max = inner, window_s, max_batch
         self._queue: queue.Queue[tuple[list[str], Future[Rows]] | None] = queue.Queue()
         self.batches: deque[int] = deque(maxlen=1000)  # texts per encode, the most recent
+        self._calls = 0  # calls inside embed(), queued or being encoded
+        self._calls_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="embedder", daemon=True)
         self._thread.start()
 
@@ -37,8 +40,14 @@ class BatchingEmbedder:
         if not texts:
             return np.zeros((0, self.dimension), np.float32)
         done: Future[Rows] = Future()
-        self._queue.put((list(texts), done))
-        return done.result()
+        with self._calls_lock:
+            self._calls += 1
+        try:
+            self._queue.put((list(texts), done))
+            return done.result()
+        finally:
+            with self._calls_lock:
+                self._calls -= 1
 
     def _take(self) -> list[tuple[list[str], Future[Rows]]] | None:
         first = self._queue.get()
@@ -47,6 +56,10 @@ class BatchingEmbedder:
         taken, size = [first], len(first[0])
         deadline = time.monotonic() + self._window
         while size < self._max:
+            with self._calls_lock:
+                alone = self._calls <= len(taken)
+            if alone and self._queue.empty():  # no other call to wait for
+                break
             try:
                 item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:

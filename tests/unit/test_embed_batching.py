@@ -79,10 +79,19 @@ def test_a_failed_encode_fails_its_callers_and_the_next_calls_work() -> None:
     batcher.close()
 
 
-def test_the_model_thread_pool_is_a_setting_with_half_the_cores_by_default(
+def test_a_lone_call_does_not_wait_for_the_window() -> None:
+    model = SlowModel()
+    batcher = BatchingEmbedder(model, window_s=5.0)  # a window no call could miss
+    t = time.monotonic()
+    batcher.embed(["alone"])
+    assert time.monotonic() - t < 2.5 and model.calls == [1]
+    batcher.close()
+
+
+def test_the_model_thread_pool_is_a_setting_with_every_core_by_default(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert Settings().embed_threads == max(1, (os.cpu_count() or 2) // 2)
+    assert Settings().embed_threads == 0  # torch's default: every core
     monkeypatch.setenv("CELESTIAL_EMBED_THREADS", "3")
     assert Settings().embed_threads == 3
 
