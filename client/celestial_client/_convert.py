@@ -222,7 +222,7 @@ def exported_record(e: ExportedMemory | pb.ExportedMemory) -> pb.ExportedMemory:
     """The wire record of an exported memory: its exported bytes when it has them (exact),
     else built from its fields."""
     if isinstance(e, pb.ExportedMemory):
-        return e
+        return pb.ExportedMemory.FromString(e.SerializeToString())  # the caller's stays as it is
     if e.record:
         return pb.ExportedMemory.FromString(e.record)
     m = e.memory

@@ -55,7 +55,8 @@ def fingerprint(request: Message, tenant: str) -> str:
     for name in ("page_size", "page_token", "limit"):
         if name in bare.DESCRIPTOR.fields_by_name:
             bare.ClearField(name)
-    digest = hashlib.sha256(bare.SerializeToString(deterministic=True))
+    digest = hashlib.sha256(bare.DESCRIPTOR.full_name.encode() + b"\0")
+    digest.update(bare.SerializeToString(deterministic=True))
     digest.update(tenant.encode())
     return digest.hexdigest()[:24]
 
@@ -65,28 +66,38 @@ def encode(bound: str, cursors: dict[str, Cursor | None]) -> str:
     return base64.urlsafe_b64encode(body.encode()).decode().rstrip("=")
 
 
-def decode(token: str, bound: str, streams: Sequence[str]) -> dict[str, Cursor | None]:
-    """The cursors of a token made by ``encode`` for the same request; an empty token is the
-    first page (every cursor None)."""
+MAX_TOKEN_CHARS = 1024  # far more than any token this server makes
+
+
+def decode(
+    token: str, bound: str, streams: Sequence[str], by_time: bool
+) -> dict[str, Cursor | None]:
+    """The cursors of a token made by ``encode`` for the same request (``by_time``: the list is
+    in time order, so each cursor has a time); an empty token is the first page (every cursor
+    None). Anything else is INVALID_ARGUMENT, however it was made."""
     if not token:
         return dict.fromkeys(streams)
     try:
+        if len(token) > MAX_TOKEN_CHARS:
+            raise ValueError("too long")
         raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
         if raw["f"] != bound:
             raise InvalidArgument("page_token", "belongs to another request (the fields "
                                   "besides page_size and page_token must not change)")
-        return {s: _cursor(raw["c"][s]) for s in streams}
+        return {s: _cursor(raw["c"][s], by_time) for s in streams}
     except InvalidArgument:
         raise
-    except (ValueError, KeyError, TypeError):
+    except Exception:  # garbage of any shape, e.g. nesting deep enough to end the parser
         raise InvalidArgument("page_token", "is not a token this server made") from None
 
 
-def _cursor(raw: Any) -> Cursor | None:
+def _cursor(raw: Any, by_time: bool) -> Cursor | None:
     if raw is None:
         return None
     at, mid = raw
-    if at is not None and not (isinstance(at, (int, float)) and math.isfinite(at)):
+    if by_time != (at is not None):
+        raise ValueError("cursor of another list")
+    if at is not None and not (isinstance(at, (int, float)) and math.isfinite(float(at))):
         raise ValueError("cursor time")
     return (None if at is None else float(at)), check.memory_id(str(mid), "page_token")
 

@@ -7,6 +7,11 @@ tenants never wait for each other. Lock order: a thread holding a tenant's lock 
 the queue and never takes another tenant's lock, and the flusher holds no tenant lock while it
 writes, so no two threads wait on each other.
 
+Ids: memory ids are unique across tenants, so creating one (a Store or Import naming it) checks
+and writes under a lock of the id's stripe (``ids_locked``), whatever the tenant: two concurrent
+creates of one id are decided one after the other. Stripe locks are taken in order and never
+while waiting for a tenant's lock in another order.
+
 Capacity after reinforcement: under a steady recall load a full zone would be re-ranked after
 every recall (about 22 ms for a full outer zone at 100,000 memories), so a recall only marks its
 tenant; the flusher enforces a marked tenant at most every ``capacity_interval_ms``, off the
@@ -20,6 +25,7 @@ import contextlib
 import logging
 import threading
 import time
+import zlib
 from collections.abc import Collection, Iterator, Sequence
 
 from celestial_memory.config import Settings
@@ -29,6 +35,7 @@ from celestial_memory.reinforcement import ReinforcementQueue, Written
 from celestial_memory.store.repository import MemoryRepository
 
 log = logging.getLogger(__name__)
+ID_STRIPES = 256
 
 
 class Placement:
@@ -39,6 +46,7 @@ class Placement:
         self.queue = ReinforcementQueue(repo, write_through=settings.reinforce_flush_ms <= 0)
         self._locks: dict[str, threading.RLock] = {}
         self._locks_guard = threading.Lock()
+        self._id_locks = [threading.Lock() for _ in range(ID_STRIPES)]
         # Tenants whose capacity is due after reinforcements, with the ids to keep, and when
         # each was last enforced (monotonic seconds).
         self._deferred: dict[str, set[str]] = {}
@@ -62,18 +70,29 @@ class Placement:
         with lock:
             yield
 
+    @contextlib.contextmanager
+    def ids_locked(self, ids: Collection[str]) -> Iterator[None]:
+        """Hold the stripes of ``ids`` (taken before any tenant lock, in stripe order) while a
+        create checks that they are free and writes them."""
+        stripes = sorted({zlib.crc32(i.encode()) % ID_STRIPES for i in ids if i})
+        with contextlib.ExitStack() as stack:
+            for s in stripes:
+                stack.enter_context(self._id_locks[s])
+            yield
+
     # -- writes and capacity -----------------------------------------------------------------
 
     def write(
         self, tenant: str, memories: Sequence[Memory], replacing: Sequence[Memory] = ()
     ) -> None:
         """Write new memories (an id that exists meanwhile is left as it is) and ``replacing``
-        ones (upserts), then enforce capacity; each shows the zone capacity left it in."""
+        ones (each replaces only a memory of ``tenant``), then enforce capacity; each shows the
+        zone capacity left it in."""
         with self.locked(tenant):
             if memories:
                 self._repo.upsert(memories, insert_only=True)
             if replacing:
-                self._repo.upsert(replacing)
+                self._repo.upsert(replacing, tenant=tenant)
             self.enforce(tenant, [*memories, *replacing])
 
     def enforce(

@@ -133,18 +133,57 @@ class MemoryService:
             self.check_new(item, i, batch) for i, item in enumerate(items)]
         ids = [it.id or (derived_id(tenant, it.request_id) if it.request_id else "")
                for it in checked]
-        check.unique_ids(ids, "requests[{}].id" if batch else "id")
+        check.unique_ids(ids, [self._id_field(it, i, batch) for i, it in enumerate(checked)])
+        # Read before encoding, so that a retry costs no encode; decided again under the ids'
+        # locks, where a concurrent create of the same id cannot slip between check and write.
         held = self._held(tenant, checked, ids, batch)
-        fresh = [i for i in range(len(checked)) if i not in held]
-        missing = [i for i in fresh if checked[i].vector is None]
         vectors: dict[int, Vector] = {}
+        self._embed_missing(checked, [i for i in range(len(checked)) if i not in held], vectors,
+                            cancel)
+        with self.placement.ids_locked(ids):
+            if any(ids):
+                held = self._held(tenant, checked, ids, batch)
+            fresh = [i for i in range(len(checked)) if i not in held]
+            self._embed_missing(checked, fresh, vectors, cancel)  # deleted since the first read
+            memories = self._new_memories(tenant, checked, ids, fresh, vectors)
+            if memories:
+                cancel.check("the store")
+                # Create-only writes never replace a memory another call created meanwhile, and
+                # an upsert replaces only this tenant's.
+                self.placement.write(
+                    tenant, [memories[i] for i in fresh if not checked[i].upsert],
+                    replacing=[memories[i] for i in fresh if checked[i].upsert])
+        for m in memories.values():
+            m.vector = m.index = None
+        return Stored([held[i] if i in held else memories[i] for i in range(len(checked))],
+                      [i not in held for i in range(len(checked))])
+
+    @staticmethod
+    def _id_field(it: NewMemory, i: int, batch: bool) -> str:
+        """Where an item's id comes from, as errors name it."""
+        name = "request_id" if it.request_id else "id"
+        return f"requests[{i}].{name}" if batch else name
+
+    def _embed_missing(
+        self, items: Sequence[NewMemory], which: Sequence[int], vectors: dict[int, Vector],
+        cancel: Cancellation,
+    ) -> None:
+        """Encode the items among ``which`` with neither a given vector nor one in ``vectors``,
+        a chunk at a time, checking ``cancel`` before each."""
+        missing = [i for i in which if items[i].vector is None and i not in vectors]
         step = max(1, self.settings.embed_max_batch)
         for start in range(0, len(missing), step):
             cancel.check("the store")
             chunk = missing[start:start + step]
-            embedded = self.embedder.embed([checked[i].content for i in chunk])
+            embedded = self.embedder.embed([items[i].content for i in chunk])
             vectors.update(zip(chunk, embedded, strict=True))
-        new = [checked[i] for i in fresh]
+
+    def _new_memories(
+        self, tenant: str, items: Sequence[NewMemory], ids: Sequence[str], fresh: Sequence[int],
+        vectors: dict[int, Vector],
+    ) -> dict[int, Memory]:
+        """The memories to write for the items at ``fresh``, placed in their zones."""
+        new = [items[i] for i in fresh]
         dense = [
             np.asarray(it.vector if it.vector is not None else vectors[i], dtype=np.float32)
             for i, it in zip(fresh, new, strict=True)
@@ -171,15 +210,7 @@ class MemoryService:
                     vector=dense[k], context=it.context, index=index[k],
                 ), now
             )
-        if memories:
-            cancel.check("the store")
-            # Create-only writes never replace a memory another call created meanwhile.
-            self.placement.write(tenant, [memories[i] for i in fresh if not checked[i].upsert],
-                                 replacing=[memories[i] for i in fresh if checked[i].upsert])
-        for m in memories.values():
-            m.vector = m.index = None
-        return Stored([held[i] if i in held else memories[i] for i in range(len(checked))],
-                      [i not in held for i in range(len(checked))])
+        return memories
 
     def _held(
         self, tenant: str, items: Sequence[NewMemory], ids: Sequence[str], batch: bool
@@ -199,8 +230,7 @@ class MemoryService:
         for i, (it, mid) in enumerate(zip(items, ids, strict=True)):
             if mid not in owners:
                 continue
-            field = ("request_id" if it.request_id else "id")
-            field = f"requests[{i}].{field}" if batch else field
+            field = self._id_field(it, i, batch)
             if owners[mid] != tenant:
                 raise AlreadyExists(field, f"id {mid} is taken")
             if it.upsert:

@@ -67,16 +67,18 @@ class Transfer:
         for m, ix in zip(memories, index, strict=True):
             m.index = ix
         ids = [m.id for m in memories]
-        check.unique_ids(ids, "memories[{}].memory.id", first)
-        owners = self._store.owners(ids)
-        for i, mid in enumerate(ids):
-            if owners.get(mid, tenant) != tenant:
-                raise AlreadyExists(f"memories[{first + i}].memory.id", f"id {mid} is taken")
-        fresh = [m for m in memories if m.id not in owners]
-        held = [m for m in memories if m.id in owners]
-        self._placement.flush(tenant)
-        cancel.check("the import")
-        self._placement.write(tenant, fresh, replacing=held if replace else ())
+        check.unique_ids(ids, [f"memories[{first + i}].memory.id" for i in range(len(ids))])
+        # Checked and written under the ids' locks: a concurrent create of the same id waits.
+        with self._placement.ids_locked(ids):
+            owners = self._store.owners(ids)
+            for i, mid in enumerate(ids):
+                if owners.get(mid, tenant) != tenant:
+                    raise AlreadyExists(f"memories[{first + i}].memory.id", f"id {mid} is taken")
+            fresh = [m for m in memories if m.id not in owners]
+            held = [m for m in memories if m.id in owners]
+            self._placement.flush(tenant)
+            cancel.check("the import")
+            self._placement.write(tenant, fresh, replacing=held if replace else ())
         return (len(memories), 0) if replace else (len(fresh), len(held))
 
     def _checked(self, tenant: str, it: Imported, i: int, now: float) -> tuple[Memory, Vector | None]:

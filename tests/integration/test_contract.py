@@ -3,6 +3,8 @@ error details, and JSON that strict parsers accept. Raw stubs, as any gRPC clien
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -13,6 +15,7 @@ import numpy as np
 import pytest
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
+from celestial_memory import paging
 from celestial_memory.clock import ManualClock
 from celestial_memory.domain.models import IndexVectors, Memory, Sparse, ZoneEvent
 from celestial_memory.domain.zones import Zone
@@ -107,6 +110,43 @@ async def test_an_id_is_create_only_unless_upsert(stub: pb_grpc.MemoryServiceStu
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await stub.Store(pb.StoreRequest(tenant="r", content="x", id=mid, request_id="k"))
     assert details(err.value)[1] == [("request_id", "may not be given together with id")]
+
+
+async def test_concurrent_creates_of_one_id_are_decided_once(
+    stub: pb_grpc.MemoryServiceStub,
+) -> None:
+    async def outcome(req: pb.StoreRequest) -> str:
+        try:
+            reply = await stub.Store(req)
+        except grpc.aio.AioRpcError as err:
+            return err.code().name
+        return f"{'created' if reply.created else 'held'} {reply.memory.id} {reply.memory.content}"
+
+    # Eight retries of one write at once: one creates, the others answer it held.
+    same = await asyncio.gather(*[outcome(pb.StoreRequest(
+        tenant="c", content="sent eight times", request_id="once")) for _ in range(8)])
+    assert sorted(o.split()[0] for o in same) == ["created"] + ["held"] * 7
+    assert len({o.split()[1] for o in same}) == 1
+    # Eight different contents, or eight tenants, for one id: one is stored, the rest refused.
+    mid = str(uuid.uuid4())
+    contents = await asyncio.gather(*[outcome(pb.StoreRequest(
+        tenant="c", content=f"content {i}", id=mid)) for i in range(8)])
+    tenants = await asyncio.gather(*[outcome(pb.StoreRequest(
+        tenant=f"t{i}", content="x", id=(other := str(uuid.uuid5(uuid.NAMESPACE_URL, "o"))),
+        upsert=i % 2 == 0)) for i in range(8)])
+    for outcomes, winner_id in ((contents, mid), (tenants, other)):
+        assert sorted(o.split()[0] for o in outcomes) == ["ALREADY_EXISTS"] * 7 + ["created"]
+        (winner,) = [o for o in outcomes if o.startswith("created")]
+        assert winner.split()[1] == winner_id
+    got = await stub.Get(pb.GetRequest(tenant="c", id=mid))
+    (won,) = [o for o in contents if o.startswith("created")]
+    assert won.endswith(got.memory.content)
+
+
+async def test_request_ids_of_two_tenants_never_meet(stub: pb_grpc.MemoryServiceStub) -> None:
+    a = await stub.Store(pb.StoreRequest(tenant="a", content="x", request_id="x\ny"))
+    b = await stub.Store(pb.StoreRequest(tenant="a\nx", content="x", request_id="y"))
+    assert a.created and b.created and a.memory.id != b.memory.id
 
 
 async def test_a_retried_batch_and_import_change_nothing(stub: pb_grpc.MemoryServiceStub) -> None:
@@ -214,6 +254,18 @@ async def test_paging_goes_through_big_memories_and_event_bursts_once(
                 await stub.List(pb.ListRequest(tenant="p", page_token=first.next_page_token,
                                                filter=pb.RecallFilter(session_id="s")))
             assert details(err.value)[1][0][0] == "page_token"
+            # Nor with another list, nor forged or garbage of any shape.
+            deep = base64.urlsafe_b64encode(b"[" * 100_000 + b"]" * 100_000).decode()
+            forged = paging.encode(paging.fingerprint(pb.RecentRequest(tenant="p"), "p"),
+                                   {"memories": (None, str(uuid.uuid4()))})
+            for call, req in ((stub.Recent, pb.RecentRequest(
+                    tenant="p", page_token=first.next_page_token)),
+                    (stub.Recent, pb.RecentRequest(tenant="p", page_token=deep)),
+                    (stub.Recent, pb.RecentRequest(tenant="p", page_token=forged)),
+                    (stub.Ledger, pb.LedgerRequest(tenant="p", page_token="x" * 5000))):
+                with pytest.raises(grpc.aio.AioRpcError) as err:
+                    await call(req)  # type: ignore[operator]
+                assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
 # -- errors and JSON -------------------------------------------------------------------------

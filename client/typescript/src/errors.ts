@@ -42,6 +42,8 @@ export interface CelestialErrorInit {
   details: string;
   reason?: string;
   domain?: string;
+  /** `google.rpc.ErrorInfo.metadata`, e.g. `{ field: "request_id" }` for ALREADY_EXISTS. */
+  info?: Record<string, string>;
   violations?: FieldViolation[];
   retryAfterMs?: number;
   metadata?: Metadata;
@@ -68,7 +70,12 @@ export class CelestialError extends Error {
   readonly reason: string | undefined;
   /** `google.rpc.ErrorInfo.domain`: "celestial-memory" for the server's own errors. */
   readonly domain: string | undefined;
-  /** The first violation's field: the field at fault for INVALID_ARGUMENT. */
+  /** `google.rpc.ErrorInfo.metadata` (empty when none was sent). */
+  readonly info: Record<string, string>;
+  /**
+   * The field at fault: the first violation's for INVALID_ARGUMENT, ErrorInfo's `field` for
+   * ALREADY_EXISTS (the id or request_id that is taken).
+   */
   readonly field: string | undefined;
   /** `google.rpc.BadRequest.field_violations`. */
   readonly violations: FieldViolation[];
@@ -84,8 +91,9 @@ export class CelestialError extends Error {
     this.details = init.details;
     this.reason = init.reason;
     this.domain = init.domain;
+    this.info = init.info ?? {};
     this.violations = init.violations ?? [];
-    this.field = this.violations[0]?.field;
+    this.field = this.violations[0]?.field ?? this.info.field;
     this.retryAfterMs = init.retryAfterMs;
     // Not enumerable, so that logging the error shows its details rather than raw trailers.
     Object.defineProperty(this, "metadata", { value: init.metadata, enumerable: false });
@@ -95,7 +103,8 @@ export class CelestialError extends Error {
   toJSON(): Record<string, unknown> {
     return {
       name: this.name, code: this.code, grpcCode: this.grpcCode, details: this.details,
-      reason: this.reason, domain: this.domain, field: this.field, violations: this.violations,
+      reason: this.reason, domain: this.domain, info: this.info, field: this.field,
+      violations: this.violations,
       retryAfterMs: this.retryAfterMs,
     };
   }
@@ -132,6 +141,7 @@ export function toCelestialError(err: unknown): unknown {
         if (info) {
           init.reason = info.reason;
           init.domain = info.domain;
+          init.info = { ...info.metadata };
         } else if (bad) {
           init.violations = bad.fieldViolations.map((v) => ({ field: v.field, description: v.description }));
         } else if (retry?.retryDelay) {

@@ -151,6 +151,14 @@ describe("a live server", { skip: ADDRESS ? false : "CELESTIAL_TEST_ADDRESS is n
     assert.equal(again.memory.id, first.memory.id, "the same memory for the same requestId");
     assert.equal(first.created, true, "created the first time");
     assert.equal(again.created, false, "not created the second time");
+    // Other content under the same key is refused, naming the field that made the id.
+    await assert.rejects(c.store("other content", { requestId }), (err: unknown) => {
+      assert.ok(err instanceof CelestialError);
+      assert.equal(err.code, "ALREADY_EXISTS");
+      assert.equal(err.reason, "ALREADY_EXISTS");
+      assert.equal(err.field, "request_id");
+      return true;
+    });
   });
 
   test("ledger answers a page", async () => {

@@ -57,13 +57,14 @@ class Imported:
     context_vector: Vector | None
 
 
-# Ids derived from request ids: uuid5 in this namespace of "<tenant>\n<request_id>", so one key
-# names one memory per tenant, and two tenants' keys never meet.
+# Ids derived from request ids: uuid5 in this namespace of "<len(tenant)>:<tenant><request_id>",
+# so one key names one memory per tenant, and two tenants' keys never meet (the length prefix
+# keeps "a" + "x\ny" apart from "a\nx" + "y").
 REQUEST_IDS = uuid.UUID("6f1d3c1e-8b0a-5c4e-9a57-2f3e1c0d9b42")
 
 
 def derived_id(tenant: str, request_id: str) -> str:
-    return str(uuid.uuid5(REQUEST_IDS, f"{tenant}\n{request_id}"))
+    return str(uuid.uuid5(REQUEST_IDS, f"{len(tenant)}:{tenant}{request_id}"))
 
 
 @dataclass(slots=True)

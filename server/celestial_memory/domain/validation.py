@@ -47,13 +47,12 @@ def request_id(value: str, field: str = "request_id") -> str:
     return value
 
 
-def unique_ids(ids: Sequence[str], field: str, first: int = 0) -> None:
-    """Refuse a request that names one id twice (``field`` has a ``{}`` for the position;
-    ``first`` is the position of ``ids[0]`` in the request)."""
+def unique_ids(ids: Sequence[str], fields: Sequence[str]) -> None:
+    """Refuse a request that names one id twice (``fields``: where each id came from)."""
     seen: set[str] = set()
-    for i, mid in enumerate(ids):
+    for mid, field in zip(ids, fields, strict=True):
         if mid and mid in seen:
-            raise InvalidArgument(field.format(first + i), f"id {mid} appears twice")
+            raise InvalidArgument(field, f"id {mid} appears twice")
         seen.add(mid)
 
 

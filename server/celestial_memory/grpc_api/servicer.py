@@ -189,7 +189,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         tenant = self._tenant(request.tenant)
         size = RECENT_PAGE.of(request.page_size, request.limit, self._service.settings.max_batch)
         bound = paging.fingerprint(request, tenant)
-        cursor = paging.decode(request.page_token, bound, ["memories"])["memories"]
+        cursor = paging.decode(request.page_token, bound, ["memories"], True)["memories"]
         memories, more = await self._run(context, self._service.listing.recent, tenant,
                                          cv.filter_from_pb(request.filter), size, cursor)
         page, token = self._memory_page(memories, more, bound, by_time=True)
@@ -200,7 +200,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         tenant = self._tenant(request.tenant)
         size = LIST_PAGE.of(request.page_size)
         bound = paging.fingerprint(request, tenant)
-        cursor = paging.decode(request.page_token, bound, ["memories"])["memories"]
+        cursor = paging.decode(request.page_token, bound, ["memories"], False)["memories"]
         memories, more = await self._run(context, self._service.listing.in_id_order, tenant,
                                          cv.filter_from_pb(request.filter), size, cursor)
         page, token = self._memory_page(memories, more, bound, by_time=False)
@@ -235,7 +235,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         tenant = self._tenant(request.tenant)
         size = LEDGER_PAGE.of(request.page_size, request.limit, LEDGER_LIMIT)
         bound = paging.fingerprint(request, tenant)
-        after = paging.decode(request.page_token, bound, ["events", "admin"])
+        after = paging.decode(request.page_token, bound, ["events", "admin"], True)
         events, more, admin, more_admin = await self._run(
             context, self._service.listing.ledger, tenant, since, size, request.memory_id,
             after["events"], after["admin"])

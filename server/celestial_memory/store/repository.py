@@ -109,11 +109,15 @@ class MemoryRepository:
 
     # -- memories ----------------------------------------------------------------------------
 
-    def upsert(self, memories: Sequence[Memory], insert_only: bool = False) -> None:
-        """Insert or replace memories (``insert_only``: an id that exists is left as it is);
-        each must carry its vector and index vectors."""
+    def upsert(
+        self, memories: Sequence[Memory], insert_only: bool = False, tenant: str | None = None
+    ) -> None:
+        """Insert or replace memories (``insert_only``: an id that exists is left as it is;
+        ``tenant``: an existing point is replaced only if it is that tenant's); each must carry
+        its vector and index vectors."""
         self.engine.upsert(MEMORIES, [Point(m.id, search_vectors(m), to_payload(m))
-                                      for m in memories], insert_only=insert_only)
+                                      for m in memories], insert_only=insert_only,
+                           only_if=[Eq("tenant", tenant)] if tenant is not None else ())
 
     def get(
         self, tenant: str, ids: Sequence[str], with_vectors: bool = False

@@ -311,7 +311,10 @@ export interface StoreRequest {
   agentId: string;
   /** Free-form key/value metadata. */
   metadata: { [key: string]: string };
-  /** When the memory was created, for imports and replays of history. Defaults to now. */
+  /**
+   * When the memory was created, for imports and replays of history. Defaults to now. Times are
+   * kept as doubles of POSIX seconds: to within a quarter of a microsecond for today's dates.
+   */
   createdAt:
     | Date
     | undefined;
@@ -764,7 +767,8 @@ export interface ExportedMemory {
   /** C from its last recall. */
   contextScore: number;
   /**
-   * Deprecated and no longer sent: the time in POSIX seconds (memory.created_at is exact).
+   * Deprecated and no longer sent: the time in POSIX seconds (memory.created_at carries the
+   * stored time exactly).
    * Import still reads it from older dumps when memory.created_at is not set.
    *
    * @deprecated
@@ -782,7 +786,10 @@ export interface ExportedMemory {
    * @deprecated
    */
   writtenAtS: number;
-  /** Tenant to import into; read from the stream's first message only. Empty: "default". */
+  /**
+   * Tenant to import into, from the stream's first message (empty: "default"); later messages
+   * leave it empty or repeat it.
+   */
   tenant: string;
   /** When the memory was last written (keys the ledger's events). */
   writtenAt:
