@@ -47,7 +47,9 @@ def _payload(payload: en.Payload) -> Any:
 
 
 def _record(r: Any) -> en.Record:
-    return en.Record(str(r.id), r.payload or {}, cast(dict[str, Any], r.vector or {}))
+    order = getattr(r, "order_value", None)
+    return en.Record(str(r.id), r.payload or {}, cast(dict[str, Any], r.vector or {}),
+                     None if order is None else float(order))
 
 
 def _signal_queries(query: HybridQuery) -> dict[int, Any]:

@@ -44,6 +44,9 @@ class Record:
     id: str
     payload: dict[str, Any]
     vectors: dict[str, Any] = field(default_factory=dict)
+    # With an ordered scroll: the ordering field's value as the index holds it, exact (Qdrant
+    # Edge gives payload floats back within an ulp, which an equality window would miss).
+    order_value: float | None = None
 
 
 Page = tuple[list[Record], str | None]  # records and the next offset

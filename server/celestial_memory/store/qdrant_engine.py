@@ -57,7 +57,9 @@ def _vector(v: Vector | Sparse) -> Any:
 
 
 def _record(r: Any) -> en.Record:
-    return en.Record(str(r.id), r.payload or {}, r.vector if isinstance(r.vector, dict) else {})
+    order = getattr(r, "order_value", None)
+    return en.Record(str(r.id), r.payload or {}, r.vector if isinstance(r.vector, dict) else {},
+                     None if order is None else float(order))
 
 
 def _signal_queries(query: HybridQuery) -> dict[int, Any]:

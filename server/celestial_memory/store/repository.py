@@ -271,6 +271,9 @@ class MemoryRepository:
             where = [*where, beyond]
         want = size - len(out)
         records, _ = self.engine.scroll(part, where, want, order=Order(field, descending))
+        for r in records:  # times as the index holds them: cursors and windows must match it
+            if r.order_value is not None:
+                r.payload[field] = r.order_value
         sign = -1.0 if descending else 1.0
 
         def key(r: Record) -> tuple[float, str]:
@@ -289,7 +292,10 @@ class MemoryRepository:
     ) -> list[Record]:
         """Up to ``size`` records whose ``field`` is exactly ``at``, in id order after ``after``."""
         exact = Between(field, gte=at, lt=math.nextafter(at, math.inf))
-        return self._id_page(part, [*where, exact], size, after)[0]
+        records = self._id_page(part, [*where, exact], size, after)[0]
+        for r in records:
+            r.payload[field] = at  # the indexed time, which the window matched exactly
+        return records
 
     def export_pages(
         self, tenant: str, after_id: str = "", page_size: int = 512
