@@ -171,6 +171,10 @@ class MemoryService:
         """Encode the items among ``which`` with neither a given vector nor one in ``vectors``,
         a chunk at a time, checking ``cancel`` before each."""
         missing = [i for i in which if items[i].vector is None and i not in vectors]
+        # Shortest first, as the model does within one encode: each chunk then pads its texts
+        # to similar lengths (1,000 LoCoMo turns in chunks of 64: 10.4 s unsorted, as one call
+        # 6.4 s).
+        missing.sort(key=lambda i: len(items[i].content))
         step = max(1, self.settings.embed_max_batch)
         for start in range(0, len(missing), step):
             cancel.check("the store")
