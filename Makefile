@@ -7,6 +7,7 @@ export HF_HUB_OFFLINE = 1
 export TOKENIZERS_PARALLELISM = false
 
 .PHONY: install run test lint proto bench-latency bench-rebalance bench-recall bench-migration bench-load \
+	bench-peers \
 	dev-secrets fuzz \
 	eval-locomo clean
 
@@ -64,6 +65,11 @@ fuzz: install
 
 bench-load: install
 	$(PY) benchmarks/load.py
+
+# This service beside Chroma, LangChain + Qdrant and mem0, with the raw floors (its own
+# environment, benchmarks/peers/.venv, made on first use; not part of `make test`).
+bench-peers: install
+	benchmarks/peers/run.sh
 
 # LoCoMo recall quality: a throwaway server with the admin clock, then `celestial eval locomo`.
 LOCOMO ?= ../shared/data/locomo-dev
