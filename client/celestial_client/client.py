@@ -17,7 +17,7 @@ import copy
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Self, TypedDict, Unpack
+from typing import Any, Self, TypedDict, TypeVar, Unpack
 
 import grpc
 
@@ -44,6 +44,7 @@ from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 # rotate).
 Credential = str | Callable[[], str]
 MAX_PAGE = 1000  # the server's largest page
+T = TypeVar("T")
 
 
 class Filters(TypedDict, total=False):
@@ -82,6 +83,19 @@ class _Unset:
 
 
 UNSET = _Unset()
+
+
+def _first(limit: int, page: Callable[[int, str], tuple[list[T], str]]) -> list[T]:
+    """The first ``limit`` items of a paged list: ``page(size, token)`` answers one page's
+    items and the next token ("" at the end)."""
+    out: list[T] = []
+    token = ""
+    while len(out) < limit:
+        items, token = page(min(limit - len(out), MAX_PAGE), token)
+        out += items
+        if not token:
+            break
+    return out[:limit]
 
 
 def _item(content: str | StoreItem, fields: Mapping[str, Any]) -> StoreItem:
@@ -242,14 +256,11 @@ class CelestialClient(_Base):
     def recent(self, limit: int = 10, **filters: Unpack[Filters]) -> list[Memory]:
         """The ``limit`` newest memories (e.g. of a ``session_id``), newest first, read a page at
         a time."""
-        out: list[Memory] = []
-        token = ""
-        while len(out) < limit:
-            page = self.recent_page(min(limit - len(out), MAX_PAGE), token, **filters)
-            out += page.items
-            if not (token := page.next_page_token):
-                break
-        return out[:limit]
+        def page(size: int, token: str) -> tuple[list[Memory], str]:
+            p = self.recent_page(size, token, **filters)
+            return p.items, p.next_page_token
+
+        return _first(limit, page)
 
     def list_page(
         self, page_size: int = 100, page_token: str = "", **filters: Unpack[Filters]
@@ -307,14 +318,11 @@ class CelestialClient(_Base):
         self, since: datetime | float | None = None, limit: int = 100, memory_id: str = ""
     ) -> list[ZoneEvent]:
         """The first ``limit`` evictions and forgotten memories, oldest first."""
-        out: list[ZoneEvent] = []
-        token = ""
-        while len(out) < limit:
-            page = self.ledger_page(since, min(limit, MAX_PAGE), token, memory_id)
-            out += page.events
-            if not (token := page.next_page_token):
-                break
-        return out[:limit]
+        def page(size: int, token: str) -> tuple[list[ZoneEvent], str]:
+            p = self.ledger_page(since, size, token, memory_id)
+            return p.events, p.next_page_token
+
+        return _first(limit, page)
 
     def close(self) -> None:
         self._channel.close()
