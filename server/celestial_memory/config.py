@@ -17,6 +17,9 @@ from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
+# Journaled write-behind on the embedded store: a bound short enough that reads which flush
+# first rarely find much to write, long enough that a burst of recalls shares one flush.
+DEFAULT_EDGE_FLUSH_MS = 20.0
 
 
 class Settings(BaseSettings):
@@ -152,10 +155,14 @@ class Settings(BaseSettings):
         "", description="this replica's name in the rebalance lease; default host/address")
 
     # Reinforcement: 0 = written before the Recall returns; > 0 = written behind, within this
-    # bound (reinforcement.py).
-    reinforce_flush_ms: float = Field(
-        0.0, ge=0, le=100, description="0 = write-through; else the write-behind bound"
-    )
+    # bound, journaled first when ``reinforce_journal`` (reinforcement.py). Unset: journaled
+    # write-behind on the embedded store, whose data directory the journal shares;
+    # write-through on a Qdrant server, whose replicas may have no disk of their own.
+    reinforce_flush_ms: float | None = Field(
+        None, ge=0, le=100,
+        description="0 = write-through; else the write-behind bound; unset = per backend")
+    reinforce_journal: bool = Field(
+        True, description="journal reinforcements written behind, so a crash loses none")
 
     default_tenant: str = "default"
     # Replays of history: lets an admin call set the server's clock (SetClock). Off by default;
@@ -185,6 +192,12 @@ class Settings(BaseSettings):
         if not self.instance_id:
             self.instance_id = f"{socket.gethostname()}/{self.address}"
         return self
+
+    def reinforce_flush_s(self) -> float:
+        """The write-behind bound in seconds; 0 = write-through."""
+        if self.reinforce_flush_ms is not None:
+            return self.reinforce_flush_ms / 1000
+        return DEFAULT_EDGE_FLUSH_MS / 1000 if self.backend == "edge" else 0.0
 
     def collection_name(self, dimension: int) -> str:
         if self.collection:

@@ -32,6 +32,7 @@ from celestial_memory.config import Settings
 from celestial_memory.domain.models import Memory, RebalanceReport
 from celestial_memory.rebalancer import Rebalancer
 from celestial_memory.reinforcement import ReinforcementQueue, Written
+from celestial_memory.reinforcement_journal import ReinforcementJournal
 from celestial_memory.store.repository import MemoryRepository
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,13 @@ class Placement:
         self._repo = repo
         self.rebalancer = rebalancer
         self._capacity_interval = settings.capacity_interval_ms / 1000
-        self.queue = ReinforcementQueue(repo, write_through=settings.reinforce_flush_ms <= 0)
+        interval = settings.reinforce_flush_s()
+        journal_dir = settings.data_dir / f"{settings.collection_name(repo.dimension)}_journal"
+        journal = (ReinforcementJournal(journal_dir)
+                   if interval > 0 and settings.reinforce_journal else None)
+        self.queue = ReinforcementQueue(repo, write_through=interval <= 0, journal=journal)
+        # Before any recall: what a process that died had journaled but not written.
+        recovered = self.queue.recover(journal_dir)
         self._locks: dict[str, threading.RLock] = {}
         self._locks_guard = threading.Lock()
         self._id_locks = [threading.Lock() for _ in range(ID_STRIPES)]
@@ -55,8 +62,8 @@ class Placement:
         # Held while the queue is written and what it wrote is deferred, so a flush never returns
         # between the flusher's write and its deferral.
         self._writing = threading.Lock()
-        interval = settings.reinforce_flush_ms / 1000
         self._interval = interval if interval > 0 else 0.05
+        self._defer(recovered)
         self._stopped = threading.Event()
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name="reinforcement", daemon=True)

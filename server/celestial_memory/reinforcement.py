@@ -1,10 +1,11 @@
-"""Writing reinforcement: through (the default), or behind within a bound.
+"""Writing reinforcement: through, or behind within a bound, journaled or not.
 
 The queue holds the reinforced state of recalled memories (models.REINFORCED) and writes it; it
 calls nobody back: ``submit`` and ``flush`` return what they wrote, and the placement
 (placement.py), which runs the flusher, decides what follows (capacity). Durability is described
-in docs/design.md, "Durability"; in short, writing through (``reinforce_flush_ms = 0``) loses
-nothing, writing behind can lose the last interval's reinforcements on a crash, never a memory.
+in docs/design.md, "Durability"; in short, writing through loses nothing, writing behind with a
+journal (reinforcement_journal.py; the embedded store's default) loses nothing when the process
+dies, and writing behind without one can lose the last interval's reinforcements, never a memory.
 
 Readers see pending reinforcements: ``overlay`` returns them, including a batch being written
 (in flight), so a reader never sees neither the pending state nor the written one.
@@ -13,19 +14,28 @@ Readers see pending reinforcements: ``overlay`` returns them, including a batch 
 from __future__ import annotations
 
 import copy
+import logging
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 from celestial_memory.domain.models import REINFORCED, Memory
+from celestial_memory.reinforcement_journal import ReinforcementJournal
+from celestial_memory.store.payload import payload_fields
 from celestial_memory.store.repository import MemoryRepository
 
+log = logging.getLogger(__name__)
 Written = dict[str, set[str]]  # tenant -> ids
 
 
 class ReinforcementQueue:
-    def __init__(self, repo: MemoryRepository, write_through: bool) -> None:
+    def __init__(
+        self, repo: MemoryRepository, write_through: bool,
+        journal: ReinforcementJournal | None = None,
+    ) -> None:
         self._repo = repo
         self.write_through = write_through
+        self._journal = None if write_through else journal
         self._pending: dict[str, dict[str, Memory]] = {}  # tenant -> id -> latest state
         self._inflight: dict[str, dict[str, Memory]] = {}
         self._lock = threading.Lock()
@@ -39,7 +49,10 @@ class ReinforcementQueue:
         if self.write_through:
             self._repo.save(tenant, memories, REINFORCED)
             return {m.id for m in memories}
-        with self._lock:
+        with self._lock:  # appended and queued together: a rotation splits neither
+            if self._journal is not None:
+                self._journal.append(tenant, [(m.id, payload_fields(m, REINFORCED))
+                                              for m in memories])
             bucket = self._pending.setdefault(tenant, {})
             for m in memories:
                 bucket[m.id] = copy.copy(m)  # the caller goes on using its own
@@ -64,6 +77,7 @@ class ReinforcementQueue:
             with self._lock:
                 batch, self._pending = self._pending, {}
                 self._inflight = batch
+                segments = self._journal.rotate() if self._journal and batch else []
             try:
                 for tenant, states in batch.items():
                     self._repo.save(tenant, list(states.values()), REINFORCED)
@@ -73,13 +87,33 @@ class ReinforcementQueue:
                     for tenant, states in batch.items():
                         if tenant not in written:
                             self._pending[tenant] = {**states, **self._pending.get(tenant, {})}
+                    if self._journal is not None:
+                        self._journal.keep(segments)  # what they hold is pending again
                 raise
             finally:
                 with self._lock:
                     self._inflight = {}
+            ReinforcementJournal.release(segments)
         return written
 
     def close(self) -> Written:
-        """Refuse new submissions and write what is pending."""
+        """Refuse new submissions and write what is pending; the journal goes once written."""
         self._closed = True
-        return self.flush()
+        written = self.flush()
+        if self._journal is not None:
+            self._journal.close(written=True)
+        return written
+
+    def recover(self, directory: Path) -> Written:
+        """Write what the journals of processes that died left in ``directory`` (before the
+        first recall of this one), and remove them."""
+        found, files = ReinforcementJournal.recover(directory)
+        written: Written = {}
+        for tenant, updates in found.items():
+            self._repo.write_fields(tenant, list(updates.items()))
+            written[tenant] = set(updates)
+        ReinforcementJournal.release(files)
+        if found:
+            log.info("replayed %d reinforcements a stopped process had journaled",
+                     sum(len(u) for u in found.values()))
+        return written

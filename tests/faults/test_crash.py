@@ -208,3 +208,28 @@ def test_kill_during_an_import(tmp_path: Path) -> None:
         again = stub.Import(iter(source.values()), timeout=300)
         assert (again.imported, again.skipped) == (len(source) - len(present), len(present))
         assert stub.Stats(pb.StatsRequest(tenant="i")).total == len(source)
+
+
+def test_kill_right_after_recalls_loses_no_reinforcement(tmp_path: Path) -> None:
+    """Reinforcement is written behind (journaled): every recall acknowledged before a kill -9
+    counts after the restart. The kill follows the last answer at once, inside the flush bound."""
+    port = free_port()
+    proc = start(tmp_path, port, CELESTIAL_REINFORCE_FLUSH_MS="100")
+    vectors = _vectors(20, 77)
+    ch, stub = _stub(port)
+    returned: dict[str, int] = {}
+    with ch:
+        ids = list(stub.StoreBatch(iter([
+            pb.StoreRequest(tenant="k", content=f"fact {i}", vector=v.tolist())
+            for i, v in enumerate(vectors)]), timeout=60).ids)
+        for i in range(300):
+            v = vectors[i % 7 if i % 3 else i % 20]
+            (r,) = stub.Recall(pb.RecallRequest(tenant="k", query_vector=v.tolist(), limit=1,
+                                                min_relevance=0.5), timeout=30).results
+            returned[r.memory.id] = returned.get(r.memory.id, 0) + 1
+        proc.kill()
+    proc.wait()
+
+    with _serving(tmp_path, port) as stub:
+        counts = {i: stub.Get(pb.GetRequest(tenant="k", id=i)).memory.recall_count for i in ids}
+        assert counts == {i: returned.get(i, 0) for i in ids}

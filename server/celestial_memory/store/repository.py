@@ -17,6 +17,7 @@ import math
 import uuid
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -139,9 +140,12 @@ class MemoryRepository:
     def save(self, tenant: str, memories: Sequence[Memory], attributes: Sequence[str]) -> None:
         """Write the named attributes of memories of ``tenant`` (models.REINFORCED, EDITED);
         a memory of another tenant is left alone."""
-        self.engine.set_payloads(
-            MEMORIES, [(m.id, payload_fields(m, attributes)) for m in memories],
-            [Eq("tenant", tenant)])
+        self.write_fields(tenant, [(m.id, payload_fields(m, attributes)) for m in memories])
+
+    def write_fields(self, tenant: str, updates: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """Write payload fields of memories of ``tenant`` by id (a journal's, or ``save``'s); an
+        id that is gone or another tenant's is left alone."""
+        self.engine.set_payloads(MEMORIES, updates, [Eq("tenant", tenant)])
 
     def set_zone(
         self, tenant: str, zone: Zone, *, ids: Sequence[str] = (), where: Selection | None = None
