@@ -11,13 +11,14 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 from celestial_memory.config import BUNDLED_MODEL
 
 log = logging.getLogger(__name__)
+BATCH = 64  # texts per forward pass
 
 
 class Embedder(Protocol):
@@ -60,10 +61,59 @@ class SentenceTransformerEmbedder:
         if dim is None:
             raise ValueError(f"model {model} does not report its embedding dimension")
         self.dimension = int(dim)
+        self._direct = MeanPooledEncoder.of(self._model, self.dimension)
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if self._direct is not None:
+            return self._direct.encode(list(texts))
         vectors = self._model.encode(
-            list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
+            list(texts), batch_size=BATCH, normalize_embeddings=True, convert_to_numpy=True,
             show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
+
+
+class MeanPooledEncoder:
+    """What sentence-transformers' ``encode`` computes for a model made of a transformer, mean
+    pooling and normalisation (the bundled model), called directly: tokenizer, forward pass in
+    inference mode, mean over the attention mask, unit length. The same vectors (the test
+    compares them), without ``encode``'s per-call machinery, which took 1.4 ms of a 10.5 ms
+    one-query encode here (paired medians over 400 LoCoMo questions). Any other model
+    structure is encoded by sentence-transformers itself."""
+
+    def __init__(self, tokenizer: Any, transformer: Any, max_length: int, dimension: int) -> None:
+        self._tokenizer, self._transformer = tokenizer, transformer
+        self._max_length, self._dimension = max_length, dimension
+
+    @classmethod
+    def of(cls, model: Any, dimension: int) -> MeanPooledEncoder | None:
+        """The direct path for ``model`` when its structure is exactly the one above."""
+        modules = [type(m).__name__ for m in model]
+        if modules != ["Transformer", "Pooling", "Normalize"]:
+            return None
+        if getattr(model[1], "pooling_mode", None) != "mean" or any(
+                (getattr(model, "prompts", None) or {}).values()):
+            return None
+        transformer = getattr(model[0], "auto_model", None) or getattr(model[0], "model", None)
+        tokenizer = getattr(model, "tokenizer", None)
+        if transformer is None or not callable(tokenizer) or not model.max_seq_length:
+            return None
+        return cls(tokenizer, transformer, int(model.max_seq_length), dimension)
+
+    def encode(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        import torch
+
+        out = np.empty((len(texts), self._dimension), dtype=np.float32)
+        # Similar lengths batched together pad less (as sentence-transformers sorts them).
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        with torch.inference_mode():
+            for start in range(0, len(texts), BATCH):
+                rows = order[start:start + BATCH]
+                features = self._tokenizer(
+                    [texts[i] for i in rows], padding=True, truncation="longest_first",
+                    max_length=self._max_length, return_tensors="pt")
+                tokens = self._transformer(**features).last_hidden_state
+                mask = features["attention_mask"].unsqueeze(-1).to(tokens.dtype)
+                pooled = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                out[rows] = torch.nn.functional.normalize(pooled, p=2, dim=1).numpy()
+        return out

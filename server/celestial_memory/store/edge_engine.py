@@ -182,29 +182,33 @@ class EdgeEngine:
         return [(hit.value, int(hit.count)) for hit in resp.hits]
 
     def fused_search(self, query: HybridQuery, filters: Sequence[en.Where],
-                     limit: int) -> list[list[Hashable]]:
+                     limit: int) -> list[list[en.Hit]]:
         # Candidates come from the content vector and both keyword vectors; the contextual dense
         # vector is only rescored (it has no HNSW graph). Built once: each converts the vector.
         dense = qe.SearchParams(hnsw_ef=query.ef_for(limit), quantization=_QUANTIZED)
-        prefetches = [
-            qe.Prefetch(limit=limit, query=q, params=dense if c == 0 else None)
-            for c, q in _signal_queries(query).items() if c != 1
-        ]
-        fusion = cast(Any, qe.Fusion.Rrf(k=60))
-        batches = self._memories.query_batch(qe.QueryBatchRequest([
-            qe.QueryRequest(limit=limit, prefetches=prefetches, query=fusion, filter=_filter(f),
-                            with_payload=False)
-            for f in filters
-        ]))
-        return [[p.id for p in b] for b in batches]
+        signals = _signal_queries(query)
+        if query.keywords.is_empty():  # one input: no fusion, and exact cosines come back
+            requests = [qe.QueryRequest(limit=limit, query=signals[0], params=dense,
+                                        filter=_filter(f), with_payload=False) for f in filters]
+        else:
+            prefetches = [
+                qe.Prefetch(limit=limit, query=q, params=dense if c == 0 else None)
+                for c, q in signals.items() if c != 1
+            ]
+            fusion = cast(Any, qe.Fusion.Rrf(k=60))
+            requests = [qe.QueryRequest(limit=limit, prefetches=prefetches, query=fusion,
+                                        filter=_filter(f), with_payload=False) for f in filters]
+        batches = self._memories.query_batch(qe.QueryBatchRequest(requests))
+        return [[(p.id, p.score) for p in b] for b in batches]
 
-    def signal_scores(self, query: HybridQuery, where: en.Where,
-                      keys: Sequence[Hashable]) -> npt.NDArray[np.float64]:
+    def signal_scores(self, query: HybridQuery, where: en.Where, keys: Sequence[Hashable],
+                      columns: Sequence[int] | None = None) -> npt.NDArray[np.float64]:
         scores = np.zeros((len(keys), len(pl.SIGNALS)))
         if not keys:
             return scores
         f = _filter(where, keys)
-        queries = _signal_queries(query)
+        queries = {c: q for c, q in _signal_queries(query).items()
+                   if columns is None or c in columns}
         batches = self._memories.query_batch(qe.QueryBatchRequest([
             qe.QueryRequest(limit=len(keys), query=q, filter=f, with_payload=False, params=_EXACT)
             for q in queries.values()

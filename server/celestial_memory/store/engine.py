@@ -28,6 +28,10 @@ Where = Sequence[Condition]  # a conjunction
 Fields = Mapping[str, Any]
 
 
+# A search hit: the engine's key and its score.
+Hit = tuple[Hashable, float]
+
+
 @dataclass(slots=True)
 class Point:
     """A point to write: named vectors (none in the ledger) and payload."""
@@ -123,16 +127,18 @@ class Engine(Protocol):
         """Each value of ``key`` among matching points and how many have it (exact)."""
 
     def fused_search(self, query: HybridQuery, filters: Sequence[Where],
-                     limit: int) -> list[list[Hashable]]:
+                     limit: int) -> list[list[Hit]]:
         """One hybrid query per filter, in one batch: the content vector and both keyword
-        vectors as prefetches, fused by RRF. Returns engine keys (``str(key)`` is the id),
-        best first, which ``signal_scores`` takes back unconverted."""
+        vectors as prefetches, fused by RRF. Returns engine keys (``str(key)`` is the id) with
+        their scores, best first; ``signal_scores`` takes the keys back unconverted. A query
+        without keywords has one input, so it is a plain search of the content vector and
+        its scores are that vector's exact cosines."""
 
-    def signal_scores(self, query: HybridQuery, where: Where,
-                      keys: Sequence[Hashable]) -> npt.NDArray[np.float64]:
+    def signal_scores(self, query: HybridQuery, where: Where, keys: Sequence[Hashable],
+                      columns: Sequence[int] | None = None) -> npt.NDArray[np.float64]:
         """Exact score of each point by each of SIGNALS (rows follow ``keys``; 0 where a point
         has no matching term or fails ``where``; keyword columns only for a keyword query),
-        in one batch."""
+        in one batch; only ``columns`` when given (the others stay 0)."""
 
     def keys(self, ids: Names) -> list[Hashable]:
         """Ids as ``signal_scores`` takes them."""

@@ -270,32 +270,39 @@ class QdrantEngine:
         return [(hit.value, int(hit.count)) for hit in resp.hits]
 
     def fused_search(self, query: HybridQuery, filters: Sequence[en.Where],
-                     limit: int) -> list[list[Hashable]]:
+                     limit: int) -> list[list[en.Hit]]:
         # Candidates come from the content vector and both keyword vectors (edge_engine.py).
         dense_params = models.SearchParams(
             hnsw_ef=query.ef_for(limit),
             quantization=models.QuantizationSearchParams(
                 rescore=True, oversampling=QUANTIZED_OVERSAMPLING),
         ) if self._tuned else None
-        prefetches = [
-            models.Prefetch(query=q, using=SIGNALS[c], limit=limit,
-                            params=dense_params if c == 0 else None)
-            for c, q in _signal_queries(query).items() if c != 1
-        ]
-        responses = self._client.query_batch_points(self._names["memories"], requests=[
-            models.QueryRequest(prefetch=prefetches, query=models.FusionQuery(fusion=models.Fusion.RRF),
-                                filter=_filter(f), limit=limit, with_payload=False)
-            for f in filters
-        ])
-        return [[str(p.id) for p in r.points] for r in responses]
+        signals = _signal_queries(query)
+        if query.keywords.is_empty():  # one input: no fusion, and exact cosines come back
+            requests = [models.QueryRequest(query=signals[0], using=SIGNALS[0], params=dense_params,
+                                            filter=_filter(f), limit=limit, with_payload=False)
+                        for f in filters]
+        else:
+            prefetches = [
+                models.Prefetch(query=q, using=SIGNALS[c], limit=limit,
+                                params=dense_params if c == 0 else None)
+                for c, q in signals.items() if c != 1
+            ]
+            requests = [models.QueryRequest(prefetch=prefetches,
+                                            query=models.FusionQuery(fusion=models.Fusion.RRF),
+                                            filter=_filter(f), limit=limit, with_payload=False)
+                        for f in filters]
+        responses = self._client.query_batch_points(self._names["memories"], requests=requests)
+        return [[(str(p.id), p.score) for p in r.points] for r in responses]
 
-    def signal_scores(self, query: HybridQuery, where: en.Where,
-                      keys: Sequence[Hashable]) -> npt.NDArray[np.float64]:
+    def signal_scores(self, query: HybridQuery, where: en.Where, keys: Sequence[Hashable],
+                      columns: Sequence[int] | None = None) -> npt.NDArray[np.float64]:
         scores = np.zeros((len(keys), len(SIGNALS)))
         if not keys:
             return scores
         f = _filter(where, keys)
-        queries = _signal_queries(query)
+        queries = {c: q for c, q in _signal_queries(query).items()
+                   if columns is None or c in columns}
         responses = self._client.query_batch_points(self._names["memories"], requests=[
             models.QueryRequest(query=q, using=SIGNALS[c], filter=f, limit=len(keys),
                                 with_payload=False, params=self._exact)

@@ -34,7 +34,16 @@ from celestial_memory.domain.selection import Members, Selection
 from celestial_memory.domain.validation import MAX_TIME, MIN_TIME
 from celestial_memory.domain.zones import Zone
 from celestial_memory.paging import Cursor
-from celestial_memory.store.engine import LEDGER, MEMORIES, Engine, Order, Part, Point, Record
+from celestial_memory.store.engine import (
+    LEDGER,
+    MEMORIES,
+    Engine,
+    Hit,
+    Order,
+    Part,
+    Point,
+    Record,
+)
 from celestial_memory.store.payload import (
     CONTEXT_DENSE,
     DENSE,
@@ -88,12 +97,14 @@ class Candidates:
     signals: npt.NDArray[np.float64]
 
 
-def first_zones(zones: Sequence[Zone], per_zone: Sequence[Sequence[Hashable]]) -> dict[Hashable, int]:
-    """Each candidate key and the first zone it was found in, in zone order."""
-    first: dict[Hashable, int] = {}
-    for zone, keys in zip(zones, per_zone, strict=True):
-        for k in keys:
-            first.setdefault(k, int(zone))
+def first_zones(
+    zones: Sequence[Zone], per_zone: Sequence[Sequence[Hit]]
+) -> dict[Hashable, tuple[int, float]]:
+    """Each candidate key, the first zone it was found in (in zone order) and its score."""
+    first: dict[Hashable, tuple[int, float]] = {}
+    for zone, hits in zip(zones, per_zone, strict=True):
+        for k, score in hits:
+            first.setdefault(k, (int(zone), score))
     return first
 
 
@@ -177,11 +188,11 @@ class MemoryRepository:
         self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter, limit: int
     ) -> list[list[str]]:
         """Candidate ids per zone, best first, in one batch."""
-        return [[str(k) for k in keys] for keys in self._search(tenant, query, zones, flt, limit)]
+        return [[str(k) for k, _ in hits] for hits in self._search(tenant, query, zones, flt, limit)]
 
     def _search(
         self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter, limit: int
-    ) -> list[list[Hashable]]:
+    ) -> list[list[Hit]]:
         filters = [conditions(tenant, replace(flt, zones=[zone])) for zone in zones]
         return self.engine.fused_search(query, filters, limit)
 
@@ -195,11 +206,18 @@ class MemoryRepository:
         self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter, limit: int
     ) -> Candidates:
         """A recall's two batched round trips: the zone searches, then the exact scores of
-        their union. The engine's own keys go from one into the other unconverted."""
+        their union. The engine's own keys go from one into the other unconverted. A query
+        without keywords has its content cosines from the search already (``fused_search``),
+        so only the contextual vector is rescored."""
         first = first_zones(zones, self._search(tenant, query, zones, flt, limit))
         keys = list(first)
-        return Candidates([str(k) for k in keys], list(first.values()),
-                          self.engine.signal_scores(query, [Eq("tenant", tenant)], keys))
+        where = [Eq("tenant", tenant)]
+        if query.keywords.is_empty():
+            signals = self.engine.signal_scores(query, where, keys, columns=(1,))
+            signals[:, 0] = [score for _, score in first.values()]
+        else:
+            signals = self.engine.signal_scores(query, where, keys)
+        return Candidates([str(k) for k in keys], [z for z, _ in first.values()], signals)
 
     def similarities(self, tenant: str, vector: Vector, ids: Sequence[str]) -> dict[str, float]:
         """Cosine similarity of ``vector`` to each of ``ids``, computed by the engine."""
