@@ -210,6 +210,31 @@ def test_context_is_indexed_apart_from_the_content(store: MemoryRepository) -> N
     assert store.signal_scores("b", hq(q, "aurora"), [m.id]).tolist() == [[0.0, 0.0, 0.0, 0.0]]
 
 
+def test_a_contextual_vector_is_kept_only_where_it_differs(store: MemoryRepository) -> None:
+    q, other = unit_vectors(2, DIM, seed=21)
+    plain = mem(vector=q, content="plain")  # its contextual vector is its content vector
+    apart = mem(vector=q, content="with context", context="earlier turns")
+    apart.index = IndexVectors(other, apart.index.keywords, apart.index.context_keywords)
+    store.upsert([plain, apart])
+    # At the store level, only the memory whose contextual vector differs has one...
+    held = {r.id: set(r.vectors) for r in store.engine.retrieve(
+        "memories", [plain.id, apart.id], payload=False, vectors=["dense", "dense_context"])}
+    assert held == {plain.id: {"dense"}, apart.id: {"dense", "dense_context"}}
+    # ...and both score by their context as recall reads it: the content cosine where none.
+    for query in (hq(q), hq(q, "context")):
+        scores = store.signal_scores("a", query, [plain.id, apart.id])
+        assert scores[0, 1] == pytest.approx(scores[0, 0]) == pytest.approx(1.0, abs=1e-5)
+        assert scores[1, 1] == pytest.approx(float(q @ other), abs=1e-5)
+        got = store.candidates("a", query, [Zone.OUTER], MemoryFilter(), 5)
+        row = {i: n for n, i in enumerate(got.ids)}
+        assert got.signals[row[plain.id], 1] == pytest.approx(got.signals[row[plain.id], 0])
+        assert got.signals[row[apart.id], 1] == pytest.approx(float(q @ other), abs=1e-5)
+    # An export still carries a contextual vector for every memory.
+    exported = {m.id: m for page in store.export_pages("a") for m in page}
+    assert np.allclose(exported[plain.id].index.context_dense, q, atol=1e-6)
+    assert np.allclose(exported[apart.id].index.context_dense, other, atol=1e-6)
+
+
 def test_filters_restrict_search_and_delete(store: MemoryRepository) -> None:
     q = unit_vectors(1, DIM, seed=5)[0]
     a = mem(vector=q, tags=["x", "y"], session_id="s1", agent_id="bot", importance=0.9,

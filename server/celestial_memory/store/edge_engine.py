@@ -203,7 +203,7 @@ class EdgeEngine:
 
     def signal_scores(self, query: HybridQuery, where: en.Where, keys: Sequence[Hashable],
                       columns: Sequence[int] | None = None) -> npt.NDArray[np.float64]:
-        scores = np.zeros((len(keys), len(pl.SIGNALS)))
+        scores = np.full((len(keys), len(pl.SIGNALS)), np.nan)
         if not keys:
             return scores
         f = _filter(where, keys)

@@ -136,9 +136,9 @@ class Engine(Protocol):
 
     def signal_scores(self, query: HybridQuery, where: Where, keys: Sequence[Hashable],
                       columns: Sequence[int] | None = None) -> npt.NDArray[np.float64]:
-        """Exact score of each point by each of SIGNALS (rows follow ``keys``; 0 where a point
-        has no matching term or fails ``where``; keyword columns only for a keyword query),
-        in one batch; only ``columns`` when given (the others stay 0)."""
+        """Exact score of each point by each of SIGNALS, in one batch (rows follow ``keys``;
+        keyword columns only for a keyword query; only ``columns`` when given). NaN where a
+        point was not scored: no matching term, no such vector, or it fails ``where``."""
 
     def keys(self, ids: Names) -> list[Hashable]:
         """Ids as ``signal_scores`` takes them."""

@@ -297,7 +297,7 @@ class QdrantEngine:
 
     def signal_scores(self, query: HybridQuery, where: en.Where, keys: Sequence[Hashable],
                       columns: Sequence[int] | None = None) -> npt.NDArray[np.float64]:
-        scores = np.zeros((len(keys), len(SIGNALS)))
+        scores = np.full((len(keys), len(SIGNALS)), np.nan)
         if not keys:
             return scores
         f = _filter(where, keys)

@@ -108,6 +108,15 @@ def first_zones(
     return first
 
 
+def _settled(signals: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Engine scores with what was not scored settled: a memory stored without a contextual
+    vector (its context vector would equal its content vector, payload.search_vectors) scores
+    its content cosine there; anything else not scored scores 0."""
+    if len(signals):
+        signals[:, 1] = np.where(np.isnan(signals[:, 1]), signals[:, 0], signals[:, 1])
+    return np.nan_to_num(signals, nan=0.0)
+
+
 def _singleton_id(name: str) -> str:
     """The fixed ledger point of a lease or marker."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"celestial-lease:{name}"))
@@ -200,7 +209,8 @@ class MemoryRepository:
         self, tenant: str, query: HybridQuery, ids: Sequence[str]
     ) -> npt.NDArray[np.float64]:
         """Exact score of each memory by each of SIGNALS (0 for a foreign or missing id)."""
-        return self.engine.signal_scores(query, [Eq("tenant", tenant)], self.engine.keys(ids))
+        return _settled(self.engine.signal_scores(query, [Eq("tenant", tenant)],
+                                                  self.engine.keys(ids)))
 
     def candidates(
         self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter, limit: int
@@ -217,7 +227,8 @@ class MemoryRepository:
             signals[:, 0] = [score for _, score in first.values()]
         else:
             signals = self.engine.signal_scores(query, where, keys)
-        return Candidates([str(k) for k in keys], [z for z, _ in first.values()], signals)
+        return Candidates([str(k) for k in keys], [z for z, _ in first.values()],
+                          _settled(signals))
 
     def similarities(self, tenant: str, vector: Vector, ids: Sequence[str]) -> dict[str, float]:
         """Cosine similarity of ``vector`` to each of ``ids``, computed by the engine."""
