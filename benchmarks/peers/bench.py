@@ -214,6 +214,22 @@ def table(results: dict[str, dict[str, Any]], config: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def disk_table(results: dict[str, dict[str, Any]]) -> str:
+    """The floor's and the service's data folders by part (both are Qdrant Edge folders)."""
+    shown = {n: r["memory"]["disk_parts"] for n, r in results.items()
+             if n in SERVICE_SIDE and "error" not in r and "disk_parts" in r.get("memory", {})}
+    if not shown:
+        return ""
+    parts = sorted({p for d in shown.values() for p in d},
+                   key=lambda p: -max(d.get(p, 0) for d in shown.values()))
+    lines = ["| data folder by part, MiB (allocated) | " + " | ".join(shown) + " |",
+             "|---" * (len(shown) + 1) + "|"]
+    for part in parts:
+        lines.append(f"| {part} | " + " | ".join(
+            f"{d.get(part, 0) / 2**20:.1f}" for d in shown.values()) + " |")
+    return "\n".join(lines)
+
+
 def notes(results: dict[str, dict[str, Any]], config: dict[str, Any]) -> str:
     out = [
         f"Texts: {config['texts']}. Queries: {config['query_source']}. Model: {config['model_path']} "
@@ -280,7 +296,7 @@ def main() -> int:
                   file=sys.stderr, flush=True)
             results[name] = run_worker(python, name, workdir, args.timeout)
 
-    text = table(results, config) + "\n\n" + notes(results, config)
+    text = table(results, config) + "\n\n" + disk_table(results) + "\n\n" + notes(results, config)
     print("\n" + text)
     out_dir = HERE / "results"
     out_dir.mkdir(exist_ok=True)

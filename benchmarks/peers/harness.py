@@ -208,6 +208,42 @@ def disk_bytes(path: Path) -> dict[str, int]:
     return {"disk_bytes": allocated, "disk_apparent_bytes": apparent}
 
 
+def _part(rel: tuple[str, ...]) -> str:
+    """What a file of a Qdrant Edge data folder holds, by where it lies (see disk_parts)."""
+    if any(r.endswith("_journal") for r in rel[:1]):
+        return "reinforcement journal"
+    if any(r.endswith("_ledger") for r in rel[:1]):
+        return "ledger (its own shard)"
+    for i, r in enumerate(rel):
+        if r == "wal":
+            return "write-ahead log"
+        if r.startswith("vector_storage-"):
+            name = r.removeprefix("vector_storage-")
+            return f"{name}: int8 copy" if rel[-1].startswith("quantized") else f"{name}: vectors"
+        if r.startswith("vector_index-"):
+            return f"{r.removeprefix('vector_index-')}: index (HNSW / inverted)"
+        if r == "payload_storage":
+            return "payload"
+        if r == "payload_index":
+            return "payload indexes"
+        if r.startswith("id_tracker") or r in ("mutable_id_tracker", "version.info"):
+            return "ids and versions"
+        if r == "segments" and i + 2 == len(rel):
+            return "segment metadata"
+    return "other"
+
+
+def disk_parts(path: Path) -> dict[str, int]:
+    """Allocated bytes of a Qdrant Edge data folder by what they hold (write-ahead log, each
+    named vector, its index, payload, payload indexes, ...); other layouts land in "other"."""
+    parts: dict[str, int] = {}
+    for p in path.rglob("*"):
+        if p.is_file() and not p.is_symlink():
+            part = _part(p.relative_to(path).parts)
+            parts[part] = parts.get(part, 0) + p.stat().st_blocks * 512
+    return dict(sorted(parts.items(), key=lambda kv: -kv[1]))
+
+
 def timed(fn: Callable[..., R], *args: Any) -> tuple[float, R]:
     """Milliseconds ``fn(*args)`` took, and what it returned."""
     t = time.perf_counter()
@@ -271,7 +307,8 @@ def measure(system: System, data: Dataset, root: Path) -> dict[str, Any]:
         out["vector_recall"] = summary(vms)
     log(f"{system.name}: text recall p50 {out['text_recall']['p50_ms']:.1f} ms")
 
-    out["memory"] = {"memories": n, **rss_kib(pid), **disk_bytes(system.data_dir())}
+    out["memory"] = {"memories": n, **rss_kib(pid), **disk_bytes(system.data_dir()),
+                     "disk_parts": disk_parts(system.data_dir())}
 
     ams = [timed(system.add, "bench", a)[0] for a in data.adds]
     out["add"] = summary(ams)
