@@ -4,9 +4,10 @@ Loads N memories (default 100,000; precomputed 384-d vectors around 1,000 centre
 texts) into Qdrant Edge, builds the vector indexes as the server's background task does, then
 serves the store over gRPC and times Recall calls that pass their query vector (so no model runs)
 and a two-word keyword query: hybrid candidates in all five zones, rescoring, zone order and the
-reinforcement. Reports p50 / p90 through gRPC with the default settings and, in-process, the
-same recall three ways in one run: writing the reinforcement through (the default), writing it
-behind (``reinforce_flush_ms`` 50), and not reinforcing; and beside them the raw engine doing the
+reinforcement. Reports p50 / p90 through gRPC with the default settings (reinforcement journaled
+and written behind) and, in-process, the same recall three ways in one run: writing the
+reinforcement through (``reinforce_flush_ms`` 0), journaled and written behind within 50 ms, and
+not reinforcing; and beside them the raw engine doing the
 same work with no service around it (the five zone queries in one batch, the four rescoring
 queries over their union, the payloads of the ten best, ten payload writes). Each way runs
 twice, in the order A B C D then D C B A, with half the calls each time, so drift on the noisy
@@ -117,7 +118,7 @@ def raw_engine(
 
 def compare_modes(path: Path, qs: list[tuple[list[float], str]]) -> None:
     """Write-through, write-behind, no reinforcement, raw engine (see the module docstring)."""
-    modes = {"write-through": (0.0, True), "write-behind (50 ms)": (50.0, True),
+    modes = {"write-through": (0.0, True), "journaled write-behind (50 ms)": (50.0, True),
              "no reinforcement": (0.0, False), "raw engine": (0.0, False)}
     times: dict[str, list[float]] = {m: [] for m in modes}
     stages: dict[str, list[float]] = {}

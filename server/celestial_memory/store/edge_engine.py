@@ -6,6 +6,7 @@ Only one process may open a shard directory (Qdrant Edge 0.9.0); shards are flus
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
@@ -63,6 +64,20 @@ def _signal_queries(query: HybridQuery) -> dict[int, Any]:
     return out
 
 
+_DATATYPES = {"float32": qe.VectorStorageDatatype.Float32,
+              "float16": qe.VectorStorageDatatype.Float16}
+
+
+def _stored_datatype(path: Path, vector: str) -> Any:
+    """The storage datatype an existing shard keeps ``vector`` in (a shard cannot be opened
+    with another); None for a new shard."""
+    try:
+        config = json.loads((path / "edge_config.json").read_text())
+    except FileNotFoundError:
+        return None
+    return _DATATYPES[config.get("vectors", {}).get(vector, {}).get("datatype", "float32")]
+
+
 def _open(path: Path, config: Any, indexes: Mapping[str, str]) -> Any:
     try:
         if (path / "edge_config.json").exists():
@@ -91,10 +106,13 @@ class EdgeEngine:
                     quantization_config=qe.ScalarQuantizationConfig(
                         qe.ScalarType.Int8, always_ram=True),
                 ),
-                # Only rescored over candidates (HasId filter), so no HNSW graph: m = 0.
+                # Only rescored over candidates (HasId filter), so no HNSW graph: m = 0. Kept as
+                # float16 (payload.CONTEXT_DATATYPE): a store made before keeps its float32.
                 pl.CONTEXT_DENSE: qe.EdgeVectorParams(
                     size=dimension, distance=qe.Distance.Cosine,
                     hnsw_config=qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000),
+                    datatype=_stored_datatype(path, pl.CONTEXT_DENSE) or _DATATYPES[
+                        pl.CONTEXT_DATATYPE],
                 ),
             },
             sparse_vectors={

@@ -18,6 +18,7 @@ from celestial_memory.errors import StoreUnavailable
 from celestial_memory.store import engine as en
 from celestial_memory.store.breaker import CircuitBreaker, Guarded
 from celestial_memory.store.payload import (
+    CONTEXT_DATATYPE,
     CONTEXT_DENSE,
     CONTEXT_KEYWORDS,
     DENSE,
@@ -176,10 +177,12 @@ class QdrantEngine:
                             scalar=models.ScalarQuantizationConfig(
                                 type=models.ScalarType.INT8, always_ram=True)),
                     ),
-                    # Only rescored over candidates, so no HNSW graph (m = 0).
+                    # Only rescored over candidates, so no HNSW graph (m = 0); float16
+                    # (payload.CONTEXT_DATATYPE).
                     CONTEXT_DENSE: models.VectorParams(
                         size=self.dimension, distance=models.Distance.COSINE,
                         hnsw_config=models.HnswConfigDiff(m=0),
+                        datatype=models.Datatype(CONTEXT_DATATYPE),
                     ),
                 },
                 sparse_vectors_config={
