@@ -44,12 +44,14 @@ class ReinforcementQueue:
 
     def submit(self, tenant: str, memories: Sequence[Memory]) -> set[str]:
         """Reinforced state to write; returns the ids written now (write-through) or none."""
-        if self._closed:
-            raise RuntimeError("reinforcement queue is closed")
         if self.write_through:
+            if self._closed:
+                raise RuntimeError("reinforcement queue is closed")
             self._repo.save(tenant, memories, REINFORCED)
             return {m.id for m in memories}
         with self._lock:  # appended and queued together: a rotation splits neither
+            if self._closed:  # checked under the lock: close's last flush sees all it let in
+                raise RuntimeError("reinforcement queue is closed")
             if self._journal is not None:
                 self._journal.append(tenant, [(m.id, payload_fields(m, REINFORCED))
                                               for m in memories])
@@ -75,9 +77,10 @@ class ReinforcementQueue:
         written: Written = {}
         with self._flush_lock:
             with self._lock:
+                # Rotated first: if that fails, nothing has moved and the batch stays pending.
+                segments = self._journal.rotate() if self._journal and self._pending else []
                 batch, self._pending = self._pending, {}
                 self._inflight = batch
-                segments = self._journal.rotate() if self._journal and batch else []
             try:
                 for tenant, states in batch.items():
                     self._repo.save(tenant, list(states.values()), REINFORCED)
@@ -98,10 +101,12 @@ class ReinforcementQueue:
 
     def close(self) -> Written:
         """Refuse new submissions and write what is pending; the journal goes once written."""
-        self._closed = True
+        with self._lock:
+            self._closed = True
         written = self.flush()
         if self._journal is not None:
             self._journal.close(written=True)
+            self._journal = None  # a later flush has nothing to rotate
         return written
 
     def recover(self, directory: Path) -> Written:

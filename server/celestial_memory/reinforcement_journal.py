@@ -40,27 +40,35 @@ class ReinforcementJournal:
         self._lock_fd = os.open(directory / f"{self._token}.lock", os.O_CREAT | os.O_RDWR, 0o600)
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
         self._seq = 0
-        self._fd = self._open_segment()
+        self._fd = self._open_segment(0)
         self._segments: list[Path] = [self._segment_path(0)]
+        self._dirty = False  # anything appended to the current segment
 
     def _segment_path(self, seq: int) -> Path:
         return self._dir / f"{self._token}-{seq:08d}.jsonl"
 
-    def _open_segment(self) -> int:
-        return os.open(self._segment_path(self._seq), os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o600)
+    def _open_segment(self, seq: int) -> int:
+        return os.open(self._segment_path(seq), os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o600)
 
     def append(self, tenant: str, updates: Sequence[tuple[str, Fields]]) -> None:
-        """One line for one recall's reinforcements; one ``write`` call, so a crash leaves at most
-        a torn last line."""
-        line = json.dumps({"t": tenant, "u": updates}, separators=(",", ":")) + "\n"
-        os.write(self._fd, line.encode())
+        """One line for one recall's reinforcements, written whole before the recall answers (a
+        crash leaves at most a torn last line); an error here fails the recall."""
+        data = (json.dumps({"t": tenant, "u": updates}, separators=(",", ":")) + "\n").encode()
+        self._dirty = True
+        while data:  # a short write (a full disk) goes on where it stopped, or raises
+            data = data[os.write(self._fd, data):]
 
     def rotate(self) -> list[Path]:
         """Start a new segment; returns every segment up to now, which the caller removes
-        (``release``) once their contents are written to the store."""
+        (``release``) once their contents are written to the store. The new segment is opened
+        before anything changes, so a failure leaves the journal as it was; an empty current
+        segment is kept rather than replaced."""
+        if not self._dirty:
+            done, self._segments = self._segments[:-1], self._segments[-1:]
+            return done
+        fd = self._open_segment(self._seq + 1)
         os.close(self._fd)
-        self._seq += 1
-        self._fd = self._open_segment()
+        self._seq, self._fd, self._dirty = self._seq + 1, fd, False
         done, self._segments = self._segments, [self._segment_path(self._seq)]
         return done
 

@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pytest
 from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
@@ -107,3 +108,40 @@ def test_reinforcements_of_a_killed_server_are_in_the_store_after_a_restart(
     finally:
         svc.close()
     assert list(journal_dir.iterdir()) == []  # a graceful stop leaves no journal
+
+
+def test_a_failed_rotation_keeps_the_batch_and_the_journal_working(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new journal segment that cannot be opened (no descriptors, a full disk) fails that
+    flush only: nothing queued is dropped, recalls go on journaling, the next flush writes all."""
+    from celestial_memory.domain.requests import NewMemory
+
+    svc = build_service(Settings(data_dir=tmp_path, rebalance_interval_s=0,
+                                 reinforce_flush_ms=100),
+                        embedder=embedder, clock=ManualClock(1.7e9))
+    try:
+        placement = svc.placement  # its flusher stops: this test decides when flushes run
+        placement._stopped.set()
+        placement._wake.set()
+        placement._thread.join()
+        v = unit_vectors(1, seed=12)[0]
+        (m,) = svc.store_many("j", [NewMemory("a fact", vector=v.tolist())])
+        q = RecallQuery(query_vector=v.tolist(), limit=1, min_relevance=0.5)
+        svc.recall("j", q)
+        queue = svc.placement.queue
+
+        def no_descriptor(self: ReinforcementJournal, seq: int) -> int:
+            raise OSError(24, "Too many open files")
+
+        with monkeypatch.context() as patched:
+            patched.setattr(ReinforcementJournal, "_open_segment", no_descriptor)
+            with pytest.raises(OSError):
+                queue.flush()
+        assert queue.pending() == 1  # still queued, still journaled
+        assert svc.recall("j", q)[0].memory.recall_count == 2  # journaling goes on
+        queue.flush()
+        assert svc.store.get("j", [m.id])[m.id].recall_count == 2
+    finally:
+        svc.close()
+    assert list(next(tmp_path.glob("*_journal")).iterdir()) == []
