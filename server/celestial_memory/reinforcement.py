@@ -105,7 +105,7 @@ class ReinforcementQueue:
             self._closed = True
         written = self.flush()
         if self._journal is not None:
-            self._journal.close(written=True)
+            self._journal.close()
             self._journal = None  # a later flush has nothing to rotate
         return written
 

@@ -1,7 +1,7 @@
 """An append-only journal of reinforcements waiting to be written, so writing them behind loses
 nothing when the process dies.
 
-A recall appends the reinforced fields of what it returns (one ``write`` of one JSON line) before
+A recall appends the reinforced fields of what it returns (one JSON line, written whole) before
 it answers; the queue writes them to the store later and drops the journal files it has written.
 A ``write`` without ``fsync`` survives the process, not the machine: the embedded engine's own
 write-ahead log gives the same (it syncs on flush and close, not per update), so the journal
@@ -82,13 +82,13 @@ class ReinforcementJournal:
         for path in segments:
             path.unlink(missing_ok=True)
 
-    def close(self, written: bool) -> None:
-        """Close the journal; ``written``: everything in it reached the store, so it goes."""
+    def close(self) -> None:
+        """Close and remove the journal, once everything in it reached the store (a journal
+        never closed, as a failed last flush leaves it, is replayed by the next start)."""
         os.close(self._fd)
-        if written:
-            self.release(self._segments)
-            (self._dir / f"{self._token}.lock").unlink(missing_ok=True)
-        os.close(self._lock_fd)  # a journal left behind is replayed by the next start
+        self.release(self._segments)
+        (self._dir / f"{self._token}.lock").unlink(missing_ok=True)
+        os.close(self._lock_fd)
 
     # -- recovery ----------------------------------------------------------------------------
 

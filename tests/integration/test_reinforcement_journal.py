@@ -49,7 +49,7 @@ def test_a_dead_process_journal_is_recovered_and_a_live_one_is_not(tmp_path: Pat
     assert len(files) == 3  # two segments and the dead process's lock
     ReinforcementJournal.release(files)
     assert ReinforcementJournal.recover(tmp_path) == ({}, [])  # the live one stays untouched
-    live.close(written=True)
+    live.close()
     assert list(tmp_path.iterdir()) == []
 
 
