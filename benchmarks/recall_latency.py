@@ -12,7 +12,9 @@ same work with no service around it (the five zone queries in one batch, the fou
 queries over their union, the payloads of the ten best, ten payload writes). Each way runs
 twice, in the order A B C D then D C B A, with half the calls each time, so drift on the noisy
 machine falls on all alike; each run is long enough that a write-behind flusher's lag stays
-inside it.
+inside it. Last, the archive's cost to a recall that does not need it: the same recalls (not
+reinforced, so the state stays put) with a fifth of the memories archived and with none, in the
+order none, archived, archived, none.
 
     python benchmarks/recall_latency.py [--memories 100000] [--calls 300]
 """
@@ -34,6 +36,8 @@ import qdrant_edge as qe
 from celestial_client import AsyncCelestialClient
 from celestial_memory.clock import ManualClock
 from celestial_memory.domain.requests import RecallQuery
+from celestial_memory.domain.selection import Selection
+from celestial_memory.domain.zones import Zone
 from celestial_memory.grpc_api.server import MemoryServer
 from celestial_memory.service import MemoryService
 
@@ -178,6 +182,48 @@ async def through_grpc(
     return own_process, same_process
 
 
+def archive_overhead(path: Path, qs: list[tuple[list[float], str]]) -> None:
+    """Recall p50 with a fifth of the memories in the archive against none (see the module
+    docstring); and how many recalls searched the archive (deep recall: fewer than the limit
+    above the gate), which should be none."""
+    svc = open_service(path, ManualClock(T0), optimize_interval_s=0)
+    total = svc.stats(TENANT).total
+    outer = svc.store.members(TENANT, Selection(zones=(Zone.BELT, Zone.CLOUD)))
+    pick = np.arange(len(outer.ids))[: total // 5]
+    ids, zones = [outer.ids[i] for i in pick], outer.zone[pick]
+    deep = 0
+
+    def timed(calls: list[tuple[list[float], str]]) -> list[float]:
+        nonlocal deep
+        out = []
+        for vec, text in calls:
+            q = RecallQuery(query=text, query_vector=vec, limit=10, reinforce=False)
+            t = time.perf_counter()
+            got = svc.recall(TENANT, q)
+            out.append((time.perf_counter() - t) * 1000)
+            deep += any(r.archived for r in got) or len(got) < 10
+        return out
+
+    times: dict[str, list[float]] = {"no archive": [], "archive": []}
+    half = len(qs) // 2
+    for label, calls in (("no archive", qs[:half]), ("archive", qs[:half]),
+                         ("archive", qs[half:]), ("no archive", qs[half:])):
+        if label == "archive" and svc.stats(TENANT).archived == 0:
+            svc.store.archive(ids, T0)
+        elif label == "no archive":
+            for z in np.unique(zones):
+                svc.store.set_zone(TENANT, Zone(int(z)), ids=[i for i, x in zip(ids, zones, strict=True)
+                                                            if x == z])
+        timed(calls[:5])
+        times[label] += timed(calls)
+    svc.close()
+    for label, ts in times.items():
+        print(summary(f"in-process, not reinforced, {label}"
+                      + (f" ({len(ids):,} archived)" if label == "archive" else ""), ts))
+    ratio = statistics.median(times["archive"]) / statistics.median(times["no archive"])
+    print(f"archive / no archive p50: {ratio:.3f}; recalls that searched the archive: {deep}")
+
+
 def summary(label: str, times: list[float]) -> str:
     s = sorted(times)
     return (f"{label}: p50 {statistics.median(s):.2f} ms, p90 {s[int(0.9 * len(s))]:.2f} ms "
@@ -206,6 +252,7 @@ def main() -> int:
         print(summary("through gRPC, client in its own process", own))
         print(summary("through gRPC, client in the server's process", same))
         compare_modes(Path(tmp), queries(rng, centres, 4 * args.calls))
+        archive_overhead(Path(tmp), queries(rng, centres, 2 * args.calls))
     return 0
 
 

@@ -24,10 +24,12 @@ from celestial_client.errors import (
 )
 from celestial_client.types import (
     AdminEvent,
+    Consolidation,
     ExportedMemory,
     ImportResult,
     LedgerPage,
     Memory,
+    MergedRepeat,
     Page,
     RebalanceReport,
     RecallResult,
@@ -48,6 +50,7 @@ __all__ = [
     "CallCancelledError",
     "CelestialClient",
     "CelestialClientError",
+    "Consolidation",
     "DataLossError",
     "DeadlineExceededError",
     "ExportedMemory",
@@ -58,6 +61,7 @@ __all__ = [
     "InvalidArgumentError",
     "LedgerPage",
     "Memory",
+    "MergedRepeat",
     "NotFoundError",
     "OutOfRangeError",
     "Page",

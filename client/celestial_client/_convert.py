@@ -12,9 +12,11 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from celestial_client.types import (
     AdminEvent,
+    Consolidation,
     ExportedMemory,
     LedgerPage,
     Memory,
+    MergedRepeat,
     RebalanceReport,
     RecallResult,
     ScoreBreakdown,
@@ -92,6 +94,8 @@ def recall_request(
     query_vector: Sequence[float] | None = None,
     min_relevance: float | None = None,
     ignore_zones: bool = False,
+    include_archived: bool = False,
+    deep: bool | None = None,
 ) -> pb.RecallRequest:
     f = pb.RecallFilter(
         zones=[zone_to_pb(z) for z in zones], tags_any=tags_any, tags_all=tags_all,
@@ -108,9 +112,12 @@ def recall_request(
     req = pb.RecallRequest(
         tenant=tenant, query=query, limit=limit, filter=f, no_reinforce=not reinforce,
         context=context, query_vector=list(query_vector or []), ignore_zones=ignore_zones,
+        include_archived=include_archived,
     )
     if min_relevance is not None:
         req.min_relevance = min_relevance
+    if deep is not None:
+        req.deep = deep
     return req
 
 
@@ -150,13 +157,17 @@ def memory(m: pb.Memory) -> Memory:
         created_at=to_datetime(m.created_at), last_recalled_at=to_datetime(m.last_recalled_at),
         tags=list(m.tags), session_id=m.session_id, agent_id=m.agent_id,
         metadata=dict(m.metadata), pinned=m.pinned, breakdown=breakdown(m.breakdown),
-        context=m.context,
+        context=m.context, archived=m.archived,
+        archived_at=to_datetime(m.archived_at) if m.HasField("archived_at") else None,
+        merged=[MergedRepeat(r.content, to_datetime(r.created_at), r.id, r.session_id,
+                             r.agent_id, dict(r.metadata)) for r in m.merged],
     )
 
 
 def recall_results(resp: pb.RecallResponse) -> list[RecallResult]:
     return [
-        RecallResult(memory(r.memory), zone_from_pb(r.found_in), r.relevance, breakdown(r.breakdown))
+        RecallResult(memory(r.memory), zone_from_pb(r.found_in), r.relevance,
+                     breakdown(r.breakdown), r.archived)
         for r in resp.results
     ]
 
@@ -169,8 +180,13 @@ def stats(resp: pb.StatsResponse) -> Stats:
             for z in resp.zones
         ],
         total=resp.total, embedding_model=resp.embedding_model, dimension=resp.dimension,
-        backend=resp.backend,
+        backend=resp.backend, archived=resp.archived,
     )
+
+
+def consolidation(resp: pb.ConsolidateResponse) -> Consolidation:
+    return Consolidation([(m.into, list(m.ids)) for m in resp.merges], resp.scanned,
+                         resp.dry_run)
 
 
 def rebalance(resp: pb.RebalanceResponse) -> RebalanceReport:
@@ -179,6 +195,7 @@ def rebalance(resp: pb.RebalanceResponse) -> RebalanceReport:
         moved={(zone_from_pb(m.from_zone), zone_from_pb(m.to_zone)): m.count for m in resp.moved},
         evicted=resp.evicted, forgotten=resp.forgotten, dry_run=resp.dry_run,
         duration_ms=resp.duration_ms, full=resp.full, skipped_by=resp.skipped_by,
+        purged=resp.purged,
     )
 
 
@@ -192,7 +209,9 @@ def ledger_request(
     return req
 
 
-EVENT_REASONS = {pb.ZONE_EVENT_KIND_CAPACITY: "capacity", pb.ZONE_EVENT_KIND_FORGOTTEN: "forgotten"}
+EVENT_REASONS = {pb.ZONE_EVENT_KIND_CAPACITY: "capacity", pb.ZONE_EVENT_KIND_FORGOTTEN: "forgotten",
+                 pb.ZONE_EVENT_KIND_RESTORED: "restored", pb.ZONE_EVENT_KIND_PURGED: "purged",
+                 pb.ZONE_EVENT_KIND_DELETED: "deleted"}
 
 
 def events(resp: pb.LedgerResponse) -> list[ZoneEvent]:
@@ -232,6 +251,10 @@ def exported_record(e: ExportedMemory | pb.ExportedMemory) -> pb.ExportedMemory:
             importance=m.importance, recall_count=m.recall_count,
             created_at=timestamp(m.created_at), last_recalled_at=timestamp(m.last_recalled_at),
             tags=m.tags, session_id=m.session_id, agent_id=m.agent_id, metadata=m.metadata,
-            pinned=m.pinned, context=m.context),
+            pinned=m.pinned, context=m.context, archived=m.archived,
+            archived_at=timestamp(m.archived_at) if m.archived_at is not None else None,
+            merged=[pb.MergedRepeat(content=r.content, created_at=timestamp(r.created_at),
+                                    id=r.id, session_id=r.session_id, agent_id=r.agent_id,
+                                    metadata=r.metadata) for r in m.merged]),
         vector=e.vector, context_vector=e.context_vector, context_score=e.context_score,
         written_at=timestamp(e.written_at))

@@ -1,5 +1,5 @@
-"""``celestial``: serve, store, recall, get, update, delete, stats, rebalance, ledger, export,
-import, eval.
+"""``celestial``: serve, store, recall, get, update, delete, restore, archived, stats, rebalance,
+consolidate, ledger, export, import, eval.
 
 Every command but ``serve`` needs only the client; ``serve`` needs the server extra
 (``pip install 'celestial-memory[server]'``).
@@ -52,6 +52,10 @@ def show_memory(m: Memory) -> str:
         f"recalled     {m.recall_count} times, last {m.last_recalled_at:%Y-%m-%d %H:%M:%S}",
         f"created      {m.created_at:%Y-%m-%d %H:%M:%S}   pinned {m.pinned}",
     ]
+    if m.archived_at is not None:
+        lines.append(f"archived     {m.archived_at:%Y-%m-%d %H:%M:%S} (celestial restore {m.id})")
+    if m.merged:
+        lines.append(f"repeats      {len(m.merged)} merged in, the last: {m.merged[-1].content!r}")
     if m.tags:
         lines.append(f"tags         {', '.join(m.tags)}")
     if m.metadata:
@@ -68,7 +72,8 @@ def show_recall(results: Sequence[RecallResult]) -> str:
     if not results:
         return "no memory passed the relevance gate"
     rows = [
-        (i + 1, r.found_in.value, _n(r.relevance), _n(r.breakdown.total),
+        (i + 1, "archive" if r.archived else r.found_in.value, _n(r.relevance),
+         _n(r.breakdown.total),
          r.memory.zone.value, r.memory.recall_count, _short(r.content), r.id)
         for i, r in enumerate(results)
     ]
@@ -83,7 +88,8 @@ def show_stats(s: Stats) -> str:
     ]
     return (
         table(["zone", "count", "capacity", "min score"], rows)
-        + f"\ntotal {s.total}   model {s.embedding_model} ({s.dimension}d)   backend {s.backend}"
+        + f"\ntotal {s.total}   archived {s.archived}   model {s.embedding_model} "
+        f"({s.dimension}d)   backend {s.backend}"
     )
 
 
@@ -92,7 +98,7 @@ def show_ledger(events: Sequence[ZoneEvent]) -> str:
         return "no events"
     rows = [
         (f"{e.at:%Y-%m-%d %H:%M:%S}", e.reason, e.from_zone.value,
-         e.to_zone.value if e.to_zone else "(forgotten)", e.memory_id)
+         e.to_zone.value if e.to_zone else f"({e.reason})", e.memory_id)
         for e in events
     ]
     return table(["at", "reason", "from", "to", "memory"], rows)
@@ -144,6 +150,12 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--tag", action="append", default=[], dest="tags_any")
     r.add_argument("--no-reinforce", action="store_true")
     r.add_argument("--context", default="")
+    r.add_argument("--archived", action="store_true",
+                   help="search the archive (forgotten memories) too")
+
+    sub.add_parser("restore", help="bring an archived memory back").add_argument("id")
+    ar = sub.add_parser("archived", help="the archive's newest memories (forgotten ones)")
+    ar.add_argument("--limit", type=int, default=20)
 
     for name in ("get", "delete"):
         g = sub.add_parser(name, help=f"{name} a memory by id")
@@ -162,6 +174,9 @@ def _parser() -> argparse.ArgumentParser:
     rb.add_argument("--dry-run", action="store_true")
     rb.add_argument("--full", action="store_true", help="rescore every memory (a scan)")
 
+    co = sub.add_parser("consolidate", help="merge repeats stored before (dry run unless --apply)")
+    co.add_argument("--apply", action="store_true", help="write the merges")
+
     ex = sub.add_parser("export", help="write the tenant's memories with vectors to a file")
     ex.add_argument("file", type=Path)
     ex.add_argument("--resume", action="store_true", help="continue a broken export of FILE")
@@ -176,7 +191,8 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("path", type=Path, help="a LoCoMo JSON file or a folder of them")
     ev.add_argument("--k", type=int, nargs="+", default=[5, 10])
 
-    lg = sub.add_parser("ledger", help="evictions and forgotten memories, oldest first")
+    lg = sub.add_parser("ledger", help="evictions, archived, restored, purged and deleted "
+                                       "memories, oldest first")
     lg.add_argument("--limit", type=int, default=50)
     lg.add_argument("--memory", default="", help="only this memory id")
     return p
@@ -205,8 +221,23 @@ def _run(args: argparse.Namespace, client: CelestialClient) -> str:
         results = client.recall(
             args.query, args.limit, zones=args.zones, tags_any=args.tags_any,
             reinforce=not args.no_reinforce, context=args.context,
+            include_archived=args.archived,
         )
         return show_recall(results)
+    if c == "restore":
+        return show_memory(client.restore(args.id))
+    if c == "archived":
+        return "\n".join(show_memory(m) for m in client.recent(args.limit, archived=True)) or (
+            "the archive is empty")
+    if c == "consolidate":
+        done = client.consolidate(dry_run=not args.apply)
+        folded = sum(len(ids) for _, ids in done.merges)
+        verb = "would merge" if done.dry_run else "merged"
+        lines = [f"scanned {done.scanned}; {verb} {folded} repeats into {len(done.merges)} "
+                 f"memories" + ("; run again with --apply to write" if done.dry_run and folded
+                                else "")]
+        lines += [f"  {into} <- {', '.join(ids)}" for into, ids in done.merges]
+        return "\n".join(lines)
     if c == "get":
         return show_memory(client.get(args.id))
     if c == "delete":
@@ -235,7 +266,7 @@ def _run(args: argparse.Namespace, client: CelestialClient) -> str:
     verb = "would move" if rep.dry_run else "moved"
     return (
         f"scanned {rep.scanned} in {rep.duration_ms:.1f} ms; {verb} {moves}; "
-        f"evicted {rep.evicted}; forgotten {rep.forgotten}"
+        f"evicted {rep.evicted}; archived {rep.forgotten}; purged {rep.purged}"
     )
 
 

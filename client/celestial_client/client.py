@@ -25,6 +25,7 @@ from celestial_client import _convert as cv
 from celestial_client.connection import TLS, Connection, RetryPolicy, key_metadata
 from celestial_client.errors import from_rpc_error
 from celestial_client.types import (
+    Consolidation,
     ExportedMemory,
     ImportResult,
     LedgerPage,
@@ -67,6 +68,8 @@ class RecallOptions(Filters, total=False):
     query_vector: Sequence[float]
     min_relevance: float
     ignore_zones: bool
+    include_archived: bool  # search the archive (forgotten memories) too
+    deep: bool  # the archive only when the zones fall short; unset: the server's default
 
 
 class UpdateOptions(TypedDict, total=False):
@@ -239,43 +242,61 @@ class CelestialClient(_Base):
     def stats(self) -> Stats:
         return cv.stats(self._call("Stats", pb.StatsRequest(tenant=self.tenant)))
 
+    def restore(self, memory_id: str) -> Memory:
+        """Bring an archived (forgotten) memory back into the zones."""
+        return cv.memory(self._call("Restore", pb.RestoreRequest(tenant=self.tenant,
+                                                                 id=memory_id)).memory)
+
+    def consolidate(self, dry_run: bool = True) -> Consolidation:
+        """Merge the repeats among memories stored before (admin). A dry run by default: see
+        what would merge, then call again with ``dry_run=False``."""
+        return cv.consolidation(self._call("Consolidate", pb.ConsolidateRequest(
+            tenant=self.tenant, dry_run=dry_run)))
+
     def rebalance(
         self, dry_run: bool = False, full: bool = False, forget: bool = True
     ) -> RebalanceReport:
         return cv.rebalance(self._call("Rebalance", self._rebalance(dry_run, full, forget)))
 
     def recent_page(
-        self, page_size: int = 10, page_token: str = "", **filters: Unpack[Filters]
+        self, page_size: int = 10, page_token: str = "", *, archived: bool = False,
+        **filters: Unpack[Filters],
     ) -> Page[Memory]:
         """One page of the newest memories (filters as for recall), newest first."""
         resp = self._call("Recent", pb.RecentRequest(
             tenant=self.tenant, page_size=page_size, page_token=page_token,
-            filter=self._filter(filters)))
+            filter=self._filter(filters), archived=archived))
         return Page([cv.memory(m) for m in resp.memories], resp.next_page_token)
 
-    def recent(self, limit: int = 10, **filters: Unpack[Filters]) -> list[Memory]:
+    def recent(
+        self, limit: int = 10, *, archived: bool = False, **filters: Unpack[Filters]
+    ) -> list[Memory]:
         """The ``limit`` newest memories (e.g. of a ``session_id``), newest first, read a page at
         a time."""
         def page(size: int, token: str) -> tuple[list[Memory], str]:
-            p = self.recent_page(size, token, **filters)
+            p = self.recent_page(size, token, archived=archived, **filters)
             return p.items, p.next_page_token
 
         return _first(limit, page)
 
     def list_page(
-        self, page_size: int = 100, page_token: str = "", **filters: Unpack[Filters]
+        self, page_size: int = 100, page_token: str = "", *, archived: bool = False,
+        **filters: Unpack[Filters],
     ) -> Page[Memory]:
         """One page of the memories matching ``filters``, in id order."""
         resp = self._call("List", pb.ListRequest(
             tenant=self.tenant, page_size=page_size, page_token=page_token,
-            filter=self._filter(filters)))
+            filter=self._filter(filters), archived=archived))
         return Page([cv.memory(m) for m in resp.memories], resp.next_page_token)
 
-    def iter_memories(self, page_size: int = 500, **filters: Unpack[Filters]) -> Iterator[Memory]:
-        """Every memory matching ``filters``, in id order, a page at a time."""
+    def iter_memories(
+        self, page_size: int = 500, *, archived: bool = False, **filters: Unpack[Filters]
+    ) -> Iterator[Memory]:
+        """Every memory matching ``filters`` (``archived``: the archive's instead of the
+        zones'), in id order, a page at a time."""
         token = ""
         while True:
-            page = self.list_page(page_size, token, **filters)
+            page = self.list_page(page_size, token, archived=archived, **filters)
             yield from page.items
             if not (token := page.next_page_token):
                 return
@@ -407,43 +428,56 @@ class AsyncCelestialClient(_Base):
     async def stats(self) -> Stats:
         return cv.stats(await self._call("Stats", pb.StatsRequest(tenant=self.tenant)))
 
+    async def restore(self, memory_id: str) -> Memory:
+        resp = await self._call("Restore", pb.RestoreRequest(tenant=self.tenant, id=memory_id))
+        return cv.memory(resp.memory)
+
+    async def consolidate(self, dry_run: bool = True) -> Consolidation:
+        return cv.consolidation(await self._call("Consolidate", pb.ConsolidateRequest(
+            tenant=self.tenant, dry_run=dry_run)))
+
     async def rebalance(
         self, dry_run: bool = False, full: bool = False, forget: bool = True
     ) -> RebalanceReport:
         return cv.rebalance(await self._call("Rebalance", self._rebalance(dry_run, full, forget)))
 
     async def recent_page(
-        self, page_size: int = 10, page_token: str = "", **filters: Unpack[Filters]
+        self, page_size: int = 10, page_token: str = "", *, archived: bool = False,
+        **filters: Unpack[Filters],
     ) -> Page[Memory]:
         resp = await self._call("Recent", pb.RecentRequest(
             tenant=self.tenant, page_size=page_size, page_token=page_token,
-            filter=self._filter(filters)))
+            filter=self._filter(filters), archived=archived))
         return Page([cv.memory(m) for m in resp.memories], resp.next_page_token)
 
-    async def recent(self, limit: int = 10, **filters: Unpack[Filters]) -> list[Memory]:
+    async def recent(
+        self, limit: int = 10, *, archived: bool = False, **filters: Unpack[Filters]
+    ) -> list[Memory]:
         out: list[Memory] = []
         token = ""
         while len(out) < limit:
-            page = await self.recent_page(min(limit - len(out), MAX_PAGE), token, **filters)
+            page = await self.recent_page(min(limit - len(out), MAX_PAGE), token,
+                                          archived=archived, **filters)
             out += page.items
             if not (token := page.next_page_token):
                 break
         return out[:limit]
 
     async def list_page(
-        self, page_size: int = 100, page_token: str = "", **filters: Unpack[Filters]
+        self, page_size: int = 100, page_token: str = "", *, archived: bool = False,
+        **filters: Unpack[Filters],
     ) -> Page[Memory]:
         resp = await self._call("List", pb.ListRequest(
             tenant=self.tenant, page_size=page_size, page_token=page_token,
-            filter=self._filter(filters)))
+            filter=self._filter(filters), archived=archived))
         return Page([cv.memory(m) for m in resp.memories], resp.next_page_token)
 
     async def iter_memories(
-        self, page_size: int = 500, **filters: Unpack[Filters]
+        self, page_size: int = 500, *, archived: bool = False, **filters: Unpack[Filters]
     ) -> AsyncIterator[Memory]:
         token = ""
         while True:
-            page = await self.list_page(page_size, token, **filters)
+            page = await self.list_page(page_size, token, archived=archived, **filters)
             for m in page.items:
                 yield m
             if not (token := page.next_page_token):

@@ -7,11 +7,17 @@ memory's context (indexed for search, not part of the content). The server's clo
 sessions (admin SetClock; the server needs CELESTIAL_ADMIN_CLOCK=true). Then, one hour after the
 last session, every category 1-4 question is asked in file order.
 
-Three settings run side by side, each in its own tenant:
+Four settings run side by side, each in its own tenant:
 - ``hybrid``: plain hybrid search, zones ignored, nothing reinforced;
 - ``zones``: zone-ordered recall with reinforcement, rebalanced after every session with
   forgetting off;
-- ``zones+forget``: the same with the server's default forgetting.
+- ``zones+forget``: the same with the server's default forgetting, recalling without the
+  archive (deep=False): what forgetting costs when what it takes is out of reach;
+- ``zones+archive``: the same forgetting with the server's default recall, which searches the
+  archive when the zones fall short (deep recall).
+
+A result counts for its own dia_id and for those of the repeats merged into it (the server
+folds a near-duplicate turn into the memory it repeats and keeps its metadata).
 
 Each question is one recall with limit max(k); R@k is computed on its first k results, so the
 smaller k sees the same ranking (and the same reinforcement history) as the larger.
@@ -29,9 +35,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from celestial_client.client import CelestialClient
-from celestial_client.types import StoreItem
+from celestial_client.types import Memory, StoreItem
 
-SETTINGS = ("hybrid", "zones", "zones+forget")
+SETTINGS = ("hybrid", "zones", "zones+forget", "zones+archive")
+FORGETTING = ("zones+forget", "zones+archive")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 CONTEXT_TURNS = 2
 
@@ -50,6 +57,8 @@ class Scores:
         default_factory=lambda: defaultdict(list)
     )
     forgotten: int = 0
+    archived: int = 0  # in the archive at the end (forgotten, not deleted)
+    merged: int = 0  # turns folded into another memory as repeats
     recall_ms: list[float] = field(default_factory=list)
 
 
@@ -106,41 +115,54 @@ def run(
                 for s, c in clients.items():
                     c.store_batch(items)
                     if s != "hybrid":
-                        scores[s].forgotten += c.rebalance(forget=s == "zones+forget").forgotten
+                        scores[s].forgotten += c.rebalance(forget=s in FORGETTING).forgotten
                 progress(f"{conv.name}: session {n}/{len(conv.sessions)} stored")
             admin.set_clock(conv.sessions[-1][0] + 3600)
             for s, c in clients.items():
                 if s != "hybrid":
-                    scores[s].forgotten += c.rebalance(forget=s == "zones+forget").forgotten
+                    scores[s].forgotten += c.rebalance(forget=s in FORGETTING).forgotten
             for qi, (question, evidence, cat) in enumerate(conv.questions, 1):
                 for s, c in clients.items():
                     plain = s == "hybrid"
                     t0 = time.perf_counter()
-                    res = c.recall(question, limit, ignore_zones=plain, reinforce=not plain)
+                    if s == "zones+forget":
+                        res = c.recall(question, limit, deep=False)
+                    else:
+                        res = c.recall(question, limit, ignore_zones=plain, reinforce=not plain)
                     scores[s].recall_ms.append((time.perf_counter() - t0) * 1000)
-                    got = [r.memory.metadata.get("dia_id", "") for r in res]
+                    got = [_dia_ids(r.memory) for r in res]
                     for k in ks:
-                        r = len(evidence & set(got[:k])) / len(evidence)
+                        r = len(evidence & set().union(*got[:k])) / len(evidence)
                         scores[s].hits[k].append(r)
                         scores[s].by_category[(k, cat)].append(r)
                 if qi % 50 == 0:
                     progress(f"{conv.name}: {qi}/{len(conv.questions)} questions")
+            turns = sum(len(items) for _, items in conv.sessions)
+            for s, c in clients.items():
+                st = c.stats()
+                scores[s].archived += st.archived
+                scores[s].merged += turns - st.total - st.archived
         finally:
             for c in clients.values():
                 c.close()
     return scores
 
 
+def _dia_ids(m: Memory) -> set[str]:
+    return {m.metadata.get("dia_id", ""), *(r.metadata.get("dia_id", "") for r in m.merged)}
+
+
 def report(scores: dict[str, Scores], ks: Sequence[int]) -> str:
     head = ["setting", *(f"R@{k}" for k in ks)]
     head += [f"{name} R@{k}" for k in ks for name in CATEGORIES.values()]
-    head += ["forgotten", "recall p50 ms"]
+    head += ["forgotten", "archived", "merged", "recall p50 ms"]
     rows = []
     for s, sc in scores.items():
         row = [s, *(f"{_mean(sc.hits[k]):.3f}" for k in ks)]
         row += [f"{_mean(sc.by_category[(k, c)]):.3f}" for k in ks for c in CATEGORIES]
         ms = sorted(sc.recall_ms)
-        row += [str(sc.forgotten), f"{ms[len(ms) // 2]:.1f}" if ms else "-"]
+        row += [str(sc.forgotten), str(sc.archived), str(sc.merged),
+                f"{ms[len(ms) // 2]:.1f}" if ms else "-"]
         rows.append(row)
     n = len(next(iter(scores.values())).hits[ks[0]])
     from celestial_client.cli import table

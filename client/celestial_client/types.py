@@ -33,6 +33,19 @@ class ScoreBreakdown:
 
 
 @dataclass(frozen=True, slots=True)
+class MergedRepeat:
+    """A near-duplicate folded into a memory instead of stored as a copy: its wording and
+    source (``id``: the memory it was before a consolidation, or its request_id's id)."""
+
+    content: str
+    created_at: datetime
+    id: str = ""
+    session_id: str = ""
+    agent_id: str = ""
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class Memory:
     id: str
     tenant: str
@@ -50,6 +63,10 @@ class Memory:
     pinned: bool = False
     breakdown: ScoreBreakdown | None = None
     context: str = ""
+    # Forgotten: moved out of the zones into the archive (``restore`` brings it back).
+    archived: bool = False
+    archived_at: datetime | None = None
+    merged: list[MergedRepeat] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +75,7 @@ class RecallResult:
     found_in: Zone
     relevance: float
     breakdown: ScoreBreakdown
+    archived: bool = False  # found in the archive by a deep recall; not reinforced
 
     # Shortcuts for the common reads.
     @property
@@ -88,6 +106,7 @@ class Stats:
     embedding_model: str
     dimension: int
     backend: str
+    archived: int = 0  # forgotten memories in the archive, not in total
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +119,7 @@ class RebalanceReport:
     duration_ms: float
     full: bool = False
     skipped_by: str = ""
+    purged: int = 0  # archived memories past the retention, deleted for good
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,3 +200,13 @@ class ExportedMemory:
 class ImportResult:
     imported: int  # written
     skipped: int  # already held by the tenant, left as they were (unless replace)
+
+
+@dataclass(frozen=True, slots=True)
+class Consolidation:
+    """What ``consolidate`` merged (or would): per group, the memory that stays and the ids
+    folded into it."""
+
+    merges: list[tuple[str, list[str]]]
+    scanned: int
+    dry_run: bool

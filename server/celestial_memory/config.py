@@ -146,7 +146,16 @@ class Settings(BaseSettings):
     optimize_interval_s: float = Field(
         120.0, ge=0, description="embedded store: build vector indexes this often; 0 = never"
     )
-    auto_forget_days: float = Field(90.0, gt=0, description="forget unrecalled cloud memories")
+    auto_forget_days: float = Field(
+        90.0, gt=0, description="archive cloud memories not recalled for this long")
+    archive_retention_days: float = Field(
+        0.0, ge=0, description="delete archived memories for good after this long; 0 = never")
+    merge_repeats: bool = Field(
+        True, description="a Store that repeats a live memory reinforces it instead (repeats.py)")
+    merge_similarity: float = Field(
+        0.9, gt=0, le=1, description="content cosine at or above which a repeat may merge")
+    deep_recall: bool = Field(
+        True, description="a recall that finds fewer than its limit also searches the archive")
     rebalance_lease_s: float = Field(60.0, gt=0, description="replicas: rebalance lease expiry")
     # The same host and address after a restart is the same replica: a server killed while it
     # held the rebalance lease takes it back at once instead of waiting for it to expire. Two

@@ -10,6 +10,7 @@ from __future__ import annotations
 from celestial_memory.config import Settings
 from celestial_memory.domain import validation as check
 from celestial_memory.domain.models import AdminEvent, Memory, MemoryFilter, ZoneEvent
+from celestial_memory.errors import InvalidArgument
 from celestial_memory.paging import Cursor
 from celestial_memory.placement import Placement
 from celestial_memory.store.repository import MemoryRepository
@@ -22,28 +23,38 @@ class Listing:
         self._placement = placement
 
     def recent(
-        self, tenant: str, flt: MemoryFilter, size: int, cursor: Cursor | None = None
+        self, tenant: str, flt: MemoryFilter, size: int, cursor: Cursor | None = None,
+        archived: bool = False,
     ) -> tuple[list[Memory], bool]:
-        """The newest memories matching ``flt`` (e.g. of one session), newest first."""
-        flt = check.memory_filter(flt, self._settings)
+        """The newest memories matching ``flt`` (e.g. of one session), newest first: live
+        ones, or with ``archived`` the archive's."""
+        flt = self._checked(flt, archived)
         self._placement.flush(tenant)
-        return self._store.recent_page(tenant, flt, size, cursor)
+        return self._store.recent_page(tenant, flt, size, cursor, archived)
 
     def in_id_order(
-        self, tenant: str, flt: MemoryFilter, size: int, cursor: Cursor | None = None
+        self, tenant: str, flt: MemoryFilter, size: int, cursor: Cursor | None = None,
+        archived: bool = False,
     ) -> tuple[list[Memory], bool]:
-        """The memories matching ``flt`` in id order."""
-        flt = check.memory_filter(flt, self._settings)
+        """The memories matching ``flt`` in id order: live ones, or the archive's."""
+        flt = self._checked(flt, archived)
         self._placement.flush(tenant)
-        return self._store.list_page(tenant, flt, size, None if cursor is None else cursor[1])
+        return self._store.list_page(tenant, flt, size, None if cursor is None else cursor[1],
+                                     archived)
+
+    def _checked(self, flt: MemoryFilter, archived: bool) -> MemoryFilter:
+        flt = check.memory_filter(flt, self._settings)
+        if archived and flt.zones:
+            raise InvalidArgument("filter.zones", "the archive is outside the zones")
+        return flt
 
     def ledger(
         self, tenant: str, since: float | None, size: int, memory_id: str = "",
         events_after: Cursor | None = None, admin_after: Cursor | None = None,
     ) -> tuple[list[ZoneEvent], bool, list[AdminEvent], bool]:
-        """Zone events (evictions, forgotten memories) of a tenant, oldest first, each stream
-        after its cursor, and unless one memory is asked for its admin events in the same
-        window; with whether more of each may follow."""
+        """Zone events (evictions; archived, restored, purged and deleted memories) of a tenant,
+        oldest first, each stream after its cursor, and unless one memory is asked for its
+        admin events in the same window; with whether more of each may follow."""
         mid = check.memory_id(memory_id, "memory_id") if memory_id else ""
         check.timestamp(since, "since")
         self._placement.flush(tenant)  # evictions deferred after recalls are in it

@@ -10,9 +10,13 @@ will drop below each zone threshold (``domain/trajectory.py``). A rebalance:
    (only recall and update do) and never moves a pinned one.
 2. **enforces capacity** with cascade: a bounded zone over capacity sends its lowest-scoring
    memories one zone outward (pinned and just-recalled ones last).
-3. **forgets** unpinned Cloud memories not recalled for ``auto_forget_days``.
+3. **forgets** unpinned Cloud memories not recalled for ``auto_forget_days``: they move into the
+   archive (out of recall, capacity and Stats, kept with their vectors, restorable; a deep
+   recall still finds them), and archived memories older than ``archive_retention_days`` (when
+   set) are deleted for good.
 
-Every eviction and every forgotten memory leaves a ``ZoneEvent`` in the append-only ledger. Event
+Every eviction, forgotten (archived) and purged memory leaves a ``ZoneEvent`` in the append-only
+ledger. Event
 ids are derived from the memory, its last write and the move, so writing the same event twice
 (two replicas, a retry) keeps one. Replicas over one store take a lease in the store before a
 rebalance; one without the lease skips (``skipped_by`` names the holder).
@@ -61,6 +65,7 @@ class Rebalancer:
         self._zones = zones
         self._clock = clock
         self._forget_after = settings.auto_forget_days * DAY
+        self._retention = settings.archive_retention_days * DAY  # 0: keep forever
         self._lease_ttl = settings.rebalance_lease_s
         # Writes racing a rebalance and clock skew between replicas: look this far back.
         self._window_slack = max(600.0, 2 * settings.rebalance_lease_s)
@@ -71,6 +76,12 @@ class Rebalancer:
     ]:
         t = drop_times(self._fn, self._zones, recall_count, last_recalled_at, importance)
         return (float(t[0]), float(t[1]), float(t[2]), float(t[3]))
+
+    def stamped(self, m: Memory, now: float) -> Memory:
+        """``m``, about to be written, stamped with its drop times and write time."""
+        m.drop_times = self.drop_times(m.recall_count, m.last_recalled_at, m.importance)
+        m.written_at = now
+        return m
 
     def settled_zone(self, m: Memory, now: float) -> Zone:
         """The zone to write for ``m`` (drop times stamped): its zone, unless its drop time for
@@ -99,17 +110,23 @@ class Rebalancer:
                               else self._incremental(tenant, now, dry_run))
             if not dry_run:
                 self._repo.write_marker(f"rebalanced:{tenant}", now)
+            purged = 0
             if dry_run:
                 evicted = self._overflow_after(tenant, moved)
-                forgotten = self._repo.count(tenant, self._forgettable(now)) if forget else 0
+                if forget:
+                    forgotten = self._repo.count(tenant, self._forgettable(now))
+                    purged = self._repo.count(tenant, self._purgeable(now)) if self._retention else 0
+                else:
+                    forgotten = 0
             else:
                 evicted = len(self.enforce_capacity(tenant))
                 forgotten = self.forget(tenant, now) if forget else 0
+                purged = self.purge(tenant, now) if forget else 0
         finally:
             self._repo.release_lease(lease, self.instance_id)
         return RebalanceReport(
             scanned=scanned, moved=moved, evicted=evicted, forgotten=forgotten, dry_run=dry_run,
-            duration_ms=(time.perf_counter() - started) * 1000, full=full,
+            duration_ms=(time.perf_counter() - started) * 1000, full=full, purged=purged,
         )
 
     def _incremental(
@@ -223,13 +240,32 @@ class Rebalancer:
                          not_recalled_since=now - self._forget_after)
 
     def forget(self, tenant: str, now: float) -> int:
-        """Delete forgettable memories, ledger first: an event is written before its memory goes."""
+        """Move forgettable memories into the archive, ledger first: an event is written before
+        its memory leaves the zones."""
         m = self._repo.members(tenant, self._forgettable(now))
         if not m.ids:
             return 0
         self._repo.append_events([
-            ZoneEvent(event_id(pid, "", int(Zone.CLOUD), "forgotten"), tenant, pid, Zone.CLOUD,
-                      None, "forgotten", now, m.content_hash[i])
+            ZoneEvent(event_id(pid, m.version(i), int(Zone.CLOUD), "forgotten"), tenant, pid,
+                      Zone.CLOUD, None, "forgotten", now, m.content_hash[i])
+            for i, pid in enumerate(m.ids)
+        ])
+        self._repo.archive(m.ids, now)
+        return len(m.ids)
+
+    def _purgeable(self, now: float) -> Selection:
+        return Selection(archived=True, archived_before=now - self._retention)
+
+    def purge(self, tenant: str, now: float) -> int:
+        """Delete for good what was archived longer than the retention, ledger first."""
+        if not self._retention:
+            return 0
+        m = self._repo.members(tenant, self._purgeable(now))
+        if not m.ids:
+            return 0
+        self._repo.append_events([
+            ZoneEvent(event_id(pid, m.version(i), int(Zone.CLOUD), "purged"), tenant, pid,
+                      Zone.CLOUD, None, "purged", now, m.content_hash[i])
             for i, pid in enumerate(m.ids)
         ])
         return self._repo.delete(tenant, m.ids)

@@ -2,7 +2,8 @@
 
 Export reads pages in id order straight from the store (after flushing pending reinforcements),
 so it resumes from the last id a client received. Import writes each memory as exported: id,
-content, context, vectors, zone, score, counts, times, tags, metadata, pinned. Keyword vectors are
+content, context, vectors, zone, score, counts, times, tags, metadata, pinned, whether it is
+archived (and since when) and the repeats merged into it. Keyword vectors are
 rebuilt from the text and drop times from the memory's state (both deterministic), so they match
 the importing server's settings. A memory whose id the tenant already holds is skipped unless
 the import asks to replace, so importing twice changes nothing and a broken import can be sent
@@ -89,7 +90,7 @@ class Transfer:
         m.tenant = tenant
         m.content = check.content(m.content, s, f"{p}memory.content")
         m.context = check.context(m.context, s, f"{p}memory.context")
-        for name in ("created_at", "last_recalled_at", "written_at"):
+        for name in ("created_at", "last_recalled_at", "written_at", "archived_at"):
             check.timestamp(getattr(m, name), f"{p}{name}")
         for name in ("score", "context_score"):  # small numbers with any weights
             if not (np.isfinite(getattr(m, name)) and abs(getattr(m, name)) <= 1e6):

@@ -98,12 +98,16 @@ def every_rpc(stub: Stub, tenant: str, memory_id: str, md: Any) -> dict[str, Cal
         "Get": lambda: stub.Get(pb.GetRequest(tenant=tenant, id=memory_id), metadata=md),
         "Update": lambda: stub.Update(
             pb.UpdateRequest(tenant=tenant, id=memory_id, importance=0.9), metadata=md),
+        "Restore": lambda: stub.Restore(pb.RestoreRequest(tenant=tenant, id=memory_id),
+                                        metadata=md),
         "Delete": lambda: stub.Delete(pb.DeleteRequest(tenant=tenant, id=memory_id), metadata=md),
         "DeleteByFilter": lambda: stub.DeleteByFilter(
             pb.DeleteByFilterRequest(tenant=tenant, filter=pb.RecallFilter(tags_any=["zz"])),
             metadata=md),
         "Rebalance": lambda: stub.Rebalance(
             pb.RebalanceRequest(tenant=tenant, dry_run=True), metadata=md),
+        "Consolidate": lambda: stub.Consolidate(
+            pb.ConsolidateRequest(tenant=tenant, dry_run=True), metadata=md),
         "Recent": lambda: stub.Recent(pb.RecentRequest(tenant=tenant), metadata=md),
         "List": lambda: stub.List(pb.ListRequest(tenant=tenant), metadata=md),
         "SetClock": lambda: stub.SetClock(
@@ -172,7 +176,7 @@ async def test_another_tenants_key_gets_nothing_in_any_direction(stub: Stub, key
 ROLE_ALLOWS = {
     "read": {"RecallRead", "Get", "Recent", "List", "Stats", "Export", "Ledger"},
     "write": {"RecallRead", "Get", "Recent", "List", "Stats", "Export", "Ledger", "Store",
-              "StoreBatch", "Recall", "Update", "Import", "Delete"},
+              "StoreBatch", "Recall", "Update", "Import", "Delete", "Restore"},
 }
 
 
@@ -195,7 +199,7 @@ async def test_an_admin_key_reaches_every_tenant_and_every_method(stub: Stub, ke
         for name, call in calls.items():
             code = await code_of(call())
             expected = grpc.StatusCode.NOT_FOUND if tenant == "b" and name in {
-                "Get", "Update"} else grpc.StatusCode.OK
+                "Get", "Update", "Restore"} else grpc.StatusCode.OK
             assert code == expected, (tenant, name, code)
 
 

@@ -204,10 +204,11 @@ def _keep_snapshot(h: Harness) -> list[tuple[str, str, float]]:
 
 
 # Methods that may legitimately delete or change what they name: kept off the KEEP tenant.
-DESTRUCTIVE = {"Delete", "DeleteByFilter", "Update", "Import", "Rebalance"}
+DESTRUCTIVE = {"Delete", "DeleteByFilter", "Update", "Import", "Rebalance", "Restore",
+               "Consolidate"}
 # Methods whose random requests may write legitimately; the rest must never change the count.
 WRITERS = {"Store", "StoreBatch", "Import", "Delete", "DeleteByFilter", "Update", "Recall",
-           "Rebalance", "SetClock"}
+           "Rebalance", "SetClock", "Restore", "Consolidate"}
 
 
 @pytest.mark.parametrize("method", list(SERVICE.methods), ids=lambda m: m.name)

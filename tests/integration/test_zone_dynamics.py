@@ -167,7 +167,7 @@ def test_a_crash_between_the_ledger_and_the_zone_write_leaves_the_event_first(
     svc.close()
 
 
-def test_forgetting_deletes_but_the_ledger_remembers(
+def test_forgetting_archives_and_the_ledger_remembers(
     service: MemoryService, clock: ManualClock
 ) -> None:
     vectors = unit_vectors(3, seed=6)
@@ -180,8 +180,7 @@ def test_forgetting_deletes_but_the_ledger_remembers(
     assert dry.forgotten == 1 and service.stats(T).total == 3
     rep = service.rebalance(T)
     assert rep.forgotten == 1
-    with pytest.raises(Exception, match="not found"):
-        service.get(T, forget_me)
+    assert service.get(T, forget_me).archived and service.stats(T).total == 2
     assert service.get(T, pinned).pinned and service.get(T, recent).id == recent
     (event,) = [e for e in service.ledger(T) if e.reason == "forgotten"]
     assert (event.memory_id, event.from_zone, event.to_zone) == (forget_me, Zone.CLOUD, None)

@@ -37,7 +37,7 @@ def test_buf_breaking_would_catch_a_break(tmp_path: Path) -> None:
     copy = tmp_path / "proto"
     shutil.copytree(PROTO, copy)
     proto = copy / "celestial" / "v1" / "memory.proto"
-    proto.write_text(proto.read_text().replace("int64 recall_count = 7;", "int64 recall_count = 17;"))
+    proto.write_text(proto.read_text().replace("int64 recall_count = 7;", "int64 recall_count = 99;"))
     done = subprocess.run([*BUF, "breaking", "--against", str(CONTRACTS[-1])], cwd=copy,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode != 0 and "recall_count" in done.stdout + done.stderr

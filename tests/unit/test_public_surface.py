@@ -7,9 +7,9 @@ import inspect
 import celestial_client
 from celestial_client import AsyncCelestialClient, CelestialClient
 
-METHODS = ["close", "delete", "export", "get", "import_memories", "iter_memories", "ledger",
-           "ledger_page", "list_page", "rebalance", "recall", "recent", "recent_page", "set_clock",
-           "stats", "store", "store_batch", "update", "with_options"]
+METHODS = ["close", "consolidate", "delete", "export", "get", "import_memories", "iter_memories",
+           "ledger", "ledger_page", "list_page", "rebalance", "recall", "recent", "recent_page",
+           "restore", "set_clock", "stats", "store", "store_batch", "update", "with_options"]
 
 
 def test_exports_are_pinned() -> None:
@@ -21,6 +21,7 @@ def test_exports_are_pinned() -> None:
         "CallCancelledError",
         "CelestialClient",
         "CelestialClientError",
+        "Consolidation",
         "DataLossError",
         "DeadlineExceededError",
         "ExportedMemory",
@@ -31,6 +32,7 @@ def test_exports_are_pinned() -> None:
         "InvalidArgumentError",
         "LedgerPage",
         "Memory",
+        "MergedRepeat",
         "NotFoundError",
         "OutOfRangeError",
         "Page",

@@ -25,6 +25,9 @@ class ZoneEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ZONE_EVENT_KIND_UNSPECIFIED: _ClassVar[ZoneEventKind]
     ZONE_EVENT_KIND_CAPACITY: _ClassVar[ZoneEventKind]
     ZONE_EVENT_KIND_FORGOTTEN: _ClassVar[ZoneEventKind]
+    ZONE_EVENT_KIND_RESTORED: _ClassVar[ZoneEventKind]
+    ZONE_EVENT_KIND_PURGED: _ClassVar[ZoneEventKind]
+    ZONE_EVENT_KIND_DELETED: _ClassVar[ZoneEventKind]
 
 class StorageBackend(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -41,6 +44,9 @@ ZONE_CLOUD: Zone
 ZONE_EVENT_KIND_UNSPECIFIED: ZoneEventKind
 ZONE_EVENT_KIND_CAPACITY: ZoneEventKind
 ZONE_EVENT_KIND_FORGOTTEN: ZoneEventKind
+ZONE_EVENT_KIND_RESTORED: ZoneEventKind
+ZONE_EVENT_KIND_PURGED: ZoneEventKind
+ZONE_EVENT_KIND_DELETED: ZoneEventKind
 STORAGE_BACKEND_UNSPECIFIED: StorageBackend
 STORAGE_BACKEND_EDGE: StorageBackend
 STORAGE_BACKEND_QDRANT_LOCAL: StorageBackend
@@ -61,7 +67,7 @@ class ScoreBreakdown(_message.Message):
     def __init__(self, recall: _Optional[float] = ..., freshness: _Optional[float] = ..., importance: _Optional[float] = ..., context: _Optional[float] = ..., total: _Optional[float] = ...) -> None: ...
 
 class Memory(_message.Message):
-    __slots__ = ("id", "tenant", "content", "zone", "score", "importance", "recall_count", "created_at", "last_recalled_at", "tags", "session_id", "agent_id", "metadata", "pinned", "breakdown", "context")
+    __slots__ = ("id", "tenant", "content", "zone", "score", "importance", "recall_count", "created_at", "last_recalled_at", "tags", "session_id", "agent_id", "metadata", "pinned", "breakdown", "context", "archived", "archived_at", "merged")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -85,6 +91,9 @@ class Memory(_message.Message):
     PINNED_FIELD_NUMBER: _ClassVar[int]
     BREAKDOWN_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    ARCHIVED_FIELD_NUMBER: _ClassVar[int]
+    ARCHIVED_AT_FIELD_NUMBER: _ClassVar[int]
+    MERGED_FIELD_NUMBER: _ClassVar[int]
     id: str
     tenant: str
     content: str
@@ -101,7 +110,33 @@ class Memory(_message.Message):
     pinned: bool
     breakdown: ScoreBreakdown
     context: str
-    def __init__(self, id: _Optional[str] = ..., tenant: _Optional[str] = ..., content: _Optional[str] = ..., zone: _Optional[_Union[Zone, str]] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., recall_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_recalled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., pinned: _Optional[bool] = ..., breakdown: _Optional[_Union[ScoreBreakdown, _Mapping]] = ..., context: _Optional[str] = ...) -> None: ...
+    archived: bool
+    archived_at: _timestamp_pb2.Timestamp
+    merged: _containers.RepeatedCompositeFieldContainer[MergedRepeat]
+    def __init__(self, id: _Optional[str] = ..., tenant: _Optional[str] = ..., content: _Optional[str] = ..., zone: _Optional[_Union[Zone, str]] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., recall_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_recalled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., pinned: _Optional[bool] = ..., breakdown: _Optional[_Union[ScoreBreakdown, _Mapping]] = ..., context: _Optional[str] = ..., archived: _Optional[bool] = ..., archived_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., merged: _Optional[_Iterable[_Union[MergedRepeat, _Mapping]]] = ...) -> None: ...
+
+class MergedRepeat(_message.Message):
+    __slots__ = ("content", "created_at", "id", "session_id", "agent_id", "metadata")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    content: str
+    created_at: _timestamp_pb2.Timestamp
+    id: str
+    session_id: str
+    agent_id: str
+    metadata: _containers.ScalarMap[str, str]
+    def __init__(self, content: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., id: _Optional[str] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class StoreRequest(_message.Message):
     __slots__ = ("tenant", "content", "importance", "tags", "session_id", "agent_id", "metadata", "created_at", "vector", "id", "pinned", "context", "request_id", "upsert")
@@ -143,22 +178,26 @@ class StoreRequest(_message.Message):
     def __init__(self, tenant: _Optional[str] = ..., content: _Optional[str] = ..., importance: _Optional[float] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., vector: _Optional[_Iterable[float]] = ..., id: _Optional[str] = ..., pinned: _Optional[bool] = ..., context: _Optional[str] = ..., request_id: _Optional[str] = ..., upsert: _Optional[bool] = ...) -> None: ...
 
 class StoreResponse(_message.Message):
-    __slots__ = ("memory", "created")
+    __slots__ = ("memory", "created", "merged_into")
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     CREATED_FIELD_NUMBER: _ClassVar[int]
+    MERGED_INTO_FIELD_NUMBER: _ClassVar[int]
     memory: Memory
     created: bool
-    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., created: _Optional[bool] = ...) -> None: ...
+    merged_into: str
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., created: _Optional[bool] = ..., merged_into: _Optional[str] = ...) -> None: ...
 
 class StoreBatchResponse(_message.Message):
-    __slots__ = ("ids", "stored", "existing")
+    __slots__ = ("ids", "stored", "existing", "merged")
     IDS_FIELD_NUMBER: _ClassVar[int]
     STORED_FIELD_NUMBER: _ClassVar[int]
     EXISTING_FIELD_NUMBER: _ClassVar[int]
+    MERGED_FIELD_NUMBER: _ClassVar[int]
     ids: _containers.RepeatedScalarFieldContainer[str]
     stored: int
     existing: int
-    def __init__(self, ids: _Optional[_Iterable[str]] = ..., stored: _Optional[int] = ..., existing: _Optional[int] = ...) -> None: ...
+    merged: int
+    def __init__(self, ids: _Optional[_Iterable[str]] = ..., stored: _Optional[int] = ..., existing: _Optional[int] = ..., merged: _Optional[int] = ...) -> None: ...
 
 class RecallFilter(_message.Message):
     __slots__ = ("zones", "tags_any", "tags_all", "session_id", "agent_id", "created_after", "created_before", "recalled_after", "recalled_before", "min_importance", "metadata")
@@ -194,7 +233,7 @@ class RecallFilter(_message.Message):
     def __init__(self, zones: _Optional[_Iterable[_Union[Zone, str]]] = ..., tags_any: _Optional[_Iterable[str]] = ..., tags_all: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., recalled_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., recalled_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., min_importance: _Optional[float] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class RecallRequest(_message.Message):
-    __slots__ = ("tenant", "query", "limit", "filter", "no_reinforce", "context", "query_vector", "min_relevance", "ignore_zones")
+    __slots__ = ("tenant", "query", "limit", "filter", "no_reinforce", "context", "query_vector", "min_relevance", "ignore_zones", "include_archived", "deep")
     TENANT_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
@@ -204,6 +243,8 @@ class RecallRequest(_message.Message):
     QUERY_VECTOR_FIELD_NUMBER: _ClassVar[int]
     MIN_RELEVANCE_FIELD_NUMBER: _ClassVar[int]
     IGNORE_ZONES_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_ARCHIVED_FIELD_NUMBER: _ClassVar[int]
+    DEEP_FIELD_NUMBER: _ClassVar[int]
     tenant: str
     query: str
     limit: int
@@ -213,19 +254,23 @@ class RecallRequest(_message.Message):
     query_vector: _containers.RepeatedScalarFieldContainer[float]
     min_relevance: float
     ignore_zones: bool
-    def __init__(self, tenant: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filter: _Optional[_Union[RecallFilter, _Mapping]] = ..., no_reinforce: _Optional[bool] = ..., context: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., min_relevance: _Optional[float] = ..., ignore_zones: _Optional[bool] = ...) -> None: ...
+    include_archived: bool
+    deep: bool
+    def __init__(self, tenant: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filter: _Optional[_Union[RecallFilter, _Mapping]] = ..., no_reinforce: _Optional[bool] = ..., context: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., min_relevance: _Optional[float] = ..., ignore_zones: _Optional[bool] = ..., include_archived: _Optional[bool] = ..., deep: _Optional[bool] = ...) -> None: ...
 
 class RecallResult(_message.Message):
-    __slots__ = ("memory", "found_in", "relevance", "breakdown")
+    __slots__ = ("memory", "found_in", "relevance", "breakdown", "archived")
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     FOUND_IN_FIELD_NUMBER: _ClassVar[int]
     RELEVANCE_FIELD_NUMBER: _ClassVar[int]
     BREAKDOWN_FIELD_NUMBER: _ClassVar[int]
+    ARCHIVED_FIELD_NUMBER: _ClassVar[int]
     memory: Memory
     found_in: Zone
     relevance: float
     breakdown: ScoreBreakdown
-    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., found_in: _Optional[_Union[Zone, str]] = ..., relevance: _Optional[float] = ..., breakdown: _Optional[_Union[ScoreBreakdown, _Mapping]] = ...) -> None: ...
+    archived: bool
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., found_in: _Optional[_Union[Zone, str]] = ..., relevance: _Optional[float] = ..., breakdown: _Optional[_Union[ScoreBreakdown, _Mapping]] = ..., archived: _Optional[bool] = ...) -> None: ...
 
 class RecallResponse(_message.Message):
     __slots__ = ("results",)
@@ -292,6 +337,46 @@ class UpdateResponse(_message.Message):
     memory: Memory
     def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ...) -> None: ...
 
+class RestoreRequest(_message.Message):
+    __slots__ = ("tenant", "id")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    id: str
+    def __init__(self, tenant: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
+
+class RestoreResponse(_message.Message):
+    __slots__ = ("memory",)
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    memory: Memory
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ...) -> None: ...
+
+class ConsolidateRequest(_message.Message):
+    __slots__ = ("tenant", "dry_run")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    dry_run: bool
+    def __init__(self, tenant: _Optional[str] = ..., dry_run: _Optional[bool] = ...) -> None: ...
+
+class Merge(_message.Message):
+    __slots__ = ("into", "ids")
+    INTO_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    into: str
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, into: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ConsolidateResponse(_message.Message):
+    __slots__ = ("merges", "scanned", "dry_run")
+    MERGES_FIELD_NUMBER: _ClassVar[int]
+    SCANNED_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    merges: _containers.RepeatedCompositeFieldContainer[Merge]
+    scanned: int
+    dry_run: bool
+    def __init__(self, merges: _Optional[_Iterable[_Union[Merge, _Mapping]]] = ..., scanned: _Optional[int] = ..., dry_run: _Optional[bool] = ...) -> None: ...
+
 class DeleteRequest(_message.Message):
     __slots__ = ("tenant", "id")
     TENANT_FIELD_NUMBER: _ClassVar[int]
@@ -343,7 +428,7 @@ class ZoneMove(_message.Message):
     def __init__(self, from_zone: _Optional[_Union[Zone, str]] = ..., to_zone: _Optional[_Union[Zone, str]] = ..., count: _Optional[int] = ...) -> None: ...
 
 class RebalanceResponse(_message.Message):
-    __slots__ = ("scanned", "moved", "evicted", "forgotten", "dry_run", "duration_ms", "full", "skipped_by", "duration")
+    __slots__ = ("scanned", "moved", "evicted", "forgotten", "dry_run", "duration_ms", "full", "skipped_by", "duration", "purged")
     SCANNED_FIELD_NUMBER: _ClassVar[int]
     MOVED_FIELD_NUMBER: _ClassVar[int]
     EVICTED_FIELD_NUMBER: _ClassVar[int]
@@ -353,6 +438,7 @@ class RebalanceResponse(_message.Message):
     FULL_FIELD_NUMBER: _ClassVar[int]
     SKIPPED_BY_FIELD_NUMBER: _ClassVar[int]
     DURATION_FIELD_NUMBER: _ClassVar[int]
+    PURGED_FIELD_NUMBER: _ClassVar[int]
     scanned: int
     moved: _containers.RepeatedCompositeFieldContainer[ZoneMove]
     evicted: int
@@ -362,7 +448,8 @@ class RebalanceResponse(_message.Message):
     full: bool
     skipped_by: str
     duration: _duration_pb2.Duration
-    def __init__(self, scanned: _Optional[int] = ..., moved: _Optional[_Iterable[_Union[ZoneMove, _Mapping]]] = ..., evicted: _Optional[int] = ..., forgotten: _Optional[int] = ..., dry_run: _Optional[bool] = ..., duration_ms: _Optional[float] = ..., full: _Optional[bool] = ..., skipped_by: _Optional[str] = ..., duration: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    purged: int
+    def __init__(self, scanned: _Optional[int] = ..., moved: _Optional[_Iterable[_Union[ZoneMove, _Mapping]]] = ..., evicted: _Optional[int] = ..., forgotten: _Optional[int] = ..., dry_run: _Optional[bool] = ..., duration_ms: _Optional[float] = ..., full: _Optional[bool] = ..., skipped_by: _Optional[str] = ..., duration: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., purged: _Optional[int] = ...) -> None: ...
 
 class LedgerRequest(_message.Message):
     __slots__ = ("tenant", "since", "limit", "memory_id", "page_size", "page_token")
@@ -445,20 +532,22 @@ class ZoneStats(_message.Message):
     def __init__(self, zone: _Optional[_Union[Zone, str]] = ..., count: _Optional[int] = ..., capacity: _Optional[int] = ..., min_score: _Optional[float] = ...) -> None: ...
 
 class StatsResponse(_message.Message):
-    __slots__ = ("zones", "total", "embedding_model", "dimension", "backend", "storage_backend")
+    __slots__ = ("zones", "total", "embedding_model", "dimension", "backend", "storage_backend", "archived")
     ZONES_FIELD_NUMBER: _ClassVar[int]
     TOTAL_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
     DIMENSION_FIELD_NUMBER: _ClassVar[int]
     BACKEND_FIELD_NUMBER: _ClassVar[int]
     STORAGE_BACKEND_FIELD_NUMBER: _ClassVar[int]
+    ARCHIVED_FIELD_NUMBER: _ClassVar[int]
     zones: _containers.RepeatedCompositeFieldContainer[ZoneStats]
     total: int
     embedding_model: str
     dimension: int
     backend: str
     storage_backend: StorageBackend
-    def __init__(self, zones: _Optional[_Iterable[_Union[ZoneStats, _Mapping]]] = ..., total: _Optional[int] = ..., embedding_model: _Optional[str] = ..., dimension: _Optional[int] = ..., backend: _Optional[str] = ..., storage_backend: _Optional[_Union[StorageBackend, str]] = ...) -> None: ...
+    archived: int
+    def __init__(self, zones: _Optional[_Iterable[_Union[ZoneStats, _Mapping]]] = ..., total: _Optional[int] = ..., embedding_model: _Optional[str] = ..., dimension: _Optional[int] = ..., backend: _Optional[str] = ..., storage_backend: _Optional[_Union[StorageBackend, str]] = ..., archived: _Optional[int] = ...) -> None: ...
 
 class ExportRequest(_message.Message):
     __slots__ = ("tenant", "after_id")
@@ -493,18 +582,20 @@ class ExportedMemory(_message.Message):
     def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., vector: _Optional[_Iterable[float]] = ..., context_vector: _Optional[_Iterable[float]] = ..., context_score: _Optional[float] = ..., created_at_s: _Optional[float] = ..., last_recalled_at_s: _Optional[float] = ..., written_at_s: _Optional[float] = ..., tenant: _Optional[str] = ..., written_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., replace: _Optional[bool] = ...) -> None: ...
 
 class RecentRequest(_message.Message):
-    __slots__ = ("tenant", "limit", "filter", "page_size", "page_token")
+    __slots__ = ("tenant", "limit", "filter", "page_size", "page_token", "archived")
     TENANT_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    ARCHIVED_FIELD_NUMBER: _ClassVar[int]
     tenant: str
     limit: int
     filter: RecallFilter
     page_size: int
     page_token: str
-    def __init__(self, tenant: _Optional[str] = ..., limit: _Optional[int] = ..., filter: _Optional[_Union[RecallFilter, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    archived: bool
+    def __init__(self, tenant: _Optional[str] = ..., limit: _Optional[int] = ..., filter: _Optional[_Union[RecallFilter, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., archived: _Optional[bool] = ...) -> None: ...
 
 class RecentResponse(_message.Message):
     __slots__ = ("memories", "next_page_token")
@@ -515,16 +606,18 @@ class RecentResponse(_message.Message):
     def __init__(self, memories: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class ListRequest(_message.Message):
-    __slots__ = ("tenant", "filter", "page_size", "page_token")
+    __slots__ = ("tenant", "filter", "page_size", "page_token", "archived")
     TENANT_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    ARCHIVED_FIELD_NUMBER: _ClassVar[int]
     tenant: str
     filter: RecallFilter
     page_size: int
     page_token: str
-    def __init__(self, tenant: _Optional[str] = ..., filter: _Optional[_Union[RecallFilter, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    archived: bool
+    def __init__(self, tenant: _Optional[str] = ..., filter: _Optional[_Union[RecallFilter, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., archived: _Optional[bool] = ...) -> None: ...
 
 class ListResponse(_message.Message):
     __slots__ = ("memories", "next_page_token")

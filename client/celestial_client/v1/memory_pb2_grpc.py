@@ -70,10 +70,20 @@ class MemoryServiceStub:
                 request_serializer=celestial_dot_v1_dot_memory__pb2.DeleteByFilterRequest.SerializeToString,
                 response_deserializer=celestial_dot_v1_dot_memory__pb2.DeleteByFilterResponse.FromString,
                 _registered_method=True)
+        self.Restore = channel.unary_unary(
+                '/celestial.v1.MemoryService/Restore',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.RestoreRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.RestoreResponse.FromString,
+                _registered_method=True)
         self.Rebalance = channel.unary_unary(
                 '/celestial.v1.MemoryService/Rebalance',
                 request_serializer=celestial_dot_v1_dot_memory__pb2.RebalanceRequest.SerializeToString,
                 response_deserializer=celestial_dot_v1_dot_memory__pb2.RebalanceResponse.FromString,
+                _registered_method=True)
+        self.Consolidate = channel.unary_unary(
+                '/celestial.v1.MemoryService/Consolidate',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.ConsolidateRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.ConsolidateResponse.FromString,
                 _registered_method=True)
         self.Ledger = channel.unary_unary(
                 '/celestial.v1.MemoryService/Ledger',
@@ -159,30 +169,50 @@ class MemoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Delete(self, request, context):
-        """Deletes one memory. Repeating it answers deleted = false.
+        """Deletes one memory for good, live or archived: the memory, its vectors and its archived
+        copy are gone; the ledger keeps a tombstone without content. Repeating it answers
+        deleted = false.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def DeleteByFilter(self, request, context):
-        """Deletes every memory of a tenant that matches a filter.
+        """Deletes every memory of a tenant that matches a filter, live or archived, as Delete does.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Restore(self, request, context):
+        """Brings an archived (forgotten) memory back into the zone its state earns, with a ledger
+        event. A live memory is answered as it is, so a retry is safe.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Rebalance(self, request, context):
-        """Moves the memories whose zone changed since their last write, enforces capacities and
-        forgets long-neglected Cloud memories. Runs on a schedule too.
+        """Moves the memories whose zone changed since their last write, enforces capacities,
+        archives long-neglected Cloud memories and purges the archive past its retention. Runs on a
+        schedule too.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Consolidate(self, request, context):
+        """Merges the repeats among a tenant's live memories stored before (the rule Store applies to
+        new ones): each group keeps its oldest memory, which counts the others as mentions and
+        keeps their wording and provenance in Memory.merged. Admin.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Ledger(self, request, context):
-        """Reads the append-only ledger of zone events (evictions and forgotten memories) and admin
-        calls, oldest first, a page at a time.
+        """Reads the append-only ledger of zone events (evictions; archived, restored, purged and
+        deleted memories) and admin calls, oldest first, a page at a time.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -284,10 +314,20 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     request_deserializer=celestial_dot_v1_dot_memory__pb2.DeleteByFilterRequest.FromString,
                     response_serializer=celestial_dot_v1_dot_memory__pb2.DeleteByFilterResponse.SerializeToString,
             ),
+            'Restore': grpc.unary_unary_rpc_method_handler(
+                    servicer.Restore,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.RestoreRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.RestoreResponse.SerializeToString,
+            ),
             'Rebalance': grpc.unary_unary_rpc_method_handler(
                     servicer.Rebalance,
                     request_deserializer=celestial_dot_v1_dot_memory__pb2.RebalanceRequest.FromString,
                     response_serializer=celestial_dot_v1_dot_memory__pb2.RebalanceResponse.SerializeToString,
+            ),
+            'Consolidate': grpc.unary_unary_rpc_method_handler(
+                    servicer.Consolidate,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.ConsolidateRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.ConsolidateResponse.SerializeToString,
             ),
             'Ledger': grpc.unary_unary_rpc_method_handler(
                     servicer.Ledger,
@@ -526,6 +566,33 @@ class MemoryService:
             _registered_method=True)
 
     @staticmethod
+    def Restore(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/celestial.v1.MemoryService/Restore',
+            celestial_dot_v1_dot_memory__pb2.RestoreRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.RestoreResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def Rebalance(request,
             target,
             options=(),
@@ -542,6 +609,33 @@ class MemoryService:
             '/celestial.v1.MemoryService/Rebalance',
             celestial_dot_v1_dot_memory__pb2.RebalanceRequest.SerializeToString,
             celestial_dot_v1_dot_memory__pb2.RebalanceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Consolidate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/celestial.v1.MemoryService/Consolidate',
+            celestial_dot_v1_dot_memory__pb2.ConsolidateRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.ConsolidateResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -207,6 +207,13 @@ export class CelestialClient {
     return resp.deleted;
   }
 
+  /** Brings an archived (forgotten) memory back into the zones; a live one is returned as is. */
+  async restore(id: string): Promise<Memory> {
+    const resp = await this.unary(this.stub.restore.bind(this.stub),
+      pb.RestoreRequest.fromPartial({ tenant: this.tenant, id }), true);
+    return cv.memory(resp.memory);
+  }
+
   async stats(): Promise<Stats> {
     const resp = await this.unary(this.stub.stats.bind(this.stub),
       pb.StatsRequest.fromPartial({ tenant: this.tenant }), true);

@@ -17,6 +17,7 @@ import {
   type UpdateChanges,
   type Zone,
   type ZoneEvent,
+  type ZoneEventKind,
   ZONES,
 } from "./types";
 
@@ -61,7 +62,15 @@ export function memory(m: pb.Memory | undefined): Memory {
     importance: m.importance, recallCount: m.recallCount, createdAt: date(m.createdAt),
     lastRecalledAt: date(m.lastRecalledAt), tags: m.tags, sessionId: m.sessionId,
     agentId: m.agentId, metadata: m.metadata, pinned: m.pinned, context: m.context,
+    archived: m.archived,
+    merged: m.merged.map((r) => ({
+      content: r.content, createdAt: date(r.createdAt), id: r.id, sessionId: r.sessionId,
+      agentId: r.agentId, metadata: r.metadata,
+    })),
   };
+  if (m.archivedAt !== undefined) {
+    out.archivedAt = date(m.archivedAt);
+  }
   const b = breakdown(m.breakdown);
   if (b) {
     out.breakdown = b;
@@ -91,7 +100,7 @@ export function recallRequest(tenant: string, query: string, o: RecallOptions): 
   return pb.RecallRequest.fromPartial({
     tenant, query, limit: o.limit, filter: filter(o), noReinforce: o.reinforce === false,
     context: o.context, queryVector: vector(o.queryVector), minRelevance: o.minRelevance,
-    ignoreZones: o.ignoreZones,
+    ignoreZones: o.ignoreZones, includeArchived: o.includeArchived, deep: o.deep,
   });
 }
 
@@ -99,6 +108,7 @@ export function recallResults(r: pb.RecallResponse): RecallResult[] {
   return r.results.map((x) => {
     const out: RecallResult = {
       memory: memory(x.memory), foundIn: zone(x.foundIn), relevance: x.relevance,
+      archived: x.archived,
     };
     const b = breakdown(x.breakdown);
     if (b) {
@@ -138,6 +148,7 @@ export function stats(s: pb.StatsResponse): Stats {
     })),
     total: s.total, embeddingModel: s.embeddingModel, dimension: s.dimension,
     backend: BACKENDS[s.storageBackend] ?? (s.backend as StorageBackend | ""),
+    archived: s.archived,
   };
 }
 
@@ -150,17 +161,25 @@ export function rebalance(r: pb.RebalanceResponse): RebalanceReport {
     scanned: r.scanned,
     moved: r.moved.map((m) => ({ from: zone(m.fromZone), to: zone(m.toZone), count: m.count })),
     evicted: r.evicted, forgotten: r.forgotten, dryRun: r.dryRun, full: r.full,
-    skippedBy: r.skippedBy, durationMs: millis(r.duration) ?? r.durationMs,
+    skippedBy: r.skippedBy, durationMs: millis(r.duration) ?? r.durationMs, purged: r.purged,
   };
 }
 
+const EVENT_KINDS: Record<number, ZoneEventKind> = {
+  [pb.ZoneEventKind.ZONE_EVENT_KIND_CAPACITY]: "capacity",
+  [pb.ZoneEventKind.ZONE_EVENT_KIND_FORGOTTEN]: "forgotten",
+  [pb.ZoneEventKind.ZONE_EVENT_KIND_RESTORED]: "restored",
+  [pb.ZoneEventKind.ZONE_EVENT_KIND_PURGED]: "purged",
+  [pb.ZoneEventKind.ZONE_EVENT_KIND_DELETED]: "deleted",
+};
+
 function zoneEvent(e: pb.ZoneEvent): ZoneEvent {
-  const forgotten = e.kind === pb.ZoneEventKind.ZONE_EVENT_KIND_FORGOTTEN ||
-    (e.kind === pb.ZoneEventKind.ZONE_EVENT_KIND_UNSPECIFIED && e.reason === "forgotten");
+  // An older server may send only the reason.
+  const kind = EVENT_KINDS[e.kind] ?? (e.reason === "forgotten" ? "forgotten" : "capacity");
   return {
     id: e.id, tenant: e.tenant, memoryId: e.memoryId, fromZone: zone(e.fromZone),
     ...(e.toZone !== undefined && e.toZone !== pb.Zone.ZONE_UNSPECIFIED ? { toZone: zone(e.toZone) } : {}),
-    kind: forgotten ? "forgotten" : "capacity", at: date(e.at), contentHash: e.contentHash,
+    kind, at: date(e.at), contentHash: e.contentHash,
   };
 }
 

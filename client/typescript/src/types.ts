@@ -38,6 +38,21 @@ export interface Memory {
   breakdown?: ScoreBreakdown;
   /** Context stored and indexed with the memory, not part of its content. */
   context: string;
+  /** Forgotten: moved out of the zones into the archive (restore() brings it back). */
+  archived: boolean;
+  archivedAt?: Date;
+  /** Near-duplicates merged into this memory instead of stored as copies. */
+  merged: MergedRepeat[];
+}
+
+export interface MergedRepeat {
+  content: string;
+  createdAt: Date;
+  /** The memory it was before a consolidation, or the id its request id names; may be "". */
+  id: string;
+  sessionId: string;
+  agentId: string;
+  metadata: Record<string, string>;
 }
 
 export interface RecallResult {
@@ -48,6 +63,8 @@ export interface RecallResult {
   /** Relevance to the query in [0, 1]. */
   relevance: number;
   breakdown?: ScoreBreakdown;
+  /** Found in the archive by a deep recall (not reinforced). */
+  archived: boolean;
 }
 
 /** Everything a memory is stored with but its content. */
@@ -127,6 +144,10 @@ export interface RecallOptions extends Filter {
   minRelevance?: number;
   /** Rank by relevance alone, ignoring zones. */
   ignoreZones?: boolean;
+  /** Search the archive (forgotten memories) too, always. */
+  includeArchived?: boolean;
+  /** Search the archive only when the zones fall short; absent: the server's default. */
+  deep?: boolean;
 }
 
 export interface UpdateChanges {
@@ -173,6 +194,8 @@ export interface Stats {
   dimension: number;
   /** "" only from a server that does not say. */
   backend: StorageBackend | "";
+  /** Forgotten memories kept in the archive, not in total. */
+  archived: number;
 }
 
 export interface RebalanceOptions {
@@ -194,9 +217,11 @@ export interface RebalanceReport {
   /** Another replica's instance id when it held the rebalance lease (nothing was done). */
   skippedBy: string;
   durationMs: number;
+  /** Archived memories deleted for good when the archive's retention passed. */
+  purged: number;
 }
 
-export type ZoneEventKind = "capacity" | "forgotten";
+export type ZoneEventKind = "capacity" | "forgotten" | "restored" | "purged" | "deleted";
 
 export interface ZoneEvent {
   id: string;

@@ -35,7 +35,7 @@ describe("a fake server that fails on purpose", () => {
     calls[name] = (calls[name] ?? 0) + 1;
     return calls[name];
   };
-  const stats = { zones: [], total: 0, embeddingModel: "fake", dimension: 3, backend: "", storageBackend: 1 };
+  const stats = { zones: [], total: 0, embeddingModel: "fake", dimension: 3, backend: "", storageBackend: 1, archived: 0 };
 
   before(async () => {
     const impl: Partial<proto.MemoryServiceServer> = {

@@ -2,9 +2,9 @@
 
 A key has a role and a set of tenants (or all of them). The role decides the methods:
 ``read`` (Recall without reinforcement, Get, Recent, List, Stats, Export, Ledger), ``write`` (also
-Store, StoreBatch, Update, Delete, Recall that reinforces, Import) and ``admin`` (also Rebalance,
-DeleteByFilter, SetClock). The tenants decide the data: a request naming a tenant outside the
-key's set is refused, and one naming none gets the key's tenant.
+Store, StoreBatch, Update, Delete, Restore, Recall that reinforces, Import) and ``admin`` (also
+Rebalance, Consolidate, DeleteByFilter, SetClock). The tenants decide the data: a request naming
+a tenant outside the key's set is refused, and one naming none gets the key's tenant.
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ METHOD_ROLES: dict[str, Role] = {
     "Get": Role.READ, "Recall": Role.READ, "Recent": Role.READ, "Stats": Role.READ,
     "Export": Role.READ, "Ledger": Role.READ, "List": Role.READ,
     "Store": Role.WRITE, "StoreBatch": Role.WRITE, "Update": Role.WRITE, "Delete": Role.WRITE,
-    "Import": Role.WRITE,
-    "Rebalance": Role.ADMIN, "DeleteByFilter": Role.ADMIN, "SetClock": Role.ADMIN,
+    "Import": Role.WRITE, "Restore": Role.WRITE,
+    "Rebalance": Role.ADMIN, "Consolidate": Role.ADMIN, "DeleteByFilter": Role.ADMIN,
+    "SetClock": Role.ADMIN,
 }
 
 

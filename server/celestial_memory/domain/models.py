@@ -18,6 +18,34 @@ def content_hash(text: str) -> str:
 
 
 @dataclass(slots=True)
+class Provenance:
+    """A repeat merged into a memory (service.py, "Repeats"): its own wording and where it came
+    from, kept so that merging loses nothing."""
+
+    content: str
+    created_at: float
+    id: str = ""  # the merged memory's id, when it had one (a consolidation)
+    session_id: str = ""
+    agent_id: str = ""
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"content": self.content, "created_at": self.created_at, "id": self.id,
+                "session_id": self.session_id, "agent_id": self.agent_id,
+                "metadata": dict(self.metadata)}
+
+    @staticmethod
+    def from_dict(d: dict[str, object]) -> Provenance:
+        meta = d.get("metadata")
+        return Provenance(
+            content=str(d.get("content", "")), created_at=float(d.get("created_at", 0.0)),  # type: ignore[arg-type]
+            id=str(d.get("id", "")), session_id=str(d.get("session_id", "")),
+            agent_id=str(d.get("agent_id", "")),
+            metadata={str(k): str(v) for k, v in meta.items()} if isinstance(meta, dict) else {},
+        )
+
+
+@dataclass(slots=True)
 class Memory:
     """One memory: what Qdrant keeps as one point's payload (plus, optionally, its vector)."""
 
@@ -44,12 +72,21 @@ class Memory:
     # Time the resting score drops below each threshold (core..belt): see domain/trajectory.py.
     drop_times: tuple[float, float, float, float] | None = None
     written_at: float = 0.0  # last store, reinforcement or update: keys ledger events
+    # When forgetting moved it out of the zones into the archive (rebalancer.py); None: live.
+    archived_at: float | None = None
+    merged: list[Provenance] = field(default_factory=list)  # repeats merged into it
+
+    @property
+    def archived(self) -> bool:
+        return self.archived_at is not None
 
 
 # The attributes each kind of write changes (the repository's ``save``).
 REINFORCED = ("recall_count", "last_recalled_at", "context_score", "score", "zone", "drop_times",
               "written_at")
 EDITED = ("tags", "metadata", "pinned", "importance", "score", "zone", "drop_times", "written_at")
+RESTORED = ("last_recalled_at", "score", "zone", "drop_times", "written_at")
+MERGED = (*REINFORCED, "merged")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +152,7 @@ class RecallResult:
     found_in: Zone
     relevance: float
     breakdown: ScoreBreakdown
+    archived: bool = False  # found in the archive (a deep recall), not reinforced
 
 
 @dataclass(slots=True)
@@ -122,11 +160,12 @@ class RebalanceReport:
     scanned: int
     moved: dict[tuple[Zone, Zone], int]
     evicted: int
-    forgotten: int
+    forgotten: int  # moved into the archive
     dry_run: bool
     duration_ms: float
     full: bool = False
     skipped_by: str = ""  # another instance's id when it held the rebalance lease
+    purged: int = 0  # archived memories past the archive's retention, deleted for good
 
 
 @dataclass(slots=True)
@@ -144,6 +183,7 @@ class Stats:
     embedding_model: str
     dimension: int
     backend: str
+    archived: int = 0  # forgotten memories kept in the archive, not counted in total
 
 
 @dataclass(slots=True, frozen=True)
@@ -159,13 +199,16 @@ class AdminEvent:
 
 @dataclass(slots=True, frozen=True)
 class ZoneEvent:
-    """One entry of the append-only ledger: a memory evicted by capacity or forgotten."""
+    """One entry of the append-only ledger: what moved a memory between zones, out of them or
+    back. Reasons: "capacity" (evicted outward), "forgotten" (moved into the archive),
+    "restored" (from the archive into to_zone), "purged" (the archive's retention ended it) and
+    "deleted" (a Delete; a tombstone without the content hash)."""
 
     id: str
     tenant: str
     memory_id: str
     from_zone: Zone
-    to_zone: Zone | None  # None: forgotten
-    reason: str  # "capacity" or "forgotten"
+    to_zone: Zone | None  # None: it left the zones
+    reason: str
     at: float
     content_hash: str = ""

@@ -37,6 +37,8 @@ class RecallQuery:
     query_vector: Sequence[float] | None = None
     min_relevance: float | None = None
     ignore_zones: bool = False  # rank by relevance alone (plain hybrid search)
+    include_archived: bool = False  # search the archive too, always
+    deep: bool | None = None  # the archive when the zones fall short; None: the server's default
 
 
 @dataclass(slots=True)
@@ -74,3 +76,5 @@ class Stored:
 
     memories: list[Memory]
     created: list[bool]
+    # Per item: the id of the live memory it repeated and was merged into ("" when stored).
+    merged_into: list[str] = field(default_factory=list)

@@ -28,13 +28,17 @@ class Falling:
 
 @dataclass(frozen=True, slots=True)
 class Selection:
-    """Every set field restricts; an empty Selection is the whole tenant."""
+    """Every set field restricts; an empty Selection is every live memory of the tenant (the
+    archive only when ``archived`` is set)."""
 
     zones: tuple[Zone, ...] = ()  # in one of these zones
     unpinned: bool = False
     falling: Falling | None = None
     reaching_cloud_by: float | None = None  # in the cloud, or its resting score falls there by then
     not_recalled_since: float | None = None  # last recall (or creation) before this time
+    # The archive instead of the zones (forgotten memories), archived before this time if set.
+    archived: bool = False
+    archived_before: float | None = None
 
 
 @dataclass(slots=True)

@@ -11,6 +11,7 @@ from celestial_memory.domain.models import (
     AdminEvent,
     Memory,
     MemoryFilter,
+    Provenance,
     RebalanceReport,
     RecallResult,
     Stats,
@@ -74,7 +75,11 @@ def memory_to_pb(m: Memory, b: ScoreBreakdown) -> pb.Memory:
         importance=m.importance, recall_count=m.recall_count,
         created_at=ts_to_pb(m.created_at), last_recalled_at=ts_to_pb(m.last_recalled_at),
         tags=m.tags, session_id=m.session_id, agent_id=m.agent_id, metadata=m.metadata,
-        pinned=m.pinned, breakdown=breakdown_to_pb(b), context=m.context,
+        pinned=m.pinned, breakdown=breakdown_to_pb(b), context=m.context, archived=m.archived,
+        archived_at=None if m.archived_at is None else ts_to_pb(m.archived_at),
+        merged=[pb.MergedRepeat(content=p.content, created_at=ts_to_pb(p.created_at), id=p.id,
+                                session_id=p.session_id, agent_id=p.agent_id,
+                                metadata=p.metadata) for p in m.merged],
     )
 
 
@@ -109,14 +114,15 @@ def recall_query_from_pb(r: pb.RecallRequest) -> RecallQuery:
         reinforce=not r.no_reinforce, context=r.context,
         query_vector=list(r.query_vector) or None,
         min_relevance=r.min_relevance if r.HasField("min_relevance") else None,
-        ignore_zones=r.ignore_zones,
+        ignore_zones=r.ignore_zones, include_archived=r.include_archived,
+        deep=r.deep if r.HasField("deep") else None,
     )
 
 
 def recall_result_to_pb(r: RecallResult, now_breakdown: ScoreBreakdown) -> pb.RecallResult:
     return pb.RecallResult(
         memory=memory_to_pb(r.memory, now_breakdown), found_in=zone_to_pb(r.found_in),
-        relevance=r.relevance, breakdown=breakdown_to_pb(r.breakdown),
+        relevance=r.relevance, breakdown=breakdown_to_pb(r.breakdown), archived=r.archived,
     )
 
 
@@ -139,7 +145,7 @@ def rebalance_to_pb(rep: RebalanceReport) -> pb.RebalanceResponse:
     return pb.RebalanceResponse(
         scanned=rep.scanned, moved=moved, evicted=rep.evicted, forgotten=rep.forgotten,
         dry_run=rep.dry_run, duration_ms=rep.duration_ms, full=rep.full, skipped_by=rep.skipped_by,
-        duration=duration_to_pb(rep.duration_ms / 1000),
+        duration=duration_to_pb(rep.duration_ms / 1000), purged=rep.purged,
     )
 
 
@@ -148,7 +154,9 @@ def admin_event_to_pb(e: AdminEvent) -> pb.AdminEvent:
                          at=ts_to_pb(e.at))
 
 
-EVENT_KINDS = {"capacity": pb.ZONE_EVENT_KIND_CAPACITY, "forgotten": pb.ZONE_EVENT_KIND_FORGOTTEN}
+EVENT_KINDS = {"capacity": pb.ZONE_EVENT_KIND_CAPACITY, "forgotten": pb.ZONE_EVENT_KIND_FORGOTTEN,
+               "restored": pb.ZONE_EVENT_KIND_RESTORED, "purged": pb.ZONE_EVENT_KIND_PURGED,
+               "deleted": pb.ZONE_EVENT_KIND_DELETED}
 BACKENDS = {"edge": pb.STORAGE_BACKEND_EDGE, "qdrant-local": pb.STORAGE_BACKEND_QDRANT_LOCAL,
             "qdrant-remote": pb.STORAGE_BACKEND_QDRANT_REMOTE}
 
@@ -172,6 +180,7 @@ def stats_to_pb(s: Stats) -> pb.StatsResponse:
         total=s.total, embedding_model=s.embedding_model, dimension=s.dimension,
         backend=s.backend,
         storage_backend=BACKENDS.get(s.backend, pb.STORAGE_BACKEND_UNSPECIFIED),
+        archived=s.archived,
     )
 
 
@@ -198,6 +207,12 @@ def imported_from_pb(e: pb.ExportedMemory) -> Imported:
         agent_id=pm.agent_id, metadata=dict(pm.metadata), pinned=pm.pinned,
         vector=np.asarray(e.vector, dtype=np.float32), context=pm.context,
         written_at=written,
+        archived_at=(ts_from_pb(pm, "archived_at", "memory.archived_at") or written or created)
+        if pm.archived else None,
+        merged=[Provenance(content=r.content, created_at=ts_from_pb(r, "created_at",
+                                                                    "memory.merged.created_at")
+                           or 0.0, id=r.id, session_id=r.session_id, agent_id=r.agent_id,
+                           metadata=dict(r.metadata)) for r in pm.merged],
     )
     ctx = np.asarray(e.context_vector, dtype=np.float32) if len(e.context_vector) else None
     return Imported(m, ctx)

@@ -98,7 +98,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         item = cv.new_memory_from_pb(request)
         out = await self._run(context, self._service.store_batch,
                               self._tenant(request.tenant), [item], cancellable=True)
-        return pb.StoreResponse(memory=self._memory(out.memories[0]), created=out.created[0])
+        return pb.StoreResponse(memory=self._memory(out.memories[0]), created=out.created[0],
+                                merged_into=out.merged_into[0])
 
     @mapped
     async def StoreBatch(
@@ -132,8 +133,9 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             return pb.StoreBatchResponse(ids=[], stored=0)
         out = await self._run(context, self._service.store_batch, tenant, items, True,
                               cancellable=True)
+        merged = sum(1 for m in out.merged_into if m)
         return pb.StoreBatchResponse(ids=[m.id for m in out.memories], stored=len(out.memories),
-                                     existing=out.created.count(False))
+                                     existing=out.created.count(False) - merged, merged=merged)
 
     @mapped
     async def Recall(self, request: pb.RecallRequest, context: Context) -> pb.RecallResponse:
@@ -175,6 +177,24 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         return pb.DeleteByFilterResponse(deleted=n)
 
     @mapped
+    async def Restore(self, request: pb.RestoreRequest, context: Context) -> pb.RestoreResponse:
+        m = await self._run(context, self._service.restore, self._tenant(request.tenant),
+                            request.id)
+        return pb.RestoreResponse(memory=self._memory(m))
+
+    @mapped
+    async def Consolidate(
+        self, request: pb.ConsolidateRequest, context: Context
+    ) -> pb.ConsolidateResponse:
+        tenant = self._tenant(request.tenant)
+        await self._admin(context, tenant, "Consolidate")
+        merges, scanned = await self._run(context, self._service.consolidate, tenant,
+                                          request.dry_run)
+        return pb.ConsolidateResponse(
+            merges=[pb.Merge(into=into, ids=ids) for into, ids in merges], scanned=scanned,
+            dry_run=request.dry_run)
+
+    @mapped
     async def Rebalance(
         self, request: pb.RebalanceRequest, context: Context
     ) -> pb.RebalanceResponse:
@@ -191,7 +211,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         bound = paging.fingerprint(request, tenant)
         cursor = paging.decode(request.page_token, bound, ["memories"], True)["memories"]
         memories, more = await self._run(context, self._service.listing.recent, tenant,
-                                         cv.filter_from_pb(request.filter), size, cursor)
+                                         cv.filter_from_pb(request.filter), size, cursor,
+                                         request.archived)
         page, token = self._memory_page(memories, more, bound, by_time=True)
         return pb.RecentResponse(memories=page, next_page_token=token)
 
@@ -202,7 +223,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         bound = paging.fingerprint(request, tenant)
         cursor = paging.decode(request.page_token, bound, ["memories"], False)["memories"]
         memories, more = await self._run(context, self._service.listing.in_id_order, tenant,
-                                         cv.filter_from_pb(request.filter), size, cursor)
+                                         cv.filter_from_pb(request.filter), size, cursor,
+                                         request.archived)
         page, token = self._memory_page(memories, more, bound, by_time=False)
         return pb.ListResponse(memories=page, next_page_token=token)
 

@@ -219,6 +219,17 @@ class EdgeEngine:
         batches = self._memories.query_batch(qe.QueryBatchRequest(requests))
         return [[(p.id, p.score) for p in b] for b in batches]
 
+    def nearest(self, vectors: Sequence[Vector], where: en.Where, limit: int) -> list[list[en.Hit]]:
+        if not len(vectors):
+            return []
+        f = _filter(where)
+        batches = self._memories.query_batch(qe.QueryBatchRequest([
+            qe.QueryRequest(limit=limit, query=qe.Query.Nearest(np.asarray(v).tolist(),
+                                                                using=pl.DENSE),
+                            params=_EXACT, filter=f, with_payload=False)
+            for v in vectors]))
+        return [[(p.id, p.score) for p in b] for b in batches]
+
     def signal_scores(self, query: HybridQuery, where: en.Where, keys: Sequence[Hashable],
                       columns: Sequence[int] | None = None) -> npt.NDArray[np.float64]:
         scores = np.full((len(keys), len(pl.SIGNALS)), np.nan)

@@ -134,6 +134,10 @@ class Engine(Protocol):
         without keywords has one input, so it is a plain search of the content vector and
         its scores are that vector's exact cosines."""
 
+    def nearest(self, vectors: Sequence[Vector], where: Where, limit: int) -> list[list[Hit]]:
+        """For each vector, the points matching ``where`` nearest by the content vector, with
+        their cosines, best first; one batch."""
+
     def signal_scores(self, query: HybridQuery, where: Where, keys: Sequence[Hashable],
                       columns: Sequence[int] | None = None) -> npt.NDArray[np.float64]:
         """Exact score of each point by each of SIGNALS, in one batch (rows follow ``keys``;

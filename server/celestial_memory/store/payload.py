@@ -18,6 +18,7 @@ from celestial_memory.domain.models import (
     IndexVectors,
     Memory,
     MemoryFilter,
+    Provenance,
     Sparse,
     Vector,
     ZoneEvent,
@@ -38,6 +39,11 @@ CONTEXT_DATATYPE = "float16"
 # The content vector's HNSW search runs on int8 copies, then rescores this many times its limit
 # with the float vectors (docs/design.md, "Recall" has the measurements).
 QUANTIZED_OVERSAMPLING = 2.0
+# The archive: forgotten memories stay points of the same collection with this zone value,
+# outside the five, so every zone-filtered search (all of recall) skips them at no cost, and
+# reads that name no zone are restricted to LIVE_ZONES (docs/design.md, "Forgetting").
+ARCHIVE_ZONE = 5
+LIVE_ZONES = tuple(int(z) for z in Zone)
 # When the resting score drops below each zone threshold, core..belt (domain/trajectory.py).
 DROP_FIELDS = ("drop_core", "drop_inner", "drop_outer", "drop_belt")
 
@@ -73,6 +79,8 @@ INDEXES: dict[str, str] = {
     "drop_inner": "float",
     "drop_outer": "float",
     "drop_belt": "float",
+    "archived_at": "float",
+    "repeat_ids": "keyword",
 }
 LEDGER_INDEXES: dict[str, str] = {
     "tenant": "tenant",
@@ -89,7 +97,7 @@ def to_payload(m: Memory) -> dict[str, Any]:
         "tenant": m.tenant,
         "content": m.content,
         "context": m.context,
-        "zone": int(m.zone),
+        "zone": ARCHIVE_ZONE if m.archived_at is not None else int(m.zone),
         "score": float(m.score),
         "importance": float(m.importance),
         "recall_count": int(m.recall_count),
@@ -104,16 +112,25 @@ def to_payload(m: Memory) -> dict[str, Any]:
         "content_hash": m.content_hash,
         "written_at": float(m.written_at),
         **({} if m.drop_times is None else dict(zip(DROP_FIELDS, m.drop_times, strict=True))),
+        **({} if m.archived_at is None else {"archived_at": float(m.archived_at)}),
+        **({} if not m.merged else {
+            "merged": [p.to_dict() for p in m.merged],
+            # Indexed: a retried Store finds the memory its request_id was merged into.
+            "repeat_ids": [p.id for p in m.merged if p.id],
+        }),
     }
 
 
 def from_payload(point_id: object, p: dict[str, Any], vector: Any = None) -> Memory:
+    zone = int(p["zone"])
+    archived = zone == ARCHIVE_ZONE
     return Memory(
         id=str(point_id),
         tenant=p["tenant"],
         content=p["content"],
         context=p.get("context", ""),
-        zone=Zone(int(p["zone"])),
+        # Only the cloud's memories are forgotten: an archived one left from there.
+        zone=Zone.CLOUD if archived else Zone(zone),
         score=float(p["score"]),
         importance=float(p["importance"]),
         recall_count=int(p["recall_count"]),
@@ -132,6 +149,8 @@ def from_payload(point_id: object, p: dict[str, Any], vector: Any = None) -> Mem
             (p["drop_core"], p["drop_inner"], p["drop_outer"], p["drop_belt"])
             if "drop_core" in p else None
         ),
+        archived_at=float(p["archived_at"]) if archived and "archived_at" in p else None,
+        merged=[Provenance.from_dict(d) for d in p.get("merged") or []],
     )
 
 
@@ -143,6 +162,8 @@ def payload_fields(m: Memory, attributes: Sequence[str]) -> dict[str, Any]:
     for a in attributes:
         if a == "drop_times":
             out.update({k: p[k] for k in DROP_FIELDS if k in p})
+        elif a == "merged":
+            out.update({k: p[k] for k in ("merged", "repeat_ids") if k in p})
         elif a in p:
             out[a] = p[a]
         else:  # a name that is no payload field would silently never be saved
@@ -216,15 +237,21 @@ def conditions(
     flt: MemoryFilter | None = None,
     ids: Sequence[str] = (),
     extra: Sequence[Condition] = (),
+    archive: bool | None = None,
 ) -> list[Condition]:
     """The conjunction a request means: the tenant always, then ids, extra conditions and every
-    set filter field."""
+    set filter field. ``archive``: False, live memories only; True, the archive only; None,
+    no restriction (a delete, an export, the ledger)."""
     out: list[Condition] = [Eq("tenant", tenant), *extra]
     if ids:
         out.append(Ids(tuple(ids)))
+    if archive:
+        out.append(Eq("zone", ARCHIVE_ZONE))
+    elif archive is not None and not (flt is not None and flt.zones):
+        out.append(AnyOf("zone", LIVE_ZONES))
     if flt is None:
         return out
-    if flt.zones:
+    if flt.zones and not archive:
         out.append(AnyOf("zone", tuple(int(z) for z in flt.zones)))
     if flt.tags_any:
         out.append(AnyOf("tags", tuple(flt.tags_any)))
@@ -246,10 +273,16 @@ def conditions(
 def selection_conditions(tenant: str, sel: Selection) -> list[Condition]:
     """A Selection (domain/selection.py) as conditions on the indexed fields."""
     out: list[Condition] = [Eq("tenant", tenant)]
-    if len(sel.zones) == 1:
+    if sel.archived:
+        out.append(Eq("zone", ARCHIVE_ZONE))
+        if sel.archived_before is not None:
+            out.append(Between("archived_at", lt=sel.archived_before))
+    elif len(sel.zones) == 1:
         out.append(Eq("zone", int(sel.zones[0])))
     elif sel.zones:
         out.append(AnyOf("zone", tuple(int(z) for z in sel.zones)))
+    else:
+        out.append(AnyOf("zone", LIVE_ZONES))
     if sel.unpinned:
         out.append(Eq("pinned", 0))
     if (f := sel.falling) is not None:

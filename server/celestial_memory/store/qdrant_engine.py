@@ -298,6 +298,15 @@ class QdrantEngine:
         responses = self._client.query_batch_points(self._names["memories"], requests=requests)
         return [[(str(p.id), p.score) for p in r.points] for r in responses]
 
+    def nearest(self, vectors: Sequence[Vector], where: en.Where, limit: int) -> list[list[en.Hit]]:
+        if not len(vectors):
+            return []
+        requests = [models.QueryRequest(query=np.asarray(v).tolist(), using=SIGNALS[0],
+                                        filter=_filter(where), limit=limit, with_payload=False)
+                    for v in vectors]
+        responses = self._client.query_batch_points(self._names["memories"], requests=requests)
+        return [[(str(p.id), p.score) for p in r.points] for r in responses]
+
     def signal_scores(self, query: HybridQuery, where: en.Where, keys: Sequence[Hashable],
                       columns: Sequence[int] | None = None) -> npt.NDArray[np.float64]:
         scores = np.full((len(keys), len(SIGNALS)), np.nan)

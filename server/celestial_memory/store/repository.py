@@ -45,9 +45,12 @@ from celestial_memory.store.engine import (
     Record,
 )
 from celestial_memory.store.payload import (
+    ARCHIVE_ZONE,
     CONTEXT_DENSE,
     DENSE,
     MEMBER_FIELDS,
+    SIGNALS,
+    AnyOf,
     Between,
     Condition,
     Either,
@@ -95,6 +98,11 @@ class Candidates:
     ids: list[str]
     zones: list[int]
     signals: npt.NDArray[np.float64]
+
+    def joined(self, other: Candidates) -> Candidates:
+        return Candidates(self.ids + other.ids, self.zones + other.zones,
+                          np.concatenate([self.signals.reshape(-1, len(SIGNALS)),
+                                          other.signals.reshape(-1, len(SIGNALS))]))
 
 
 def first_zones(
@@ -152,6 +160,21 @@ class MemoryRepository:
                 m.vector = np.asarray(mine[mid].vectors[DENSE], dtype=np.float32)
         return out
 
+    def merged_holders(self, tenant: str, ids: Sequence[str]) -> dict[str, Memory]:
+        """For each of ``ids`` that was merged into a live memory of ``tenant`` as a repeat
+        (its request_id's id), that memory."""
+        if not ids:
+            return {}
+        records, _ = self.engine.scroll(
+            MEMORIES, conditions(tenant, extra=[AnyOf("repeat_ids", tuple(ids))], archive=False),
+            len(ids), None)
+        out: dict[str, Memory] = {}
+        for m in readable(records):
+            for p in m.merged:
+                if p.id in ids:
+                    out[p.id] = m
+        return out
+
     def owners(self, ids: Sequence[str]) -> dict[str, str]:
         """The tenant of each id that exists, whatever its tenant."""
         records = self.engine.retrieve(MEMORIES, ids, payload=["tenant"])
@@ -167,6 +190,12 @@ class MemoryRepository:
         id that is gone or another tenant's is left alone."""
         self.engine.set_payloads(MEMORIES, updates, [Eq("tenant", tenant)])
 
+    def archive(self, ids: Sequence[str], at: float) -> None:
+        """Move memories (ids from a read scoped to their tenant, the rebalancer's) out of the
+        zones into the archive: one payload write, points and vectors kept."""
+        if ids:
+            self.engine.set_payload(MEMORIES, {"zone": ARCHIVE_ZONE, "archived_at": at}, ids=ids)
+
     def set_zone(
         self, tenant: str, zone: Zone, *, ids: Sequence[str] = (), where: Selection | None = None
     ) -> None:
@@ -180,16 +209,38 @@ class MemoryRepository:
             self.engine.set_payload(MEMORIES, {"zone": int(zone)}, ids=ids)
 
     def delete(self, tenant: str, ids: Sequence[str]) -> int:
-        """Delete memories of ``tenant``; returns how many existed."""
+        """Delete memories of ``tenant`` (live or archived; points, vectors and all); returns
+        how many existed."""
         return self._delete(conditions(tenant, ids=ids)) if ids else 0
 
     def delete_by_filter(self, tenant: str, flt: MemoryFilter) -> int:
         return self._delete(conditions(tenant, flt))
 
+    def matching(self, tenant: str, flt: MemoryFilter | None = None,
+                 ids: Sequence[str] = ()) -> dict[str, Zone]:
+        """The ids of ``tenant`` (live or archived) that ``flt`` or ``ids`` name, with the zone
+        each is in (an archived one left the cloud)."""
+        where = conditions(tenant, flt, ids=ids)
+        out: dict[str, Zone] = {}
+        offset: str | None = None
+        while True:
+            records, offset = self.engine.scroll(MEMORIES, where, 20_000, offset, payload=["zone"])
+            for r in records:
+                z = int(r.payload.get("zone", Zone.CLOUD))
+                out[str(r.id)] = Zone.CLOUD if z == ARCHIVE_ZONE else Zone(z)
+            if offset is None:
+                return out
+
     def _delete(self, where: Sequence[Condition]) -> int:
         n = self.engine.count(MEMORIES, where)
         self.engine.delete(MEMORIES, where)
         return n
+
+    def erase_from_ledger(self, tenant: str, ids: Sequence[str]) -> None:
+        """Blank the content hash of every event of these memories (deleted ones: erasure)."""
+        for mid in ids:
+            self.engine.set_payload(LEDGER, {"content_hash": ""}, where=[
+                Eq("tenant", tenant), *ledger_conditions("event", None, mid)])
 
     # -- recall ------------------------------------------------------------------------------
 
@@ -230,6 +281,35 @@ class MemoryRepository:
         return Candidates([str(k) for k in keys], [z for z, _ in first.values()],
                           _settled(signals))
 
+    def archive_candidates(
+        self, tenant: str, query: HybridQuery, flt: MemoryFilter, limit: int
+    ) -> Candidates:
+        """As ``candidates``, over the archive (one search): their zone is ARCHIVE_ZONE."""
+        where = conditions(tenant, replace(flt, zones=[]), archive=True)
+        first = {k: score for k, score in self.engine.fused_search(query, [where], limit)[0]}
+        keys = list(first)
+        tenant_only = [Eq("tenant", tenant)]
+        if query.keywords.is_empty():
+            signals = self.engine.signal_scores(query, tenant_only, keys, columns=(1,))
+            signals[:, 0] = list(first.values())
+        else:
+            signals = self.engine.signal_scores(query, tenant_only, keys)
+        return Candidates([str(k) for k in keys], [ARCHIVE_ZONE] * len(keys), _settled(signals))
+
+    def nearest_live(
+        self, tenant: str, vectors: Sequence[Vector], limit: int
+    ) -> list[list[tuple[str, float]]]:
+        """For each vector, the live memories of ``tenant`` nearest by content, with their
+        cosines, best first."""
+        hits = self.engine.nearest(vectors, conditions(tenant, archive=False), limit)
+        return [[(str(k), float(score)) for k, score in h] for h in hits]
+
+    def contents(self, tenant: str, ids: Sequence[str]) -> dict[str, str]:
+        """The content of each live memory of ``tenant`` among ``ids``."""
+        records = self.engine.retrieve(MEMORIES, ids, payload=["tenant", "content", "zone"])
+        return {str(r.id): str(r.payload["content"]) for r in records
+                if r.payload.get("tenant") == tenant and r.payload.get("zone") != ARCHIVE_ZONE}
+
     def similarities(self, tenant: str, vector: Vector, ids: Sequence[str]) -> dict[str, float]:
         """Cosine similarity of ``vector`` to each of ``ids``, computed by the engine."""
         # The content-vector column of the exact rescoring, without keywords.
@@ -240,9 +320,13 @@ class MemoryRepository:
 
     def count_by_zone(self, tenant: str) -> dict[Zone, int]:
         counts = dict.fromkeys(Zone, 0)
-        for value, n in self.engine.facet(MEMORIES, "zone", conditions(tenant), len(Zone)):
+        for value, n in self.engine.facet(MEMORIES, "zone", conditions(tenant, archive=False),
+                                          len(Zone)):
             counts[Zone(int(value))] = n
         return counts
+
+    def count_archived(self, tenant: str) -> int:
+        return self.engine.count(MEMORIES, conditions(tenant, archive=True))
 
     def tenants(self) -> list[str]:
         """Every tenant that has at least one memory."""
@@ -251,7 +335,7 @@ class MemoryRepository:
     def scan(self, tenant: str, flt: MemoryFilter, page_size: int = 1024) -> Iterator[list[Memory]]:
         """Every matching memory of ``tenant`` (without vectors), page by page."""
         offset: str | None = None
-        where = conditions(tenant, flt)
+        where = conditions(tenant, flt, archive=False)
         while True:
             records, offset = self.engine.scroll(MEMORIES, where, page_size, offset)
             if page := list(readable(records)):
@@ -260,20 +344,23 @@ class MemoryRepository:
                 return
 
     def recent_page(
-        self, tenant: str, flt: MemoryFilter, size: int, cursor: Cursor | None
+        self, tenant: str, flt: MemoryFilter, size: int, cursor: Cursor | None,
+        archived: bool = False,
     ) -> tuple[list[Memory], bool]:
-        """Memories matching ``flt``, newest first (equal times in id order), after ``cursor``,
-        and whether more may follow."""
-        records, more = self._time_page(MEMORIES, conditions(tenant, flt), "created_at", True,
-                                        size, cursor)
+        """Memories matching ``flt`` (live ones, or the archive's), newest first (equal times in
+        id order), after ``cursor``, and whether more may follow."""
+        records, more = self._time_page(MEMORIES, conditions(tenant, flt, archive=archived),
+                                        "created_at", True, size, cursor)
         return list(readable(records)), more
 
     def list_page(
-        self, tenant: str, flt: MemoryFilter, size: int, after_id: str | None
+        self, tenant: str, flt: MemoryFilter, size: int, after_id: str | None,
+        archived: bool = False,
     ) -> tuple[list[Memory], bool]:
-        """Memories matching ``flt`` in id order, after ``after_id``, and whether more may
-        follow."""
-        records, more = self._id_page(MEMORIES, conditions(tenant, flt), size, after_id)
+        """Memories matching ``flt`` (live ones, or the archive's) in id order, after
+        ``after_id``, and whether more may follow."""
+        records, more = self._id_page(MEMORIES, conditions(tenant, flt, archive=archived), size,
+                                      after_id)
         return list(readable(records)), more
 
     def _id_page(
@@ -331,12 +418,13 @@ class MemoryRepository:
         return records
 
     def export_pages(
-        self, tenant: str, after_id: str = "", page_size: int = 512
+        self, tenant: str, after_id: str = "", page_size: int = 512, live_only: bool = False
     ) -> Iterator[list[Memory]]:
-        """Every memory of a tenant in id order, after ``after_id``, with ``vector`` and
-        ``index.context_dense`` set (keyword vectors are rebuilt from the text on import)."""
+        """Every memory of a tenant (archived ones too, unless ``live_only``) in id order, after
+        ``after_id``, with ``vector`` and ``index.context_dense`` set (keyword vectors are
+        rebuilt from the text on import)."""
         offset: str | None = after_id or None
-        where = conditions(tenant)
+        where = conditions(tenant, archive=False if live_only else None)
         while True:
             # The scroll offset is inclusive: one more when it is the id already sent.
             limit = page_size + 1 if offset == after_id else page_size

@@ -140,10 +140,19 @@ export enum ZoneEventKind {
   /** ZONE_EVENT_KIND_CAPACITY - Evicted outward from a zone over capacity; to_zone is where it went. */
   ZONE_EVENT_KIND_CAPACITY = 1,
   /**
-   * ZONE_EVENT_KIND_FORGOTTEN - Forgotten after a long time in the Cloud without recall; it left the zones, so to_zone is
-   * not set.
+   * ZONE_EVENT_KIND_FORGOTTEN - Forgotten after a long time in the Cloud without recall: moved into the archive. It left
+   * the zones, so to_zone is not set.
    */
   ZONE_EVENT_KIND_FORGOTTEN = 2,
+  /** ZONE_EVENT_KIND_RESTORED - Restored from the archive into to_zone. */
+  ZONE_EVENT_KIND_RESTORED = 3,
+  /** ZONE_EVENT_KIND_PURGED - Deleted for good from the archive when its retention passed. */
+  ZONE_EVENT_KIND_PURGED = 4,
+  /**
+   * ZONE_EVENT_KIND_DELETED - Deleted by Delete or DeleteByFilter: a tombstone, with no content_hash (and the hash is
+   * blanked on the memory's earlier events).
+   */
+  ZONE_EVENT_KIND_DELETED = 5,
   UNRECOGNIZED = -1,
 }
 
@@ -158,6 +167,15 @@ export function zoneEventKindFromJSON(object: any): ZoneEventKind {
     case 2:
     case "ZONE_EVENT_KIND_FORGOTTEN":
       return ZoneEventKind.ZONE_EVENT_KIND_FORGOTTEN;
+    case 3:
+    case "ZONE_EVENT_KIND_RESTORED":
+      return ZoneEventKind.ZONE_EVENT_KIND_RESTORED;
+    case 4:
+    case "ZONE_EVENT_KIND_PURGED":
+      return ZoneEventKind.ZONE_EVENT_KIND_PURGED;
+    case 5:
+    case "ZONE_EVENT_KIND_DELETED":
+      return ZoneEventKind.ZONE_EVENT_KIND_DELETED;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -173,6 +191,12 @@ export function zoneEventKindToJSON(object: ZoneEventKind): string {
       return "ZONE_EVENT_KIND_CAPACITY";
     case ZoneEventKind.ZONE_EVENT_KIND_FORGOTTEN:
       return "ZONE_EVENT_KIND_FORGOTTEN";
+    case ZoneEventKind.ZONE_EVENT_KIND_RESTORED:
+      return "ZONE_EVENT_KIND_RESTORED";
+    case ZoneEventKind.ZONE_EVENT_KIND_PURGED:
+      return "ZONE_EVENT_KIND_PURGED";
+    case ZoneEventKind.ZONE_EVENT_KIND_DELETED:
+      return "ZONE_EVENT_KIND_DELETED";
     case ZoneEventKind.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -283,9 +307,47 @@ export interface Memory {
     | undefined;
   /** Context stored with the memory and indexed for search, not part of its content. */
   context: string;
+  /**
+   * True when forgetting moved it out of the zones into the archive: it is out of recall
+   * (a deep recall still finds it), capacity and Stats counts until Restore brings it back.
+   * zone is then ZONE_CLOUD, the zone it left.
+   */
+  archived: boolean;
+  /** When it was archived; not set for a live memory. */
+  archivedAt:
+    | Date
+    | undefined;
+  /** Repeats merged into this memory instead of being stored as copies, oldest first. */
+  merged: MergedRepeat[];
 }
 
 export interface Memory_MetadataEntry {
+  key: string;
+  value: string;
+}
+
+/**
+ * A near-duplicate that was merged into a memory (see StoreResponse.merged_into): its own
+ * wording and where it came from, so that merging loses nothing.
+ */
+export interface MergedRepeat {
+  /** Its text as it was stored. */
+  content: string;
+  /** When it was created. */
+  createdAt:
+    | Date
+    | undefined;
+  /** Its id, when it was a memory of its own before (a Consolidate); empty for a Store. */
+  id: string;
+  /** Its session_id. */
+  sessionId: string;
+  /** Its agent_id. */
+  agentId: string;
+  /** Its metadata. */
+  metadata: { [key: string]: string };
+}
+
+export interface MergedRepeat_MetadataEntry {
   key: string;
   value: string;
 }
@@ -365,6 +427,13 @@ export interface StoreResponse {
     | undefined;
   /** False when the id was already held with the same content and nothing was written. */
   created: boolean;
+  /**
+   * Set when the content repeated a live memory of the tenant (near-duplicate embedding, and
+   * every word of one is a word of the other): that memory's id. Nothing new was stored; the
+   * existing memory counts the repeat as a mention and keeps it in Memory.merged. Only for
+   * items without id or request_id, and when the server merges repeats (the default).
+   */
+  mergedInto: string;
 }
 
 /** Response of StoreBatch. */
@@ -375,6 +444,8 @@ export interface StoreBatchResponse {
   stored: number;
   /** How many of them were already held with the same content, and not written again. */
   existing: number;
+  /** How many were merged into a memory they repeated (their entry in ids is that memory's). */
+  merged: number;
 }
 
 /**
@@ -451,6 +522,16 @@ export interface RecallRequest {
    * where memories within the server's zone margin of the best relevance come Core first.
    */
   ignoreZones: boolean;
+  /**
+   * Search the archive (forgotten memories) too, always; its results come after the zones'
+   * near-best ones and are marked archived. Ignored when filter.zones is set.
+   */
+  includeArchived: boolean;
+  /**
+   * Deep recall: search the archive only when the zones give fewer than limit results above
+   * the gate. Absent: the server's default (on unless CELESTIAL_DEEP_RECALL=false).
+   */
+  deep?: boolean | undefined;
 }
 
 /** One recalled memory. */
@@ -464,7 +545,11 @@ export interface RecallResult {
   /** Its relevance to the query, in [0, 1]. */
   relevance: number;
   /** The score terms computed for this recall (C = similarity to the context). */
-  breakdown: ScoreBreakdown | undefined;
+  breakdown:
+    | ScoreBreakdown
+    | undefined;
+  /** Found in the archive (found_in is then ZONE_CLOUD). Not reinforced: Restore brings it back. */
+  archived: boolean;
 }
 
 /** Response of Recall. */
@@ -540,6 +625,46 @@ export interface UpdateResponse {
   memory: Memory | undefined;
 }
 
+/** Request of Restore. */
+export interface RestoreRequest {
+  /** Tenant that owns the memory. */
+  tenant: string;
+  /** The archived memory's UUID. */
+  id: string;
+}
+
+/** Response of Restore. */
+export interface RestoreResponse {
+  /** The memory, back in the zone its state earns (its freshness starts again). */
+  memory: Memory | undefined;
+}
+
+/** Request of Consolidate. */
+export interface ConsolidateRequest {
+  /** Tenant whose live memories are consolidated. */
+  tenant: string;
+  /** Report the merges without writing them (the default is to write: set it first to see). */
+  dryRun: boolean;
+}
+
+/** One merge of Consolidate. */
+export interface Merge {
+  /** The memory that stays. */
+  into: string;
+  /** The repeats merged into it (deleted as memories, kept in into's Memory.merged). */
+  ids: string[];
+}
+
+/** Response of Consolidate. */
+export interface ConsolidateResponse {
+  /** The merges, in the order they were found. */
+  merges: Merge[];
+  /** How many memories were examined. */
+  scanned: number;
+  /** Whether this was a dry run (nothing written). */
+  dryRun: boolean;
+}
+
 /** Request of Delete. */
 export interface DeleteRequest {
   /** Tenant that owns the memory. */
@@ -605,7 +730,7 @@ export interface RebalanceResponse {
   moved: ZoneMove[];
   /** Memories pushed outward because a zone was over capacity. */
   evicted: number;
-  /** Memories forgotten (deleted after a long time in the Cloud without recall). */
+  /** Memories forgotten: moved into the archive after a long time in the Cloud without recall. */
   forgotten: number;
   /** Whether this was a dry run (nothing written). */
   dryRun: boolean;
@@ -620,7 +745,11 @@ export interface RebalanceResponse {
   /** Set when another replica held the rebalance lease: its instance id. Nothing was done. */
   skippedBy: string;
   /** How long the rebalance took. */
-  duration: Duration | undefined;
+  duration:
+    | Duration
+    | undefined;
+  /** Archived memories deleted for good because the archive's retention had passed. */
+  purged: number;
 }
 
 /** Request of Ledger. */
@@ -660,7 +789,7 @@ export interface ZoneEvent {
     | Zone
     | undefined;
   /**
-   * "capacity" or "forgotten". Deprecated: read kind.
+   * "capacity", "forgotten", "restored", "purged" or "deleted". Deprecated: read kind.
    *
    * @deprecated
    */
@@ -669,7 +798,10 @@ export interface ZoneEvent {
   at:
     | Date
     | undefined;
-  /** Hash of the memory's content, to recognise it after it is gone. */
+  /**
+   * Hash of the memory's content, to recognise it after it is gone; empty once the memory was
+   * deleted (erasure).
+   */
   contentHash: string;
   /** What happened. */
   kind: ZoneEventKind;
@@ -741,6 +873,8 @@ export interface StatsResponse {
   backend: string;
   /** Where the memories are kept. */
   storageBackend: StorageBackend;
+  /** Forgotten memories kept in the archive (not in zones or total). */
+  archived: number;
 }
 
 /** Request of Export. */
@@ -820,6 +954,8 @@ export interface RecentRequest {
   pageSize: number;
   /** next_page_token of the previous page; empty for the first page. */
   pageToken: string;
+  /** The archive's newest instead of the zones'; filter.zones must be empty. */
+  archived: boolean;
 }
 
 /** Response of Recent. */
@@ -842,6 +978,8 @@ export interface ListRequest {
   pageSize: number;
   /** next_page_token of the previous page; empty for the first page. */
   pageToken: string;
+  /** List the archive (forgotten memories) instead of the zones; filter.zones must be empty. */
+  archived: boolean;
 }
 
 /** Response of List. */
@@ -1026,6 +1164,9 @@ function createBaseMemory(): Memory {
     pinned: false,
     breakdown: undefined,
     context: "",
+    archived: false,
+    archivedAt: undefined,
+    merged: [],
   };
 }
 
@@ -1078,6 +1219,15 @@ export const Memory: MessageFns<Memory> = {
     }
     if (message.context !== "") {
       writer.uint32(130).string(message.context);
+    }
+    if (message.archived !== false) {
+      writer.uint32(136).bool(message.archived);
+    }
+    if (message.archivedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.archivedAt), writer.uint32(146).fork()).join();
+    }
+    for (const v of message.merged) {
+      MergedRepeat.encode(v!, writer.uint32(154).fork()).join();
     }
     return writer;
   },
@@ -1226,6 +1376,30 @@ export const Memory: MessageFns<Memory> = {
             message.context = reader.string();
             continue;
           }
+          case 17: {
+            if (tag !== 136) {
+              break;
+            }
+
+            message.archived = reader.bool();
+            continue;
+          }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.archivedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.merged.push(MergedRepeat.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1289,6 +1463,15 @@ export const Memory: MessageFns<Memory> = {
       pinned: isSet(object.pinned) ? globalThis.Boolean(object.pinned) : false,
       breakdown: isSet(object.breakdown) ? ScoreBreakdown.fromJSON(object.breakdown) : undefined,
       context: isSet(object.context) ? globalThis.String(object.context) : "",
+      archived: isSet(object.archived) ? globalThis.Boolean(object.archived) : false,
+      archivedAt: isSet(object.archivedAt)
+        ? fromJsonTimestamp(object.archivedAt)
+        : isSet(object.archived_at)
+        ? fromJsonTimestamp(object.archived_at)
+        : undefined,
+      merged: globalThis.Array.isArray(object?.merged)
+        ? object.merged.map((e: any) => MergedRepeat.fromJSON(e))
+        : [],
     };
   },
 
@@ -1348,6 +1531,15 @@ export const Memory: MessageFns<Memory> = {
     if (message.context !== "") {
       obj.context = message.context;
     }
+    if (message.archived !== false) {
+      obj.archived = message.archived;
+    }
+    if (message.archivedAt !== undefined) {
+      obj.archivedAt = message.archivedAt.toISOString();
+    }
+    if (message.merged?.length) {
+      obj.merged = message.merged.map((e) => MergedRepeat.toJSON(e));
+    }
     return obj;
   },
 
@@ -1382,6 +1574,9 @@ export const Memory: MessageFns<Memory> = {
       ? ScoreBreakdown.fromPartial(object.breakdown)
       : undefined;
     message.context = object.context ?? "";
+    message.archived = object.archived ?? false;
+    message.archivedAt = object.archivedAt ?? undefined;
+    message.merged = object.merged?.map((e) => MergedRepeat.fromPartial(e)) || [];
     return message;
   },
 };
@@ -1465,6 +1660,282 @@ export const Memory_MetadataEntry: MessageFns<Memory_MetadataEntry> = {
   },
   fromPartial<I extends Exact<DeepPartial<Memory_MetadataEntry>, I>>(object: I): Memory_MetadataEntry {
     const message = createBaseMemory_MetadataEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseMergedRepeat(): MergedRepeat {
+  return { content: "", createdAt: undefined, id: "", sessionId: "", agentId: "", metadata: {} };
+}
+
+export const MergedRepeat: MessageFns<MergedRepeat> = {
+  encode(message: MergedRepeat, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.content !== "") {
+      writer.uint32(10).string(message.content);
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(18).fork()).join();
+    }
+    if (message.id !== "") {
+      writer.uint32(26).string(message.id);
+    }
+    if (message.sessionId !== "") {
+      writer.uint32(34).string(message.sessionId);
+    }
+    if (message.agentId !== "") {
+      writer.uint32(42).string(message.agentId);
+    }
+    globalThis.Object.entries(message.metadata).forEach(([key, value]: [string, string]) => {
+      MergedRepeat_MetadataEntry.encode({ key: key as any, value }, writer.uint32(50).fork()).join();
+    });
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MergedRepeat {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMergedRepeat();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.content = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.agentId = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            const entry6 = MergedRepeat_MetadataEntry.decode(reader, reader.uint32());
+            if (entry6.value !== undefined) {
+              message.metadata[entry6.key] = entry6.value;
+            }
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MergedRepeat {
+    return {
+      content: isSet(object.content) ? globalThis.String(object.content) : "",
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      sessionId: isSet(object.sessionId)
+        ? globalThis.String(object.sessionId)
+        : isSet(object.session_id)
+        ? globalThis.String(object.session_id)
+        : "",
+      agentId: isSet(object.agentId)
+        ? globalThis.String(object.agentId)
+        : isSet(object.agent_id)
+        ? globalThis.String(object.agent_id)
+        : "",
+      metadata: isObject(object.metadata)
+        ? (globalThis.Object.entries(object.metadata) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+    };
+  },
+
+  toJSON(message: MergedRepeat): unknown {
+    const obj: any = {};
+    if (message.content !== "") {
+      obj.content = message.content;
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.sessionId !== "") {
+      obj.sessionId = message.sessionId;
+    }
+    if (message.agentId !== "") {
+      obj.agentId = message.agentId;
+    }
+    if (message.metadata) {
+      const entries = globalThis.Object.entries(message.metadata) as [string, string][];
+      if (entries.length > 0) {
+        obj.metadata = {};
+        entries.forEach(([k, v]) => {
+          obj.metadata[k] = v;
+        });
+      }
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<MergedRepeat>, I>>(base?: I): MergedRepeat {
+    return MergedRepeat.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MergedRepeat>, I>>(object: I): MergedRepeat {
+    const message = createBaseMergedRepeat();
+    message.content = object.content ?? "";
+    message.createdAt = object.createdAt ?? undefined;
+    message.id = object.id ?? "";
+    message.sessionId = object.sessionId ?? "";
+    message.agentId = object.agentId ?? "";
+    message.metadata = (globalThis.Object.entries(object.metadata ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseMergedRepeat_MetadataEntry(): MergedRepeat_MetadataEntry {
+  return { key: "", value: "" };
+}
+
+export const MergedRepeat_MetadataEntry: MessageFns<MergedRepeat_MetadataEntry> = {
+  encode(message: MergedRepeat_MetadataEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MergedRepeat_MetadataEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMergedRepeat_MetadataEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MergedRepeat_MetadataEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: MergedRepeat_MetadataEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<MergedRepeat_MetadataEntry>, I>>(base?: I): MergedRepeat_MetadataEntry {
+    return MergedRepeat_MetadataEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MergedRepeat_MetadataEntry>, I>>(object: I): MergedRepeat_MetadataEntry {
+    const message = createBaseMergedRepeat_MetadataEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
     return message;
@@ -1911,7 +2382,7 @@ export const StoreRequest_MetadataEntry: MessageFns<StoreRequest_MetadataEntry> 
 };
 
 function createBaseStoreResponse(): StoreResponse {
-  return { memory: undefined, created: false };
+  return { memory: undefined, created: false, mergedInto: "" };
 }
 
 export const StoreResponse: MessageFns<StoreResponse> = {
@@ -1921,6 +2392,9 @@ export const StoreResponse: MessageFns<StoreResponse> = {
     }
     if (message.created !== false) {
       writer.uint32(16).bool(message.created);
+    }
+    if (message.mergedInto !== "") {
+      writer.uint32(26).string(message.mergedInto);
     }
     return writer;
   },
@@ -1954,6 +2428,14 @@ export const StoreResponse: MessageFns<StoreResponse> = {
             message.created = reader.bool();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.mergedInto = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1970,6 +2452,11 @@ export const StoreResponse: MessageFns<StoreResponse> = {
     return {
       memory: isSet(object.memory) ? Memory.fromJSON(object.memory) : undefined,
       created: isSet(object.created) ? globalThis.Boolean(object.created) : false,
+      mergedInto: isSet(object.mergedInto)
+        ? globalThis.String(object.mergedInto)
+        : isSet(object.merged_into)
+        ? globalThis.String(object.merged_into)
+        : "",
     };
   },
 
@@ -1980,6 +2467,9 @@ export const StoreResponse: MessageFns<StoreResponse> = {
     }
     if (message.created !== false) {
       obj.created = message.created;
+    }
+    if (message.mergedInto !== "") {
+      obj.mergedInto = message.mergedInto;
     }
     return obj;
   },
@@ -1993,12 +2483,13 @@ export const StoreResponse: MessageFns<StoreResponse> = {
       ? Memory.fromPartial(object.memory)
       : undefined;
     message.created = object.created ?? false;
+    message.mergedInto = object.mergedInto ?? "";
     return message;
   },
 };
 
 function createBaseStoreBatchResponse(): StoreBatchResponse {
-  return { ids: [], stored: 0, existing: 0 };
+  return { ids: [], stored: 0, existing: 0, merged: 0 };
 }
 
 export const StoreBatchResponse: MessageFns<StoreBatchResponse> = {
@@ -2011,6 +2502,9 @@ export const StoreBatchResponse: MessageFns<StoreBatchResponse> = {
     }
     if (message.existing !== 0) {
       writer.uint32(24).int32(message.existing);
+    }
+    if (message.merged !== 0) {
+      writer.uint32(32).int32(message.merged);
     }
     return writer;
   },
@@ -2052,6 +2546,14 @@ export const StoreBatchResponse: MessageFns<StoreBatchResponse> = {
             message.existing = reader.int32();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.merged = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2069,6 +2571,7 @@ export const StoreBatchResponse: MessageFns<StoreBatchResponse> = {
       ids: globalThis.Array.isArray(object?.ids) ? object.ids.map((e: any) => globalThis.String(e)) : [],
       stored: isSet(object.stored) ? globalThis.Number(object.stored) : 0,
       existing: isSet(object.existing) ? globalThis.Number(object.existing) : 0,
+      merged: isSet(object.merged) ? globalThis.Number(object.merged) : 0,
     };
   },
 
@@ -2083,6 +2586,9 @@ export const StoreBatchResponse: MessageFns<StoreBatchResponse> = {
     if (message.existing !== 0) {
       obj.existing = Math.round(message.existing);
     }
+    if (message.merged !== 0) {
+      obj.merged = Math.round(message.merged);
+    }
     return obj;
   },
 
@@ -2094,6 +2600,7 @@ export const StoreBatchResponse: MessageFns<StoreBatchResponse> = {
     message.ids = object.ids?.map((e) => e) || [];
     message.stored = object.stored ?? 0;
     message.existing = object.existing ?? 0;
+    message.merged = object.merged ?? 0;
     return message;
   },
 };
@@ -2515,6 +3022,8 @@ function createBaseRecallRequest(): RecallRequest {
     queryVector: [],
     minRelevance: undefined,
     ignoreZones: false,
+    includeArchived: false,
+    deep: undefined,
   };
 }
 
@@ -2550,6 +3059,12 @@ export const RecallRequest: MessageFns<RecallRequest> = {
     }
     if (message.ignoreZones !== false) {
       writer.uint32(72).bool(message.ignoreZones);
+    }
+    if (message.includeArchived !== false) {
+      writer.uint32(80).bool(message.includeArchived);
+    }
+    if (message.deep !== undefined) {
+      writer.uint32(88).bool(message.deep);
     }
     return writer;
   },
@@ -2649,6 +3164,22 @@ export const RecallRequest: MessageFns<RecallRequest> = {
             message.ignoreZones = reader.bool();
             continue;
           }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.includeArchived = reader.bool();
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.deep = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2688,6 +3219,12 @@ export const RecallRequest: MessageFns<RecallRequest> = {
         : isSet(object.ignore_zones)
         ? globalThis.Boolean(object.ignore_zones)
         : false,
+      includeArchived: isSet(object.includeArchived)
+        ? globalThis.Boolean(object.includeArchived)
+        : isSet(object.include_archived)
+        ? globalThis.Boolean(object.include_archived)
+        : false,
+      deep: isSet(object.deep) ? globalThis.Boolean(object.deep) : undefined,
     };
   },
 
@@ -2720,6 +3257,12 @@ export const RecallRequest: MessageFns<RecallRequest> = {
     if (message.ignoreZones !== false) {
       obj.ignoreZones = message.ignoreZones;
     }
+    if (message.includeArchived !== false) {
+      obj.includeArchived = message.includeArchived;
+    }
+    if (message.deep !== undefined) {
+      obj.deep = message.deep;
+    }
     return obj;
   },
 
@@ -2739,12 +3282,14 @@ export const RecallRequest: MessageFns<RecallRequest> = {
     message.queryVector = object.queryVector?.map((e) => e) || [];
     message.minRelevance = object.minRelevance ?? undefined;
     message.ignoreZones = object.ignoreZones ?? false;
+    message.includeArchived = object.includeArchived ?? false;
+    message.deep = object.deep ?? undefined;
     return message;
   },
 };
 
 function createBaseRecallResult(): RecallResult {
-  return { memory: undefined, foundIn: 0, relevance: 0, breakdown: undefined };
+  return { memory: undefined, foundIn: 0, relevance: 0, breakdown: undefined, archived: false };
 }
 
 export const RecallResult: MessageFns<RecallResult> = {
@@ -2760,6 +3305,9 @@ export const RecallResult: MessageFns<RecallResult> = {
     }
     if (message.breakdown !== undefined) {
       ScoreBreakdown.encode(message.breakdown, writer.uint32(34).fork()).join();
+    }
+    if (message.archived !== false) {
+      writer.uint32(40).bool(message.archived);
     }
     return writer;
   },
@@ -2809,6 +3357,14 @@ export const RecallResult: MessageFns<RecallResult> = {
             message.breakdown = ScoreBreakdown.decode(reader, reader.uint32());
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.archived = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2831,6 +3387,7 @@ export const RecallResult: MessageFns<RecallResult> = {
         : 0,
       relevance: isSet(object.relevance) ? globalThis.Number(object.relevance) : 0,
       breakdown: isSet(object.breakdown) ? ScoreBreakdown.fromJSON(object.breakdown) : undefined,
+      archived: isSet(object.archived) ? globalThis.Boolean(object.archived) : false,
     };
   },
 
@@ -2848,6 +3405,9 @@ export const RecallResult: MessageFns<RecallResult> = {
     if (message.breakdown !== undefined) {
       obj.breakdown = ScoreBreakdown.toJSON(message.breakdown);
     }
+    if (message.archived !== false) {
+      obj.archived = message.archived;
+    }
     return obj;
   },
 
@@ -2864,6 +3424,7 @@ export const RecallResult: MessageFns<RecallResult> = {
     message.breakdown = (object.breakdown !== undefined && object.breakdown !== null)
       ? ScoreBreakdown.fromPartial(object.breakdown)
       : undefined;
+    message.archived = object.archived ?? false;
     return message;
   },
 };
@@ -3623,6 +4184,439 @@ export const UpdateResponse: MessageFns<UpdateResponse> = {
   },
 };
 
+function createBaseRestoreRequest(): RestoreRequest {
+  return { tenant: "", id: "" };
+}
+
+export const RestoreRequest: MessageFns<RestoreRequest> = {
+  encode(message: RestoreRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenant !== "") {
+      writer.uint32(10).string(message.tenant);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RestoreRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRestoreRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenant = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RestoreRequest {
+    return {
+      tenant: isSet(object.tenant) ? globalThis.String(object.tenant) : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+    };
+  },
+
+  toJSON(message: RestoreRequest): unknown {
+    const obj: any = {};
+    if (message.tenant !== "") {
+      obj.tenant = message.tenant;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RestoreRequest>, I>>(base?: I): RestoreRequest {
+    return RestoreRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RestoreRequest>, I>>(object: I): RestoreRequest {
+    const message = createBaseRestoreRequest();
+    message.tenant = object.tenant ?? "";
+    message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBaseRestoreResponse(): RestoreResponse {
+  return { memory: undefined };
+}
+
+export const RestoreResponse: MessageFns<RestoreResponse> = {
+  encode(message: RestoreResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.memory !== undefined) {
+      Memory.encode(message.memory, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RestoreResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRestoreResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.memory = Memory.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RestoreResponse {
+    return { memory: isSet(object.memory) ? Memory.fromJSON(object.memory) : undefined };
+  },
+
+  toJSON(message: RestoreResponse): unknown {
+    const obj: any = {};
+    if (message.memory !== undefined) {
+      obj.memory = Memory.toJSON(message.memory);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RestoreResponse>, I>>(base?: I): RestoreResponse {
+    return RestoreResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RestoreResponse>, I>>(object: I): RestoreResponse {
+    const message = createBaseRestoreResponse();
+    message.memory = (object.memory !== undefined && object.memory !== null)
+      ? Memory.fromPartial(object.memory)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseConsolidateRequest(): ConsolidateRequest {
+  return { tenant: "", dryRun: false };
+}
+
+export const ConsolidateRequest: MessageFns<ConsolidateRequest> = {
+  encode(message: ConsolidateRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenant !== "") {
+      writer.uint32(10).string(message.tenant);
+    }
+    if (message.dryRun !== false) {
+      writer.uint32(16).bool(message.dryRun);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsolidateRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsolidateRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenant = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.dryRun = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ConsolidateRequest {
+    return {
+      tenant: isSet(object.tenant) ? globalThis.String(object.tenant) : "",
+      dryRun: isSet(object.dryRun)
+        ? globalThis.Boolean(object.dryRun)
+        : isSet(object.dry_run)
+        ? globalThis.Boolean(object.dry_run)
+        : false,
+    };
+  },
+
+  toJSON(message: ConsolidateRequest): unknown {
+    const obj: any = {};
+    if (message.tenant !== "") {
+      obj.tenant = message.tenant;
+    }
+    if (message.dryRun !== false) {
+      obj.dryRun = message.dryRun;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ConsolidateRequest>, I>>(base?: I): ConsolidateRequest {
+    return ConsolidateRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConsolidateRequest>, I>>(object: I): ConsolidateRequest {
+    const message = createBaseConsolidateRequest();
+    message.tenant = object.tenant ?? "";
+    message.dryRun = object.dryRun ?? false;
+    return message;
+  },
+};
+
+function createBaseMerge(): Merge {
+  return { into: "", ids: [] };
+}
+
+export const Merge: MessageFns<Merge> = {
+  encode(message: Merge, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.into !== "") {
+      writer.uint32(10).string(message.into);
+    }
+    for (const v of message.ids) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Merge {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMerge();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.into = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.ids.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Merge {
+    return {
+      into: isSet(object.into) ? globalThis.String(object.into) : "",
+      ids: globalThis.Array.isArray(object?.ids) ? object.ids.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: Merge): unknown {
+    const obj: any = {};
+    if (message.into !== "") {
+      obj.into = message.into;
+    }
+    if (message.ids?.length) {
+      obj.ids = message.ids;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Merge>, I>>(base?: I): Merge {
+    return Merge.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Merge>, I>>(object: I): Merge {
+    const message = createBaseMerge();
+    message.into = object.into ?? "";
+    message.ids = object.ids?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseConsolidateResponse(): ConsolidateResponse {
+  return { merges: [], scanned: 0, dryRun: false };
+}
+
+export const ConsolidateResponse: MessageFns<ConsolidateResponse> = {
+  encode(message: ConsolidateResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.merges) {
+      Merge.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.scanned !== 0) {
+      writer.uint32(16).int64(message.scanned);
+    }
+    if (message.dryRun !== false) {
+      writer.uint32(24).bool(message.dryRun);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsolidateResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsolidateResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.merges.push(Merge.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.scanned = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.dryRun = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ConsolidateResponse {
+    return {
+      merges: globalThis.Array.isArray(object?.merges) ? object.merges.map((e: any) => Merge.fromJSON(e)) : [],
+      scanned: isSet(object.scanned) ? globalThis.Number(object.scanned) : 0,
+      dryRun: isSet(object.dryRun)
+        ? globalThis.Boolean(object.dryRun)
+        : isSet(object.dry_run)
+        ? globalThis.Boolean(object.dry_run)
+        : false,
+    };
+  },
+
+  toJSON(message: ConsolidateResponse): unknown {
+    const obj: any = {};
+    if (message.merges?.length) {
+      obj.merges = message.merges.map((e) => Merge.toJSON(e));
+    }
+    if (message.scanned !== 0) {
+      obj.scanned = Math.round(message.scanned);
+    }
+    if (message.dryRun !== false) {
+      obj.dryRun = message.dryRun;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ConsolidateResponse>, I>>(base?: I): ConsolidateResponse {
+    return ConsolidateResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConsolidateResponse>, I>>(object: I): ConsolidateResponse {
+    const message = createBaseConsolidateResponse();
+    message.merges = object.merges?.map((e) => Merge.fromPartial(e)) || [];
+    message.scanned = object.scanned ?? 0;
+    message.dryRun = object.dryRun ?? false;
+    return message;
+  },
+};
+
 function createBaseDeleteRequest(): DeleteRequest {
   return { tenant: "", id: "" };
 }
@@ -4174,6 +5168,7 @@ function createBaseRebalanceResponse(): RebalanceResponse {
     full: false,
     skippedBy: "",
     duration: undefined,
+    purged: 0,
   };
 }
 
@@ -4205,6 +5200,9 @@ export const RebalanceResponse: MessageFns<RebalanceResponse> = {
     }
     if (message.duration !== undefined) {
       Duration.encode(message.duration, writer.uint32(74).fork()).join();
+    }
+    if (message.purged !== 0) {
+      writer.uint32(80).int64(message.purged);
     }
     return writer;
   },
@@ -4294,6 +5292,14 @@ export const RebalanceResponse: MessageFns<RebalanceResponse> = {
             message.duration = Duration.decode(reader, reader.uint32());
             continue;
           }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.purged = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4329,6 +5335,7 @@ export const RebalanceResponse: MessageFns<RebalanceResponse> = {
         ? globalThis.String(object.skipped_by)
         : "",
       duration: isSet(object.duration) ? Duration.fromJSON(object.duration) : undefined,
+      purged: isSet(object.purged) ? globalThis.Number(object.purged) : 0,
     };
   },
 
@@ -4361,6 +5368,9 @@ export const RebalanceResponse: MessageFns<RebalanceResponse> = {
     if (message.duration !== undefined) {
       obj.duration = Duration.toJSON(message.duration);
     }
+    if (message.purged !== 0) {
+      obj.purged = Math.round(message.purged);
+    }
     return obj;
   },
 
@@ -4380,6 +5390,7 @@ export const RebalanceResponse: MessageFns<RebalanceResponse> = {
     message.duration = (object.duration !== undefined && object.duration !== null)
       ? Duration.fromPartial(object.duration)
       : undefined;
+    message.purged = object.purged ?? 0;
     return message;
   },
 };
@@ -5203,7 +6214,7 @@ export const ZoneStats: MessageFns<ZoneStats> = {
 };
 
 function createBaseStatsResponse(): StatsResponse {
-  return { zones: [], total: 0, embeddingModel: "", dimension: 0, backend: "", storageBackend: 0 };
+  return { zones: [], total: 0, embeddingModel: "", dimension: 0, backend: "", storageBackend: 0, archived: 0 };
 }
 
 export const StatsResponse: MessageFns<StatsResponse> = {
@@ -5225,6 +6236,9 @@ export const StatsResponse: MessageFns<StatsResponse> = {
     }
     if (message.storageBackend !== 0) {
       writer.uint32(48).int32(message.storageBackend);
+    }
+    if (message.archived !== 0) {
+      writer.uint32(56).int64(message.archived);
     }
     return writer;
   },
@@ -5290,6 +6304,14 @@ export const StatsResponse: MessageFns<StatsResponse> = {
             message.storageBackend = reader.int32() as any;
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.archived = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5318,6 +6340,7 @@ export const StatsResponse: MessageFns<StatsResponse> = {
         : isSet(object.storage_backend)
         ? storageBackendFromJSON(object.storage_backend)
         : 0,
+      archived: isSet(object.archived) ? globalThis.Number(object.archived) : 0,
     };
   },
 
@@ -5341,6 +6364,9 @@ export const StatsResponse: MessageFns<StatsResponse> = {
     if (message.storageBackend !== 0) {
       obj.storageBackend = storageBackendToJSON(message.storageBackend);
     }
+    if (message.archived !== 0) {
+      obj.archived = Math.round(message.archived);
+    }
     return obj;
   },
 
@@ -5355,6 +6381,7 @@ export const StatsResponse: MessageFns<StatsResponse> = {
     message.dimension = object.dimension ?? 0;
     message.backend = object.backend ?? "";
     message.storageBackend = object.storageBackend ?? 0;
+    message.archived = object.archived ?? 0;
     return message;
   },
 };
@@ -5727,7 +6754,7 @@ export const ExportedMemory: MessageFns<ExportedMemory> = {
 };
 
 function createBaseRecentRequest(): RecentRequest {
-  return { tenant: "", limit: 0, filter: undefined, pageSize: 0, pageToken: "" };
+  return { tenant: "", limit: 0, filter: undefined, pageSize: 0, pageToken: "", archived: false };
 }
 
 export const RecentRequest: MessageFns<RecentRequest> = {
@@ -5746,6 +6773,9 @@ export const RecentRequest: MessageFns<RecentRequest> = {
     }
     if (message.pageToken !== "") {
       writer.uint32(42).string(message.pageToken);
+    }
+    if (message.archived !== false) {
+      writer.uint32(48).bool(message.archived);
     }
     return writer;
   },
@@ -5803,6 +6833,14 @@ export const RecentRequest: MessageFns<RecentRequest> = {
             message.pageToken = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.archived = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5830,6 +6868,7 @@ export const RecentRequest: MessageFns<RecentRequest> = {
         : isSet(object.page_token)
         ? globalThis.String(object.page_token)
         : "",
+      archived: isSet(object.archived) ? globalThis.Boolean(object.archived) : false,
     };
   },
 
@@ -5850,6 +6889,9 @@ export const RecentRequest: MessageFns<RecentRequest> = {
     if (message.pageToken !== "") {
       obj.pageToken = message.pageToken;
     }
+    if (message.archived !== false) {
+      obj.archived = message.archived;
+    }
     return obj;
   },
 
@@ -5865,6 +6907,7 @@ export const RecentRequest: MessageFns<RecentRequest> = {
       : undefined;
     message.pageSize = object.pageSize ?? 0;
     message.pageToken = object.pageToken ?? "";
+    message.archived = object.archived ?? false;
     return message;
   },
 };
@@ -5959,7 +7002,7 @@ export const RecentResponse: MessageFns<RecentResponse> = {
 };
 
 function createBaseListRequest(): ListRequest {
-  return { tenant: "", filter: undefined, pageSize: 0, pageToken: "" };
+  return { tenant: "", filter: undefined, pageSize: 0, pageToken: "", archived: false };
 }
 
 export const ListRequest: MessageFns<ListRequest> = {
@@ -5975,6 +7018,9 @@ export const ListRequest: MessageFns<ListRequest> = {
     }
     if (message.pageToken !== "") {
       writer.uint32(34).string(message.pageToken);
+    }
+    if (message.archived !== false) {
+      writer.uint32(40).bool(message.archived);
     }
     return writer;
   },
@@ -6024,6 +7070,14 @@ export const ListRequest: MessageFns<ListRequest> = {
             message.pageToken = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.archived = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -6050,6 +7104,7 @@ export const ListRequest: MessageFns<ListRequest> = {
         : isSet(object.page_token)
         ? globalThis.String(object.page_token)
         : "",
+      archived: isSet(object.archived) ? globalThis.Boolean(object.archived) : false,
     };
   },
 
@@ -6067,6 +7122,9 @@ export const ListRequest: MessageFns<ListRequest> = {
     if (message.pageToken !== "") {
       obj.pageToken = message.pageToken;
     }
+    if (message.archived !== false) {
+      obj.archived = message.archived;
+    }
     return obj;
   },
 
@@ -6081,6 +7139,7 @@ export const ListRequest: MessageFns<ListRequest> = {
       : undefined;
     message.pageSize = object.pageSize ?? 0;
     message.pageToken = object.pageToken ?? "";
+    message.archived = object.archived ?? false;
     return message;
   },
 };
@@ -6457,7 +7516,11 @@ export const MemoryServiceService = {
     responseSerialize: (value: UpdateResponse): Buffer => Buffer.from(UpdateResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): UpdateResponse => UpdateResponse.decode(value),
   },
-  /** Deletes one memory. Repeating it answers deleted = false. */
+  /**
+   * Deletes one memory for good, live or archived: the memory, its vectors and its archived
+   * copy are gone; the ledger keeps a tombstone without content. Repeating it answers
+   * deleted = false.
+   */
   delete: {
     path: "/celestial.v1.MemoryService/Delete" as const,
     requestStream: false as const,
@@ -6467,7 +7530,7 @@ export const MemoryServiceService = {
     responseSerialize: (value: DeleteResponse): Buffer => Buffer.from(DeleteResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DeleteResponse => DeleteResponse.decode(value),
   },
-  /** Deletes every memory of a tenant that matches a filter. */
+  /** Deletes every memory of a tenant that matches a filter, live or archived, as Delete does. */
   deleteByFilter: {
     path: "/celestial.v1.MemoryService/DeleteByFilter" as const,
     requestStream: false as const,
@@ -6480,8 +7543,22 @@ export const MemoryServiceService = {
     responseDeserialize: (value: Buffer): DeleteByFilterResponse => DeleteByFilterResponse.decode(value),
   },
   /**
-   * Moves the memories whose zone changed since their last write, enforces capacities and
-   * forgets long-neglected Cloud memories. Runs on a schedule too.
+   * Brings an archived (forgotten) memory back into the zone its state earns, with a ledger
+   * event. A live memory is answered as it is, so a retry is safe.
+   */
+  restore: {
+    path: "/celestial.v1.MemoryService/Restore" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RestoreRequest): Buffer => Buffer.from(RestoreRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RestoreRequest => RestoreRequest.decode(value),
+    responseSerialize: (value: RestoreResponse): Buffer => Buffer.from(RestoreResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RestoreResponse => RestoreResponse.decode(value),
+  },
+  /**
+   * Moves the memories whose zone changed since their last write, enforces capacities,
+   * archives long-neglected Cloud memories and purges the archive past its retention. Runs on a
+   * schedule too.
    */
   rebalance: {
     path: "/celestial.v1.MemoryService/Rebalance" as const,
@@ -6493,8 +7570,22 @@ export const MemoryServiceService = {
     responseDeserialize: (value: Buffer): RebalanceResponse => RebalanceResponse.decode(value),
   },
   /**
-   * Reads the append-only ledger of zone events (evictions and forgotten memories) and admin
-   * calls, oldest first, a page at a time.
+   * Merges the repeats among a tenant's live memories stored before (the rule Store applies to
+   * new ones): each group keeps its oldest memory, which counts the others as mentions and
+   * keeps their wording and provenance in Memory.merged. Admin.
+   */
+  consolidate: {
+    path: "/celestial.v1.MemoryService/Consolidate" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ConsolidateRequest): Buffer => Buffer.from(ConsolidateRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ConsolidateRequest => ConsolidateRequest.decode(value),
+    responseSerialize: (value: ConsolidateResponse): Buffer => Buffer.from(ConsolidateResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ConsolidateResponse => ConsolidateResponse.decode(value),
+  },
+  /**
+   * Reads the append-only ledger of zone events (evictions; archived, restored, purged and
+   * deleted memories) and admin calls, oldest first, a page at a time.
    */
   ledger: {
     path: "/celestial.v1.MemoryService/Ledger" as const,
@@ -6613,18 +7704,34 @@ export interface MemoryServiceServer extends UntypedServiceImplementation {
   get: handleUnaryCall<GetRequest, GetResponse>;
   /** Changes a memory's content, importance, tags, metadata or pinned flag. */
   update: handleUnaryCall<UpdateRequest, UpdateResponse>;
-  /** Deletes one memory. Repeating it answers deleted = false. */
+  /**
+   * Deletes one memory for good, live or archived: the memory, its vectors and its archived
+   * copy are gone; the ledger keeps a tombstone without content. Repeating it answers
+   * deleted = false.
+   */
   delete: handleUnaryCall<DeleteRequest, DeleteResponse>;
-  /** Deletes every memory of a tenant that matches a filter. */
+  /** Deletes every memory of a tenant that matches a filter, live or archived, as Delete does. */
   deleteByFilter: handleUnaryCall<DeleteByFilterRequest, DeleteByFilterResponse>;
   /**
-   * Moves the memories whose zone changed since their last write, enforces capacities and
-   * forgets long-neglected Cloud memories. Runs on a schedule too.
+   * Brings an archived (forgotten) memory back into the zone its state earns, with a ledger
+   * event. A live memory is answered as it is, so a retry is safe.
+   */
+  restore: handleUnaryCall<RestoreRequest, RestoreResponse>;
+  /**
+   * Moves the memories whose zone changed since their last write, enforces capacities,
+   * archives long-neglected Cloud memories and purges the archive past its retention. Runs on a
+   * schedule too.
    */
   rebalance: handleUnaryCall<RebalanceRequest, RebalanceResponse>;
   /**
-   * Reads the append-only ledger of zone events (evictions and forgotten memories) and admin
-   * calls, oldest first, a page at a time.
+   * Merges the repeats among a tenant's live memories stored before (the rule Store applies to
+   * new ones): each group keeps its oldest memory, which counts the others as mentions and
+   * keeps their wording and provenance in Memory.merged. Admin.
+   */
+  consolidate: handleUnaryCall<ConsolidateRequest, ConsolidateResponse>;
+  /**
+   * Reads the append-only ledger of zone events (evictions; archived, restored, purged and
+   * deleted memories) and admin calls, oldest first, a page at a time.
    */
   ledger: handleUnaryCall<LedgerRequest, LedgerResponse>;
   /** Per-zone counts and capacities of a tenant. */
@@ -6755,7 +7862,11 @@ export interface MemoryServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: UpdateResponse) => void,
   ): ClientUnaryCall;
-  /** Deletes one memory. Repeating it answers deleted = false. */
+  /**
+   * Deletes one memory for good, live or archived: the memory, its vectors and its archived
+   * copy are gone; the ledger keeps a tombstone without content. Repeating it answers
+   * deleted = false.
+   */
   delete(
     request: DeleteRequest,
     callback: (error: ServiceError | null, response: DeleteResponse) => void,
@@ -6771,7 +7882,7 @@ export interface MemoryServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DeleteResponse) => void,
   ): ClientUnaryCall;
-  /** Deletes every memory of a tenant that matches a filter. */
+  /** Deletes every memory of a tenant that matches a filter, live or archived, as Delete does. */
   deleteByFilter(
     request: DeleteByFilterRequest,
     callback: (error: ServiceError | null, response: DeleteByFilterResponse) => void,
@@ -6788,8 +7899,28 @@ export interface MemoryServiceClient extends Client {
     callback: (error: ServiceError | null, response: DeleteByFilterResponse) => void,
   ): ClientUnaryCall;
   /**
-   * Moves the memories whose zone changed since their last write, enforces capacities and
-   * forgets long-neglected Cloud memories. Runs on a schedule too.
+   * Brings an archived (forgotten) memory back into the zone its state earns, with a ledger
+   * event. A live memory is answered as it is, so a retry is safe.
+   */
+  restore(
+    request: RestoreRequest,
+    callback: (error: ServiceError | null, response: RestoreResponse) => void,
+  ): ClientUnaryCall;
+  restore(
+    request: RestoreRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RestoreResponse) => void,
+  ): ClientUnaryCall;
+  restore(
+    request: RestoreRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RestoreResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Moves the memories whose zone changed since their last write, enforces capacities,
+   * archives long-neglected Cloud memories and purges the archive past its retention. Runs on a
+   * schedule too.
    */
   rebalance(
     request: RebalanceRequest,
@@ -6807,8 +7938,28 @@ export interface MemoryServiceClient extends Client {
     callback: (error: ServiceError | null, response: RebalanceResponse) => void,
   ): ClientUnaryCall;
   /**
-   * Reads the append-only ledger of zone events (evictions and forgotten memories) and admin
-   * calls, oldest first, a page at a time.
+   * Merges the repeats among a tenant's live memories stored before (the rule Store applies to
+   * new ones): each group keeps its oldest memory, which counts the others as mentions and
+   * keeps their wording and provenance in Memory.merged. Admin.
+   */
+  consolidate(
+    request: ConsolidateRequest,
+    callback: (error: ServiceError | null, response: ConsolidateResponse) => void,
+  ): ClientUnaryCall;
+  consolidate(
+    request: ConsolidateRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ConsolidateResponse) => void,
+  ): ClientUnaryCall;
+  consolidate(
+    request: ConsolidateRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ConsolidateResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Reads the append-only ledger of zone events (evictions; archived, restored, purged and
+   * deleted memories) and admin calls, oldest first, a page at a time.
    */
   ledger(
     request: LedgerRequest,

@@ -1,0 +1,90 @@
+"""The archive and erasure: restoring a forgotten memory, and Delete and DeleteByFilter, which
+erase live and archived memories alike (docs/design.md, "Forgetting"). Forgetting itself, the
+move into the archive and the retention's purge, is the rebalancer's.
+"""
+
+from __future__ import annotations
+
+from celestial_memory.clock import Clock
+from celestial_memory.config import Settings
+from celestial_memory.domain import validation as check
+from celestial_memory.domain.models import RESTORED, Memory, MemoryFilter, ZoneEvent
+from celestial_memory.domain.scoring import MemoryFunction
+from celestial_memory.domain.zones import Zone, ZoneTable
+from celestial_memory.errors import InvalidArgument, NotFound
+from celestial_memory.placement import Placement
+from celestial_memory.rebalancer import event_id
+from celestial_memory.store.repository import MemoryRepository
+
+
+class Archive:
+    def __init__(
+        self, settings: Settings, store: MemoryRepository, fn: MemoryFunction, zones: ZoneTable,
+        clock: Clock, placement: Placement,
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._fn = fn
+        self._zones = zones
+        self._clock = clock
+        self._placement = placement
+        self._rebalancer = placement.rebalancer
+
+    def delete(self, tenant: str, memory_id: str) -> bool:
+        """Erase a memory, live or archived: the point with its vectors goes, and the ledger
+        keeps a tombstone without its content hash (the hash is blanked on its earlier events
+        too)."""
+        mid = check.memory_id(memory_id)
+        self._placement.flush(tenant)
+        with self._placement.locked(tenant):
+            return self._erase(tenant, self._store.matching(tenant, ids=[mid])) > 0
+
+    def delete_by_filter(self, tenant: str, flt: MemoryFilter) -> int:
+        """Erase every memory ``flt`` matches, live or archived, as ``delete`` does."""
+        check.memory_filter(flt, self._settings)
+        if flt.is_empty():
+            raise InvalidArgument("filter", "is empty: refusing to delete the whole tenant")
+        self._placement.flush(tenant)
+        with self._placement.locked(tenant):
+            return self._erase(tenant, self._store.matching(tenant, flt))
+
+    def _erase(self, tenant: str, zones: dict[str, Zone]) -> int:
+        """Tombstones first (a crash between leaves a tombstone for a memory a retry deletes;
+        event ids are derived, so the retry writes none twice), then the points."""
+        if not zones:
+            return 0
+        now = self._clock.now()
+        ids = list(zones)
+        self._store.append_events([
+            ZoneEvent(event_id(mid, "erased", int(z), "deleted"), tenant, mid, z, None,
+                      "deleted", now, "")
+            for mid, z in zones.items()
+        ])
+        self._store.erase_from_ledger(tenant, ids)
+        return self._store.delete(tenant, ids)
+
+    def restore(self, tenant: str, memory_id: str) -> Memory:
+        """Bring an archived memory back into the zone its state earns, with a ledger event. Its
+        recall count, importance and history stay; its freshness starts again, or the next
+        rebalance would forget it at once. A live memory is answered as it is (a retry)."""
+        mid = check.memory_id(memory_id)
+        self._placement.flush(tenant)
+        with self._placement.locked(tenant):
+            found = self._store.get(tenant, [mid])
+            if mid not in found:
+                raise NotFound(f"memory {mid} not found")
+            m = found[mid]
+            if not m.archived:
+                return m
+            now = self._clock.now()
+            m.archived_at = None
+            m.last_recalled_at = now
+            m.score = float(self._fn.total(m.recall_count, now, m.importance, m.context_score, now))
+            m.zone = self._zones.zone_of_score(m.score)
+            self._rebalancer.stamped(m, now)
+            self._store.append_events([ZoneEvent(
+                event_id(mid, repr(now), int(Zone.CLOUD), "restored"), tenant, mid, Zone.CLOUD,
+                m.zone, "restored", now, m.content_hash)])
+            self._store.save(tenant, [m], RESTORED)
+            self._placement.enforce(tenant, [m], keep_ids={m.id})
+        return m

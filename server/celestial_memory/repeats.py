@@ -1,0 +1,155 @@
+"""Repeats: a new memory that says again what a live memory of its tenant says is merged into it
+instead of being stored as a copy (docs/design.md, "Repeats").
+
+Two texts repeat each other when both hold:
+
+1. their content embeddings are close: cosine at least ``merge_similarity`` (0.9 by default);
+2. the words of one (lower-cased runs of letters and digits, any script, nothing dropped)
+   are all words of the other. Rewording that only adds or drops words merges ("I love pizza",
+   "I really love pizza"); a word replaced by another does not, however close the embeddings:
+   "the meeting is on Tuesday" and "the meeting is on Thursday" embed at 0.90 but each has a
+   word the other lacks, so both are kept. Words are not stemmed and no word is dropped as a
+   stop word: "note c" and "note d" differ by a letter that a keyword index would drop. A word
+   added that negates ("not", "never", "n't", Korean "안", "못", "않-", "없-") keeps the two
+   apart: "I'm not allergic to peanuts" says the opposite of "I'm allergic to peanuts".
+
+The memory that stays (the one stored first) keeps the wording that says more: its own, unless
+the repeat's words strictly contain its words, and then it takes the repeat's wording and
+vectors, so that recall finds every term either said. Each repeat's wording and provenance (id,
+session, agent, time, metadata) go into ``Memory.merged``, and the memory's own first wording
+too when it was replaced: nothing is lost. A repeat counts as a mention (the recall count goes
+up and freshness starts again, as a recall does). The search for repeats is one batched
+nearest-neighbour query over the tenant's live memories plus one payload read; the batch's own
+items are compared with numpy.
+
+``groups`` finds the repeats among memories stored before (``celestial consolidate``): oldest
+first, each memory not yet taken keeps the live memories that repeat it directly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+import numpy as np
+from celestial_memory.config import Settings
+from celestial_memory.domain.models import Memory, Provenance, Vector, content_hash
+from celestial_memory.store.repository import MemoryRepository
+
+_WORD = re.compile(r"\w+")
+# Words that negate, as _WORD splits them ("don't" -> "don", "t").
+_NEGATIONS = frozenset({
+    "not", "no", "never", "nor", "none", "nothing", "nobody", "neither", "cannot", "t",
+    "don", "doesn", "didn", "isn", "wasn", "aren", "weren", "won", "wouldn", "shouldn",
+    "couldn", "haven", "hasn", "hadn", "mustn", "안", "못",
+})
+_NEGATING_STEMS = ("않", "없")
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """Item ``index`` repeats the stored memory ``into``, or the batch's item ``of`` (an
+    earlier one, itself stored or merged)."""
+
+    index: int
+    into: str = ""
+    of: int = -1
+
+
+class Repeats:
+    def __init__(self, settings: Settings, store: MemoryRepository) -> None:
+        self._threshold = settings.merge_similarity
+        self._store = store
+
+    @staticmethod
+    def terms(text: str) -> frozenset[str]:
+        return frozenset(_WORD.findall(text.lower()))
+
+    @staticmethod
+    def nested(a: frozenset[str], b: frozenset[str]) -> bool:
+        """One's words are all words of the other (nothing replaced, only added or dropped),
+        and none of the added words negates."""
+        if not (a <= b or b <= a):
+            return False
+        added = a ^ b
+        return not (added & _NEGATIONS or any(w.startswith(_NEGATING_STEMS) for w in added))
+
+    def same(self, a: str, b: str, cosine: float) -> bool:
+        return cosine >= self._threshold and self.nested(self.terms(a), self.terms(b))
+
+    def find(self, tenant: str, new: Mapping[int, Memory],
+             candidates: Sequence[int]) -> list[Repeat]:
+        """The new memories (vectors set) at ``candidates`` that repeat an earlier new one or
+        a live memory of ``tenant``; an earlier new one wins. In item order."""
+        if not candidates:
+            return []
+        terms = {i: self.terms(new[i].content) for i in candidates}
+        out: list[Repeat] = []
+        unit = np.stack([np.asarray(new[i].vector, dtype=np.float32) for i in candidates])
+        unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+        cos = unit @ unit.T
+        for k, i in enumerate(candidates):
+            for k0 in np.flatnonzero(cos[k, :k] >= self._threshold):
+                if self.nested(terms[i], terms[candidates[int(k0)]]):
+                    out.append(Repeat(i, of=candidates[int(k0)]))
+                    break
+        in_batch = {r.index for r in out}
+        rest = [i for i in candidates if i not in in_batch]
+        hits = self._store.nearest_live(tenant, [cast(Vector, new[i].vector) for i in rest], 1)
+        close = {i: hit[0][0] for i, hit in zip(rest, hits, strict=True)
+                 if hit and hit[0][1] >= self._threshold}
+        held = self._store.contents(tenant, sorted(set(close.values())))
+        out += [Repeat(i, into=mid) for i, mid in close.items()
+                if mid in held and self.nested(terms[i], self.terms(held[mid]))]
+        return sorted(out, key=lambda r: r.index)
+
+    def groups(self, tenant: str) -> tuple[list[tuple[Memory, list[Memory]]], int]:
+        """The repeats among the tenant's live memories: (the memory that stays, the ones
+        that fold into it) oldest first, and how many memories were examined."""
+        live = [m for page in self._store.export_pages(tenant, live_only=True) for m in page]
+        live.sort(key=lambda m: (m.created_at, m.id))
+        by_id = {m.id: m for m in live}
+        terms = {m.id: self.terms(m.content) for m in live}
+        # Repeats are symmetric, and the index may find a pair from either side.
+        near: dict[str, set[str]] = {m.id: set() for m in live}
+        for start in range(0, len(live), 256):
+            chunk = live[start:start + 256]
+            hits = self._store.nearest_live(tenant, [cast(Vector, m.vector) for m in chunk], 8)
+            for m, hit in zip(chunk, hits, strict=True):
+                for mid, score in hit:
+                    if (mid != m.id and mid in by_id and score >= self._threshold
+                            and self.nested(terms[m.id], terms[mid])):
+                        near[m.id].add(mid)
+                        near[mid].add(m.id)
+        taken: set[str] = set()
+        out: list[tuple[Memory, list[Memory]]] = []
+        for m in live:
+            if m.id in taken:
+                continue
+            taken.add(m.id)
+            mine = sorted(near[m.id] - taken, key=lambda i: (by_id[i].created_at, i))
+            if mine:
+                taken.update(mine)
+                out.append((m, [by_id[i] for i in mine]))
+        return out, len(live)
+
+    def fold(self, target: Memory, repeat: Memory, repeat_id: str = "") -> bool:
+        """Merge ``repeat`` (a new memory, vectors set) into ``target``: its provenance (under
+        ``repeat_id``: the id its request_id names, or its own), and its wording when that says
+        strictly more. True when ``target`` took the repeat's wording (and vectors: the point
+        must be written whole)."""
+        more = self.terms(repeat.content) > self.terms(target.content)
+        if more:
+            if not any(p.id == target.id for p in target.merged):
+                target.merged.insert(0, provenance(target, target.id))
+            target.content, target.content_hash = repeat.content, content_hash(repeat.content)
+            target.context = repeat.context
+            target.vector, target.index = repeat.vector, repeat.index
+        target.merged.append(provenance(repeat, repeat_id))
+        return more
+
+
+def provenance(m: Memory, mid: str) -> Provenance:
+    return Provenance(m.content, m.created_at, mid, m.session_id, m.agent_id, dict(m.metadata))
