@@ -160,7 +160,7 @@ def memory(m: pb.Memory) -> Memory:
         context=m.context, archived=m.archived,
         archived_at=to_datetime(m.archived_at) if m.HasField("archived_at") else None,
         merged=[MergedRepeat(r.content, to_datetime(r.created_at), r.id, r.session_id,
-                             r.agent_id, dict(r.metadata)) for r in m.merged],
+                             r.agent_id, dict(r.metadata), r.context) for r in m.merged],
     )
 
 
@@ -211,7 +211,7 @@ def ledger_request(
 
 EVENT_REASONS = {pb.ZONE_EVENT_KIND_CAPACITY: "capacity", pb.ZONE_EVENT_KIND_FORGOTTEN: "forgotten",
                  pb.ZONE_EVENT_KIND_RESTORED: "restored", pb.ZONE_EVENT_KIND_PURGED: "purged",
-                 pb.ZONE_EVENT_KIND_DELETED: "deleted"}
+                 pb.ZONE_EVENT_KIND_DELETED: "deleted", pb.ZONE_EVENT_KIND_MERGED: "merged"}
 
 
 def events(resp: pb.LedgerResponse) -> list[ZoneEvent]:
@@ -255,6 +255,7 @@ def exported_record(e: ExportedMemory | pb.ExportedMemory) -> pb.ExportedMemory:
             archived_at=timestamp(m.archived_at) if m.archived_at is not None else None,
             merged=[pb.MergedRepeat(content=r.content, created_at=timestamp(r.created_at),
                                     id=r.id, session_id=r.session_id, agent_id=r.agent_id,
-                                    metadata=r.metadata) for r in m.merged]),
+                                    metadata=r.metadata, context=r.context)
+                    for r in m.merged]),
         vector=e.vector, context_vector=e.context_vector, context_score=e.context_score,
         written_at=timestamp(e.written_at))

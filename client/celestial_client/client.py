@@ -210,7 +210,8 @@ class CelestialClient(_Base):
         """Store one memory (or a ``StoreItem``). With ``id`` or ``request_id``, storing again
         returns the memory already there (same content) or raises AlreadyExistsError; with
         neither, the client makes a request_id so that retries are safe. ``upsert`` replaces
-        the memory this tenant holds under the id."""
+        the memory this tenant holds under the id. Content that repeats a live memory (the
+        server's merge rule) returns that memory, which lists the repeat in ``merged``."""
         fields = {"importance": importance, "tags": list(tags), "session_id": session_id,
                   "agent_id": agent_id, "metadata": dict(metadata or {}),
                   "created_at": created_at, "vector": list(vector) if vector else None,

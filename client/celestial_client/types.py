@@ -43,6 +43,7 @@ class MergedRepeat:
     session_id: str = ""
     agent_id: str = ""
     metadata: dict[str, str] = field(default_factory=dict)
+    context: str = ""
 
 
 @dataclass(frozen=True, slots=True)

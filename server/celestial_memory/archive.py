@@ -37,7 +37,24 @@ class Archive:
         mid = check.memory_id(memory_id)
         self._placement.flush(tenant)
         with self._placement.locked(tenant):
-            return self._erase(tenant, self._store.matching(tenant, ids=[mid])) > 0
+            if self._erase(tenant, self._store.matching(tenant, ids=[mid])):
+                return True
+            return self._erase_repeat(tenant, mid)
+
+    def _erase_repeat(self, tenant: str, mid: str) -> bool:
+        """An id that lives on only as a repeat merged into another memory (a consolidated
+        memory, or a Store's request_id): its wording and provenance leave that memory."""
+        holder = self._store.merged_holders(tenant, [mid], live_only=False).get(mid)
+        if holder is None:
+            return False
+        holder.merged = [p for p in holder.merged if p.id != mid]
+        now = self._clock.now()
+        self._store.append_events([ZoneEvent(
+            event_id(mid, repr(now), int(holder.zone), "deleted"), tenant, mid, holder.zone,
+            None, "deleted", now, "")])
+        self._store.save(tenant, [holder], ("merged",), archived_too=True)
+        self._store.erase_from_ledger(tenant, [mid])
+        return True
 
     def delete_by_filter(self, tenant: str, flt: MemoryFilter) -> int:
         """Erase every memory ``flt`` matches, live or archived, as ``delete`` does."""
@@ -56,7 +73,7 @@ class Archive:
         now = self._clock.now()
         ids = list(zones)
         self._store.append_events([
-            ZoneEvent(event_id(mid, "erased", int(z), "deleted"), tenant, mid, z, None,
+            ZoneEvent(event_id(mid, repr(now), int(z), "deleted"), tenant, mid, z, None,
                       "deleted", now, "")
             for mid, z in zones.items()
         ])
@@ -85,6 +102,6 @@ class Archive:
             self._store.append_events([ZoneEvent(
                 event_id(mid, repr(now), int(Zone.CLOUD), "restored"), tenant, mid, Zone.CLOUD,
                 m.zone, "restored", now, m.content_hash)])
-            self._store.save(tenant, [m], RESTORED)
+            self._store.save(tenant, [m], RESTORED, archived_too=True)
             self._placement.enforce(tenant, [m], keep_ids={m.id})
         return m

@@ -16,8 +16,9 @@ Two texts repeat each other when both hold:
 The memory that stays (the one stored first) keeps the wording that says more: its own, unless
 the repeat's words strictly contain its words, and then it takes the repeat's wording and
 vectors, so that recall finds every term either said. Each repeat's wording and provenance (id,
-session, agent, time, metadata) go into ``Memory.merged``, and the memory's own first wording
-too when it was replaced: nothing is lost. A repeat counts as a mention (the recall count goes
+session, agent, time, metadata, context) go into ``Memory.merged`` (the first MAX_KEPT of them),
+and the memory's own first wording too when it was replaced; the memory takes the higher
+importance, the pin and the union of the tags. A repeat counts as a mention (the recall count goes
 up and freshness starts again, as a recall does). The search for repeats is one batched
 nearest-neighbour query over the tenant's live memories plus one payload read; the batch's own
 items are compared with numpy.
@@ -46,6 +47,9 @@ _NEGATIONS = frozenset({
     "couldn", "haven", "hasn", "hadn", "mustn", "안", "못",
 })
 _NEGATING_STEMS = ("않", "없")
+# Repeats whose wording and provenance a memory keeps; later ones count as mentions only, so a
+# memory repeated thousands of times stays readable (each entry is its whole text).
+MAX_KEPT = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,21 +139,39 @@ class Repeats:
                 out.append((m, [by_id[i] for i in mine]))
         return out, len(live)
 
-    def fold(self, target: Memory, repeat: Memory, repeat_id: str = "") -> bool:
-        """Merge ``repeat`` (a new memory, vectors set) into ``target``: its provenance (under
-        ``repeat_id``: the id its request_id names, or its own), and its wording when that says
-        strictly more. True when ``target`` took the repeat's wording (and vectors: the point
-        must be written whole)."""
-        more = self.terms(repeat.content) > self.terms(target.content)
+    def fold(self, target: Memory, repeat: Memory, repeat_id: str = "") -> bool | None:
+        """Merge ``repeat`` (vectors set) into ``target`` if it still repeats it as ``target``
+        reads now (an earlier fold may have given it a longer wording): its provenance (under
+        ``repeat_id``: the id its request_id names, or its own), the higher importance, the
+        pin, the union of tags, and its wording when that says strictly more. None when it no
+        longer repeats ``target`` (nothing changed); True when ``target`` took its wording (and
+        vectors: the point must be written whole)."""
+        a, b = self.terms(repeat.content), self.terms(target.content)
+        if not self.nested(a, b) or _cosine(target.vector, repeat.vector) < self._threshold:
+            return None
+        more = a > b
         if more:
             if not any(p.id == target.id for p in target.merged):
                 target.merged.insert(0, provenance(target, target.id))
             target.content, target.content_hash = repeat.content, content_hash(repeat.content)
             target.context = repeat.context
             target.vector, target.index = repeat.vector, repeat.index
-        target.merged.append(provenance(repeat, repeat_id))
+        if len(target.merged) < MAX_KEPT:
+            target.merged.append(provenance(repeat, repeat_id))
+        target.importance = max(target.importance, repeat.importance)
+        target.pinned = target.pinned or repeat.pinned
+        target.tags = list(dict.fromkeys([*target.tags, *repeat.tags]))
         return more
 
 
+def _cosine(a: Vector | None, b: Vector | None) -> float:
+    if a is None or b is None:
+        return 0.0
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    norm = float(np.linalg.norm(x) * np.linalg.norm(y))
+    return float(x @ y) / max(norm, 1e-12)
+
+
 def provenance(m: Memory, mid: str) -> Provenance:
-    return Provenance(m.content, m.created_at, mid, m.session_id, m.agent_id, dict(m.metadata))
+    return Provenance(m.content, m.created_at, mid, m.session_id, m.agent_id, dict(m.metadata),
+                      m.context)

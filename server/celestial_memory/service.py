@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Sequence
 
+import numpy as np
 from celestial_memory.archive import Archive
 from celestial_memory.cancellation import NEVER, Cancellation
 from celestial_memory.clock import Clock, ManualClock
@@ -47,6 +48,7 @@ from celestial_memory.listing import Listing
 from celestial_memory.placement import Placement
 from celestial_memory.rebalancer import Rebalancer
 from celestial_memory.retrieval import Retrieval, zone_order
+from celestial_memory.store.payload import ARCHIVE_ZONE
 from celestial_memory.store.repository import MemoryRepository
 from celestial_memory.storing import Storing
 from celestial_memory.transfer import Transfer
@@ -158,8 +160,11 @@ class MemoryService:
         # the limit above the gate. A filter naming zones keeps to them.
         if not flt.zones and (q.include_archived
                               or (deep and int((relevance >= gate).sum()) < limit)):
+            live_count = len(cands.ids)
             cands = cands.joined(self.store.archive_candidates(tenant, hq, flt, per_zone))
-            relevance = self.retrieval.relevance(cands.signals, keywords=keywords)
+            # The archive's keyword scores are normalised over both; the zones' stay as they were.
+            joined = self.retrieval.relevance(cands.signals, keywords=keywords)
+            relevance = np.concatenate([relevance, joined[live_count:]])
         if not cands.ids:
             return []
         ids, signals = cands.ids, cands.signals
@@ -182,27 +187,29 @@ class MemoryService:
             else:  # the query is the context: C = its cosine to the content
                 context = {ids[r.index]: float(signals[r.index, 0]) for r in ranked}
             mems = [found[ids[r.index]] for r in ranked]
-            for m in mems:
+            # Found in the archive, or archived since the search: returned as it is (a restore
+            # brings it back), never reinforced. One restored since is still reported as found.
+            archived = [zone_of[m.id] == ARCHIVE_ZONE or m.archived for m in mems]
+            for m, out in zip(mems, archived, strict=True):
                 if waiting := pending.get(m.id):  # count from the pending reinforcement
                     m.recall_count = waiting.recall_count
                     m.last_recalled_at = waiting.last_recalled_at
                     m.context_score = waiting.context_score
-                if not m.archived:
+                if not out:
                     m.zone = Zone(zone_of[m.id])
             found_in = [m.zone for m in mems]
             cs = [max(context.get(m.id, 0.0), 0.0) for m in mems]
             if q.reinforce:
                 cancel.check("the recall")
-            # What the archive gave back is returned as it is: a restore brings it back.
-            live = [i for i, m in enumerate(mems) if not m.archived]
+            live = [i for i, out in enumerate(archived) if not out]
             breakdowns = reinforce(self.fn, self.zones, mems, cs, self.clock.now(), q.reinforce,
                                    live)
             if q.reinforce and live:
                 # Capacity follows off the recall's path (placement.py).
                 self.placement.reinforce(tenant, [mems[i] for i in live])
         return [
-            RecallResult(m, z, r.relevance, b, archived=m.archived)
-            for m, z, r, b in zip(mems, found_in, ranked, breakdowns, strict=True)
+            RecallResult(m, z, r.relevance, b, archived=a)
+            for m, z, r, b, a in zip(mems, found_in, ranked, breakdowns, archived, strict=True)
         ]
 
     # -- get / update / delete -------------------------------------------------------------

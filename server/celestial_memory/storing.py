@@ -20,7 +20,7 @@ from celestial_memory.clock import Clock
 from celestial_memory.config import Settings
 from celestial_memory.domain import validation as check
 from celestial_memory.domain.importance import ImportanceEvaluator
-from celestial_memory.domain.models import MERGED, Memory, Vector, content_hash
+from celestial_memory.domain.models import MERGED, Memory, Vector, ZoneEvent, content_hash
 from celestial_memory.domain.reinforcing import reinforce
 from celestial_memory.domain.requests import NewMemory, Stored, derived_id
 from celestial_memory.domain.scoring import MemoryFunction
@@ -28,7 +28,8 @@ from celestial_memory.domain.zones import ZoneTable
 from celestial_memory.embedding import Embedder
 from celestial_memory.errors import AlreadyExists, InvalidArgument
 from celestial_memory.placement import Placement
-from celestial_memory.repeats import Repeats
+from celestial_memory.rebalancer import event_id
+from celestial_memory.repeats import MAX_KEPT, Repeats
 from celestial_memory.retrieval import Retrieval
 from celestial_memory.store.repository import MemoryRepository
 
@@ -120,19 +121,24 @@ class Storing:
         if not found:
             return {}
         stored_ids = sorted({r.into for r in found if r.into})
-        if stored_ids:
-            self._placement.flush(tenant)  # their pending reinforcements first
         into: dict[int, Memory] = {}
         with self._placement.locked(tenant):
-            stored = self._store.get(tenant, stored_ids, with_vectors=True) if stored_ids else {}
+            read = self._store.get(tenant, stored_ids, with_vectors=True) if stored_ids else {}
+            # Archived since the search: stored as itself, as for one deleted meanwhile.
+            stored = {mid: m for mid, m in read.items() if not m.archived}
+            self._overlay_pending(tenant, list(stored.values()))
             whole: set[str] = set()  # stored memories that took a repeat's wording
             mentions: dict[str, tuple[Memory, int]] = {}
             for r in found:
                 target = stored.get(r.into) if r.into else into.get(r.of, memories[r.of])
-                if target is None:  # deleted meanwhile: stored as itself
+                if target is None:
                     continue
-                if self._repeats.fold(target, memories[r.index], ids[r.index]) and (
-                        target.id in stored):
+                # Checked again against the target as it reads now: an earlier fold may have
+                # given it a longer wording that this item no longer repeats.
+                took = self._repeats.fold(target, memories[r.index], ids[r.index])
+                if took is None:
+                    continue
+                if took and target.id in stored:
                     whole.add(target.id)
                 into[r.index] = target
                 mentions[target.id] = (target, mentions.get(target.id, (target, 0))[1] + 1)
@@ -146,7 +152,19 @@ class Storing:
                 self._store.save(tenant, in_place, MERGED)
             if rewritten := [m for m in written if m.id in whole]:
                 self._store.upsert(rewritten, tenant=tenant)
+            if written:
+                # Supersedes a recall's reinforcement still queued for them (its count is in).
+                self._placement.reinforce(tenant, written)
         return into
+
+    def _overlay_pending(self, tenant: str, memories: Sequence[Memory]) -> None:
+        """Reinforcements queued and not written yet, read into ``memories`` (under the
+        tenant's lock), so that a fold counts on top of them."""
+        pending = self._placement.pending(tenant, [m.id for m in memories])
+        for m in memories:
+            if waiting := pending.get(m.id):
+                m.recall_count, m.last_recalled_at = waiting.recall_count, waiting.last_recalled_at
+                m.context_score, m.zone = waiting.context_score, waiting.zone
 
     @staticmethod
     def _id_field(it: NewMemory, i: int, batch: bool) -> str:
@@ -219,7 +237,8 @@ class Storing:
         # A request_id's id that no memory has may have been merged into one (a repeat).
         repeats = [mid for it, mid in zip(items, ids, strict=True)
                    if it.request_id and not it.upsert and mid not in owners]
-        into = (self._store.merged_holders(tenant, repeats)
+        # Archived holders too: a retry answers the memory its repeat went into, wherever.
+        into = (self._store.merged_holders(tenant, repeats, live_only=False)
                 if repeats and self._settings.merge_repeats else {})
         if not owners and not into:
             return {}
@@ -280,23 +299,32 @@ class Storing:
     ) -> tuple[list[tuple[str, list[str]]], int]:
         """Merge the repeats among memories stored before (repeats.py ``groups``): each group's
         oldest memory stays, counts each other one as a mention plus its recalls, keeps its
-        wording and provenance (id included), importance (the highest) and pin; the others are
-        deleted. Returns (stays, folded ids) per group and how many memories were examined."""
-        self._placement.flush(tenant)
+        wording and provenance (id included), importance (the highest), pin and tags; each
+        folded one leaves a "merged" ledger event and is deleted. Returns (stays, folded ids)
+        per group and how many memories were examined. Holds the tenant's lock throughout (a
+        scan of its live memories)."""
         with self._placement.locked(tenant):
             groups, scanned = self._repeats.groups(tenant)
             if dry_run or not groups:
                 return [(m.id, [o.id for o in os]) for m, os in groups], scanned
+            self._overlay_pending(tenant, [m for t, os in groups for m in (t, *os)])
+            now = self._clock.now()
+            merges: list[tuple[Memory, list[Memory]]] = []
             for target, others in groups:
+                folded = []
                 for o in others:
-                    self._repeats.fold(target, o, o.id)
-                    target.merged.extend(o.merged)
-                    target.importance = max(target.importance, o.importance)
-                    target.pinned = target.pinned or o.pinned
-                target.recall_count += sum(o.recall_count + 1 for o in others) - 1
-            targets = [t for t, _ in groups]
-            reinforce(self._fn, self._zones, targets, [t.context_score for t in targets],
-                      self._clock.now(), True)
+                    if self._repeats.fold(target, o, o.id) is not None:
+                        folded.append(o)
+                        if len(target.merged) < MAX_KEPT:
+                            target.merged.extend(o.merged[:MAX_KEPT - len(target.merged)])
+                if folded:
+                    target.recall_count += sum(o.recall_count + 1 for o in folded) - 1
+                    merges.append((target, folded))
+            targets = [t for t, _ in merges]
+            if not merges:
+                return [], scanned
+            reinforce(self._fn, self._zones, targets, [t.context_score for t in targets], now,
+                      True)
             # Written whole (a target may have taken a repeat's wording): keyword vectors are
             # rebuilt from the text, as an import does; the read kept the dense ones.
             index = self._retrieval.index_vectors(
@@ -305,9 +333,13 @@ class Storing:
                 [t.index.context_dense if t.index else None for t in targets])
             for t, ix in zip(targets, index, strict=True):
                 t.index = ix
+            self._store.append_events([
+                ZoneEvent(event_id(o.id, repr(now), int(o.zone), "merged"), tenant, o.id, o.zone,
+                          t.zone, "merged", now, o.content_hash)
+                for t, os in merges for o in os])
             # Written before the repeats go: a crash between leaves a repeat twice, not lost.
             self._store.upsert(targets, tenant=tenant)
-            self._store.delete(tenant, [o.id for _, os in groups for o in os])
+            self._store.delete(tenant, [o.id for _, os in merges for o in os])
+            self._placement.reinforce(tenant, targets)  # supersedes what was queued
             self._placement.enforce(tenant, targets, keep_ids={t.id for t in targets})
-        return [(m.id, [o.id for o in os]) for m, os in groups], scanned
-
+        return [(m.id, [o.id for o in os]) for m, os in merges], scanned

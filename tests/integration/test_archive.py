@@ -12,7 +12,7 @@ import pytest
 from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
-from celestial_memory.domain.models import MemoryFilter
+from celestial_memory.domain.models import REINFORCED, MemoryFilter
 from celestial_memory.domain.requests import Imported, MemoryChanges, NewMemory, RecallQuery
 from celestial_memory.domain.zones import Zone
 from celestial_memory.embedding import SentenceTransformerEmbedder
@@ -196,3 +196,26 @@ def test_export_and_import_carry_the_archive(
         assert [(r.memory.id, r.archived) for r in other.recall("b", q)] == [(ids[0], True)]
     finally:
         other.close()
+
+
+def test_a_late_reinforcement_never_brings_back_an_archived_memory(
+    svc: MemoryService, clock: ManualClock
+) -> None:
+    ids, _ = forgotten_one(svc, clock)
+    m = svc.get(T, ids[0])
+    m.zone, m.recall_count = Zone.INNER, 7  # a reinforcement queued before the forgetting
+    svc.store.save(T, [m], REINFORCED)
+    got = svc.get(T, ids[0])
+    assert got.archived and got.recall_count == 1 and svc.stats(T).archived == 1
+
+
+def test_deleting_an_id_again_after_it_was_stored_again_leaves_two_tombstones(
+    svc: MemoryService, clock: ManualClock
+) -> None:
+    mid = "00000000-0000-4000-8000-0000000000aa"
+    for _ in range(2):
+        svc.store_memory(T, NewMemory("a note", id=mid, vector=unit_vectors(1)[0].tolist()))
+        clock.advance(60)
+        assert svc.delete(T, mid)
+        clock.advance(60)
+    assert [e.reason for e in svc.ledger(T, memory_id=mid)] == ["deleted", "deleted"]

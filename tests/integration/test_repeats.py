@@ -150,3 +150,78 @@ def test_a_retried_store_finds_the_memory_its_repeat_went_into(service: MemorySe
     with pytest.raises(AlreadyExists, match="other content"):
         service.store_batch(T, [NewMemory("I really love pizza a lot", request_id="r-1")])
     assert service.stats(T).total == 1
+
+
+def test_deleting_a_consolidated_id_erases_its_repeat(
+    tmp_path: Path, backend_kind: str, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> None:
+    svc = build_service(Settings(data_dir=tmp_path, rebalance_interval_s=0, merge_repeats=False),
+                        embedder=embedder, store=open_backend(backend_kind, tmp_path),
+                        clock=clock)
+    try:
+        keep = svc.store_memory(T, NewMemory("I really love pizza", session_id="a")).id
+        clock.advance(10)
+        gone = svc.store_memory(T, NewMemory("I love pizza", session_id="b")).id
+        svc.consolidate(T)
+        assert gone in {p.id for p in svc.get(T, keep).merged}
+        clock.advance(60)
+        assert svc.delete(T, gone)
+        m = svc.get(T, keep)
+        assert gone not in {p.id for p in m.merged}
+        assert "I love pizza" not in [p.content for p in m.merged]
+        events = svc.ledger(T, memory_id=gone)
+        assert [e.reason for e in events] == ["merged", "deleted"]
+        assert all(e.content_hash == "" for e in events)
+        assert not svc.delete(T, gone)
+    finally:
+        svc.close()
+
+
+def test_a_fold_is_checked_against_the_wording_the_memory_has_now(
+    service: MemoryService, clock: ManualClock
+) -> None:
+    first = service.store_memory(T, NewMemory("Call mom tomorrow", importance=0.2))
+    out = service.store_batch(T, [
+        NewMemory("Call mom tomorrow at 5pm", pinned=True, importance=0.9, tags=["family"],
+                  context="we talked about the weekend"),
+        NewMemory("Call mom tomorrow at 6pm")])
+    # The first took the longer wording; the second repeats the old one but not the new one.
+    assert out.merged_into == [first.id, ""]
+    m = service.get(T, first.id)
+    assert m.content == "Call mom tomorrow at 5pm"
+    assert m.pinned and m.importance == 0.9 and m.tags == ["family"]
+    assert [p.context for p in m.merged if p.content.endswith("5pm")] == [
+        "we talked about the weekend"]
+    assert "6pm" in service.get(T, out.memories[1].id).content
+    assert service.stats(T).total == 2
+
+
+def test_provenance_is_bounded(service: MemoryService) -> None:
+    from celestial_memory.repeats import MAX_KEPT
+
+    first = service.store_memory(T, NewMemory("the build is green"))
+    for start in range(0, MAX_KEPT + 6, 50):
+        n = min(50, MAX_KEPT + 6 - start)
+        service.store_batch(T, [NewMemory("the build is green", session_id=f"s{start + i}")
+                                for i in range(n)])
+    m = service.get(T, first.id)
+    assert len(m.merged) == MAX_KEPT and m.recall_count == MAX_KEPT + 6
+
+
+def test_consolidate_leaves_merged_events_and_a_retry_finds_an_archived_holder(
+    service: MemoryService, clock: ManualClock
+) -> None:
+    service.settings.merge_repeats = False
+    a = service.store_memory(T, NewMemory("I love pizza", importance=0.0)).id
+    clock.advance(10)
+    b = service.store_memory(T, NewMemory("I really love pizza", importance=0.0)).id
+    service.settings.merge_repeats = True
+    assert service.consolidate(T)[0] == [(a, [b])]
+    assert [e.reason for e in service.ledger(T, memory_id=b)] == ["merged"]
+    r = service.store_batch(T, [NewMemory("I love pizza!", request_id="q-1")])
+    assert r.merged_into == [a]
+    clock.advance(200 * 86_400)
+    assert service.rebalance(T).forgotten == 1 and service.get(T, a).archived
+    again = service.store_batch(T, [NewMemory("I love pizza!", request_id="q-1")])
+    assert again.merged_into == [a] and again.created == [False]
+    assert service.stats(T).total == 0

@@ -28,6 +28,7 @@ class ZoneEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ZONE_EVENT_KIND_RESTORED: _ClassVar[ZoneEventKind]
     ZONE_EVENT_KIND_PURGED: _ClassVar[ZoneEventKind]
     ZONE_EVENT_KIND_DELETED: _ClassVar[ZoneEventKind]
+    ZONE_EVENT_KIND_MERGED: _ClassVar[ZoneEventKind]
 
 class StorageBackend(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -47,6 +48,7 @@ ZONE_EVENT_KIND_FORGOTTEN: ZoneEventKind
 ZONE_EVENT_KIND_RESTORED: ZoneEventKind
 ZONE_EVENT_KIND_PURGED: ZoneEventKind
 ZONE_EVENT_KIND_DELETED: ZoneEventKind
+ZONE_EVENT_KIND_MERGED: ZoneEventKind
 STORAGE_BACKEND_UNSPECIFIED: StorageBackend
 STORAGE_BACKEND_EDGE: StorageBackend
 STORAGE_BACKEND_QDRANT_LOCAL: StorageBackend
@@ -116,7 +118,7 @@ class Memory(_message.Message):
     def __init__(self, id: _Optional[str] = ..., tenant: _Optional[str] = ..., content: _Optional[str] = ..., zone: _Optional[_Union[Zone, str]] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., recall_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_recalled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., pinned: _Optional[bool] = ..., breakdown: _Optional[_Union[ScoreBreakdown, _Mapping]] = ..., context: _Optional[str] = ..., archived: _Optional[bool] = ..., archived_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., merged: _Optional[_Iterable[_Union[MergedRepeat, _Mapping]]] = ...) -> None: ...
 
 class MergedRepeat(_message.Message):
-    __slots__ = ("content", "created_at", "id", "session_id", "agent_id", "metadata")
+    __slots__ = ("content", "created_at", "id", "session_id", "agent_id", "metadata", "context")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -130,13 +132,15 @@ class MergedRepeat(_message.Message):
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
     content: str
     created_at: _timestamp_pb2.Timestamp
     id: str
     session_id: str
     agent_id: str
     metadata: _containers.ScalarMap[str, str]
-    def __init__(self, content: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., id: _Optional[str] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    context: str
+    def __init__(self, content: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., id: _Optional[str] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., context: _Optional[str] = ...) -> None: ...
 
 class StoreRequest(_message.Message):
     __slots__ = ("tenant", "content", "importance", "tags", "session_id", "agent_id", "metadata", "created_at", "vector", "id", "pinned", "context", "request_id", "upsert")

@@ -162,15 +162,17 @@ class MemoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Update(self, request, context):
-        """Changes a memory's content, importance, tags, metadata or pinned flag.
+        """Changes a memory's content, importance, tags, metadata or pinned flag. An archived memory
+        is refused (FAILED_PRECONDITION): Restore it first.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Delete(self, request, context):
-        """Deletes one memory for good, live or archived: the memory, its vectors and its archived
-        copy are gone; the ledger keeps a tombstone without content. Repeating it answers
+        """Deletes one memory for good, live or archived: the memory and its vectors are gone; the
+        ledger keeps a tombstone without content. An id that lives on only as a
+        repeat merged into another memory (Memory.merged) leaves that list. Repeating it answers
         deleted = false.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -178,7 +180,8 @@ class MemoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DeleteByFilter(self, request, context):
-        """Deletes every memory of a tenant that matches a filter, live or archived, as Delete does.
+        """Deletes every memory of a tenant that matches a filter, live or archived, as Delete does;
+        a filter that names zones reaches only those zones, never the archive.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -252,16 +255,17 @@ class MemoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Recent(self, request, context):
-        """The newest memories matching a filter, newest first (ties in id order), without
-        reinforcing them, a page at a time: e.g. the last n memories, or every memory of a session
-        (filter.session_id).
+        """The newest live memories matching a filter (the archive's with archived), newest first
+        (ties in id order), without reinforcing them, a page at a time: e.g. the last n memories,
+        or every memory of a session (filter.session_id).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def List(self, request, context):
-        """Every memory matching a filter, in id order, without reinforcing them, a page at a time.
+        """Every live memory matching a filter (the archive's with archived), in id order, without
+        reinforcing them, a page at a time.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

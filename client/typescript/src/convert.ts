@@ -65,7 +65,7 @@ export function memory(m: pb.Memory | undefined): Memory {
     archived: m.archived,
     merged: m.merged.map((r) => ({
       content: r.content, createdAt: date(r.createdAt), id: r.id, sessionId: r.sessionId,
-      agentId: r.agentId, metadata: r.metadata,
+      agentId: r.agentId, metadata: r.metadata, context: r.context,
     })),
   };
   if (m.archivedAt !== undefined) {
@@ -171,6 +171,7 @@ const EVENT_KINDS: Record<number, ZoneEventKind> = {
   [pb.ZoneEventKind.ZONE_EVENT_KIND_RESTORED]: "restored",
   [pb.ZoneEventKind.ZONE_EVENT_KIND_PURGED]: "purged",
   [pb.ZoneEventKind.ZONE_EVENT_KIND_DELETED]: "deleted",
+  [pb.ZoneEventKind.ZONE_EVENT_KIND_MERGED]: "merged",
 };
 
 function zoneEvent(e: pb.ZoneEvent): ZoneEvent {

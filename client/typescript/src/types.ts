@@ -53,6 +53,7 @@ export interface MergedRepeat {
   sessionId: string;
   agentId: string;
   metadata: Record<string, string>;
+  context: string;
 }
 
 export interface RecallResult {
@@ -221,7 +222,8 @@ export interface RebalanceReport {
   purged: number;
 }
 
-export type ZoneEventKind = "capacity" | "forgotten" | "restored" | "purged" | "deleted";
+export type ZoneEventKind =
+  "capacity" | "forgotten" | "restored" | "purged" | "deleted" | "merged";
 
 export interface ZoneEvent {
   id: string;

@@ -28,11 +28,12 @@ class Provenance:
     session_id: str = ""
     agent_id: str = ""
     metadata: dict[str, str] = field(default_factory=dict)
+    context: str = ""
 
     def to_dict(self) -> dict[str, object]:
         return {"content": self.content, "created_at": self.created_at, "id": self.id,
                 "session_id": self.session_id, "agent_id": self.agent_id,
-                "metadata": dict(self.metadata)}
+                "metadata": dict(self.metadata), "context": self.context}
 
     @staticmethod
     def from_dict(d: dict[str, object]) -> Provenance:
@@ -42,6 +43,7 @@ class Provenance:
             id=str(d.get("id", "")), session_id=str(d.get("session_id", "")),
             agent_id=str(d.get("agent_id", "")),
             metadata={str(k): str(v) for k, v in meta.items()} if isinstance(meta, dict) else {},
+            context=str(d.get("context", "")),
         )
 
 
@@ -86,7 +88,7 @@ REINFORCED = ("recall_count", "last_recalled_at", "context_score", "score", "zon
               "written_at")
 EDITED = ("tags", "metadata", "pinned", "importance", "score", "zone", "drop_times", "written_at")
 RESTORED = ("last_recalled_at", "score", "zone", "drop_times", "written_at")
-MERGED = (*REINFORCED, "merged")
+MERGED = (*REINFORCED, "merged", "importance", "pinned", "tags")
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,7 +79,7 @@ def memory_to_pb(m: Memory, b: ScoreBreakdown) -> pb.Memory:
         archived_at=None if m.archived_at is None else ts_to_pb(m.archived_at),
         merged=[pb.MergedRepeat(content=p.content, created_at=ts_to_pb(p.created_at), id=p.id,
                                 session_id=p.session_id, agent_id=p.agent_id,
-                                metadata=p.metadata) for p in m.merged],
+                                metadata=p.metadata, context=p.context) for p in m.merged],
     )
 
 
@@ -156,7 +156,7 @@ def admin_event_to_pb(e: AdminEvent) -> pb.AdminEvent:
 
 EVENT_KINDS = {"capacity": pb.ZONE_EVENT_KIND_CAPACITY, "forgotten": pb.ZONE_EVENT_KIND_FORGOTTEN,
                "restored": pb.ZONE_EVENT_KIND_RESTORED, "purged": pb.ZONE_EVENT_KIND_PURGED,
-               "deleted": pb.ZONE_EVENT_KIND_DELETED}
+               "deleted": pb.ZONE_EVENT_KIND_DELETED, "merged": pb.ZONE_EVENT_KIND_MERGED}
 BACKENDS = {"edge": pb.STORAGE_BACKEND_EDGE, "qdrant-local": pb.STORAGE_BACKEND_QDRANT_LOCAL,
             "qdrant-remote": pb.STORAGE_BACKEND_QDRANT_REMOTE}
 
@@ -212,7 +212,7 @@ def imported_from_pb(e: pb.ExportedMemory) -> Imported:
         merged=[Provenance(content=r.content, created_at=ts_from_pb(r, "created_at",
                                                                     "memory.merged.created_at")
                            or 0.0, id=r.id, session_id=r.session_id, agent_id=r.agent_id,
-                           metadata=dict(r.metadata)) for r in pm.merged],
+                           metadata=dict(r.metadata), context=r.context) for r in pm.merged],
     )
     ctx = np.asarray(e.context_vector, dtype=np.float32) if len(e.context_vector) else None
     return Imported(m, ctx)

@@ -162,8 +162,9 @@ def payload_fields(m: Memory, attributes: Sequence[str]) -> dict[str, Any]:
     for a in attributes:
         if a == "drop_times":
             out.update({k: p[k] for k in DROP_FIELDS if k in p})
-        elif a == "merged":
-            out.update({k: p[k] for k in ("merged", "repeat_ids") if k in p})
+        elif a == "merged":  # written even when empty: a repeat may have been erased
+            out["merged"] = p.get("merged", [])
+            out["repeat_ids"] = p.get("repeat_ids", [])
         elif a in p:
             out[a] = p[a]
         else:  # a name that is no payload field would silently never be saved

@@ -160,13 +160,17 @@ class MemoryRepository:
                 m.vector = np.asarray(mine[mid].vectors[DENSE], dtype=np.float32)
         return out
 
-    def merged_holders(self, tenant: str, ids: Sequence[str]) -> dict[str, Memory]:
-        """For each of ``ids`` that was merged into a live memory of ``tenant`` as a repeat
-        (its request_id's id), that memory."""
+    def merged_holders(
+        self, tenant: str, ids: Sequence[str], live_only: bool = True
+    ) -> dict[str, Memory]:
+        """For each of ``ids`` that was merged into a memory of ``tenant`` as a repeat (a
+        request_id's id, or a consolidated memory's), that memory; live ones only unless not
+        ``live_only``."""
         if not ids:
             return {}
         records, _ = self.engine.scroll(
-            MEMORIES, conditions(tenant, extra=[AnyOf("repeat_ids", tuple(ids))], archive=False),
+            MEMORIES, conditions(tenant, extra=[AnyOf("repeat_ids", tuple(ids))],
+                                 archive=False if live_only else None),
             len(ids), None)
         out: dict[str, Memory] = {}
         for m in readable(records):
@@ -180,15 +184,21 @@ class MemoryRepository:
         records = self.engine.retrieve(MEMORIES, ids, payload=["tenant"])
         return {r.id: str(r.payload.get("tenant", "")) for r in records}
 
-    def save(self, tenant: str, memories: Sequence[Memory], attributes: Sequence[str]) -> None:
+    def save(self, tenant: str, memories: Sequence[Memory], attributes: Sequence[str],
+             archived_too: bool = False) -> None:
         """Write the named attributes of memories of ``tenant`` (models.REINFORCED, EDITED);
-        a memory of another tenant is left alone."""
-        self.write_fields(tenant, [(m.id, payload_fields(m, attributes)) for m in memories])
+        a memory of another tenant, or one in the archive (unless ``archived_too``: a restore),
+        is left alone."""
+        self.write_fields(tenant, [(m.id, payload_fields(m, attributes)) for m in memories],
+                          archived_too)
 
-    def write_fields(self, tenant: str, updates: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    def write_fields(self, tenant: str, updates: Sequence[tuple[str, dict[str, Any]]],
+                     archived_too: bool = False) -> None:
         """Write payload fields of memories of ``tenant`` by id (a journal's, or ``save``'s); an
-        id that is gone or another tenant's is left alone."""
-        self.engine.set_payloads(MEMORIES, updates, [Eq("tenant", tenant)])
+        id that is gone, another tenant's or archived (unless ``archived_too``) is left alone:
+        a reinforcement written behind never brings back what forgetting archived meanwhile."""
+        self.engine.set_payloads(MEMORIES, updates,
+                                 conditions(tenant, archive=None if archived_too else False))
 
     def archive(self, ids: Sequence[str], at: float) -> None:
         """Move memories (ids from a read scoped to their tenant, the rebalancer's) out of the

@@ -153,6 +153,11 @@ export enum ZoneEventKind {
    * blanked on the memory's earlier events).
    */
   ZONE_EVENT_KIND_DELETED = 5,
+  /**
+   * ZONE_EVENT_KIND_MERGED - Folded into another memory as a repeat by Consolidate (to_zone: that memory's zone); the
+   * memory is gone, its wording and provenance kept in the other's Memory.merged.
+   */
+  ZONE_EVENT_KIND_MERGED = 6,
   UNRECOGNIZED = -1,
 }
 
@@ -176,6 +181,9 @@ export function zoneEventKindFromJSON(object: any): ZoneEventKind {
     case 5:
     case "ZONE_EVENT_KIND_DELETED":
       return ZoneEventKind.ZONE_EVENT_KIND_DELETED;
+    case 6:
+    case "ZONE_EVENT_KIND_MERGED":
+      return ZoneEventKind.ZONE_EVENT_KIND_MERGED;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -197,6 +205,8 @@ export function zoneEventKindToJSON(object: ZoneEventKind): string {
       return "ZONE_EVENT_KIND_PURGED";
     case ZoneEventKind.ZONE_EVENT_KIND_DELETED:
       return "ZONE_EVENT_KIND_DELETED";
+    case ZoneEventKind.ZONE_EVENT_KIND_MERGED:
+      return "ZONE_EVENT_KIND_MERGED";
     case ZoneEventKind.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -337,7 +347,11 @@ export interface MergedRepeat {
   createdAt:
     | Date
     | undefined;
-  /** Its id, when it was a memory of its own before (a Consolidate); empty for a Store. */
+  /**
+   * Its id: the memory it was before a Consolidate, the id its request_id names for a Store
+   * (so that a retry finds it), or the memory's own id for its first wording when it took a
+   * repeat's; empty otherwise. Deleting this id removes the entry.
+   */
   id: string;
   /** Its session_id. */
   sessionId: string;
@@ -345,6 +359,8 @@ export interface MergedRepeat {
   agentId: string;
   /** Its metadata. */
   metadata: { [key: string]: string };
+  /** Its context. */
+  context: string;
 }
 
 export interface MergedRepeat_MetadataEntry {
@@ -425,13 +441,17 @@ export interface StoreResponse {
   memory:
     | Memory
     | undefined;
-  /** False when the id was already held with the same content and nothing was written. */
+  /**
+   * False when nothing new was written: the id was already held with the same content, or the
+   * content repeated a memory (merged_into).
+   */
   created: boolean;
   /**
    * Set when the content repeated a live memory of the tenant (near-duplicate embedding, and
-   * every word of one is a word of the other): that memory's id. Nothing new was stored; the
-   * existing memory counts the repeat as a mention and keeps it in Memory.merged. Only for
-   * items without id or request_id, and when the server merges repeats (the default).
+   * every word of one is a word of the other, no negation added): that memory's id. Nothing
+   * new was stored; the memory counts the repeat as a mention and keeps it in Memory.merged
+   * (its first 64 repeats). Never for an item that names an id or upserts, and only when the
+   * server merges repeats (the default). A retry with the same request_id answers it again.
    */
   mergedInto: string;
 }
@@ -789,7 +809,8 @@ export interface ZoneEvent {
     | Zone
     | undefined;
   /**
-   * "capacity", "forgotten", "restored", "purged" or "deleted". Deprecated: read kind.
+   * "capacity", "forgotten", "restored", "purged", "deleted" or "merged". Deprecated: read
+   * kind.
    *
    * @deprecated
    */
@@ -859,7 +880,10 @@ export interface ZoneStats {
 export interface StatsResponse {
   /** The five zones, Core first, each naming its zone. */
   zones: ZoneStats[];
-  /** Memories of the tenant in all (was uint64; same wire encoding). */
+  /**
+   * Live memories of the tenant, in the five zones; the archive is counted apart (was uint64;
+   * same wire encoding).
+   */
   total: number;
   /** Name of the embedding model. */
   embeddingModel: string;
@@ -1667,7 +1691,7 @@ export const Memory_MetadataEntry: MessageFns<Memory_MetadataEntry> = {
 };
 
 function createBaseMergedRepeat(): MergedRepeat {
-  return { content: "", createdAt: undefined, id: "", sessionId: "", agentId: "", metadata: {} };
+  return { content: "", createdAt: undefined, id: "", sessionId: "", agentId: "", metadata: {}, context: "" };
 }
 
 export const MergedRepeat: MessageFns<MergedRepeat> = {
@@ -1690,6 +1714,9 @@ export const MergedRepeat: MessageFns<MergedRepeat> = {
     globalThis.Object.entries(message.metadata).forEach(([key, value]: [string, string]) => {
       MergedRepeat_MetadataEntry.encode({ key: key as any, value }, writer.uint32(50).fork()).join();
     });
+    if (message.context !== "") {
+      writer.uint32(58).string(message.context);
+    }
     return writer;
   },
 
@@ -1757,6 +1784,14 @@ export const MergedRepeat: MessageFns<MergedRepeat> = {
             }
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.context = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1802,6 +1837,7 @@ export const MergedRepeat: MessageFns<MergedRepeat> = {
           {},
         )
         : {},
+      context: isSet(object.context) ? globalThis.String(object.context) : "",
     };
   },
 
@@ -1831,6 +1867,9 @@ export const MergedRepeat: MessageFns<MergedRepeat> = {
         });
       }
     }
+    if (message.context !== "") {
+      obj.context = message.context;
+    }
     return obj;
   },
 
@@ -1853,6 +1892,7 @@ export const MergedRepeat: MessageFns<MergedRepeat> = {
       },
       {},
     );
+    message.context = object.context ?? "";
     return message;
   },
 };
@@ -7506,7 +7546,10 @@ export const MemoryServiceService = {
     responseSerialize: (value: GetResponse): Buffer => Buffer.from(GetResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetResponse => GetResponse.decode(value),
   },
-  /** Changes a memory's content, importance, tags, metadata or pinned flag. */
+  /**
+   * Changes a memory's content, importance, tags, metadata or pinned flag. An archived memory
+   * is refused (FAILED_PRECONDITION): Restore it first.
+   */
   update: {
     path: "/celestial.v1.MemoryService/Update" as const,
     requestStream: false as const,
@@ -7517,8 +7560,9 @@ export const MemoryServiceService = {
     responseDeserialize: (value: Buffer): UpdateResponse => UpdateResponse.decode(value),
   },
   /**
-   * Deletes one memory for good, live or archived: the memory, its vectors and its archived
-   * copy are gone; the ledger keeps a tombstone without content. Repeating it answers
+   * Deletes one memory for good, live or archived: the memory and its vectors are gone; the
+   * ledger keeps a tombstone without content. An id that lives on only as a
+   * repeat merged into another memory (Memory.merged) leaves that list. Repeating it answers
    * deleted = false.
    */
   delete: {
@@ -7530,7 +7574,10 @@ export const MemoryServiceService = {
     responseSerialize: (value: DeleteResponse): Buffer => Buffer.from(DeleteResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DeleteResponse => DeleteResponse.decode(value),
   },
-  /** Deletes every memory of a tenant that matches a filter, live or archived, as Delete does. */
+  /**
+   * Deletes every memory of a tenant that matches a filter, live or archived, as Delete does;
+   * a filter that names zones reaches only those zones, never the archive.
+   */
   deleteByFilter: {
     path: "/celestial.v1.MemoryService/DeleteByFilter" as const,
     requestStream: false as const,
@@ -7643,9 +7690,9 @@ export const MemoryServiceService = {
     responseDeserialize: (value: Buffer): ImportResponse => ImportResponse.decode(value),
   },
   /**
-   * The newest memories matching a filter, newest first (ties in id order), without
-   * reinforcing them, a page at a time: e.g. the last n memories, or every memory of a session
-   * (filter.session_id).
+   * The newest live memories matching a filter (the archive's with archived), newest first
+   * (ties in id order), without reinforcing them, a page at a time: e.g. the last n memories,
+   * or every memory of a session (filter.session_id).
    */
   recent: {
     path: "/celestial.v1.MemoryService/Recent" as const,
@@ -7656,7 +7703,10 @@ export const MemoryServiceService = {
     responseSerialize: (value: RecentResponse): Buffer => Buffer.from(RecentResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RecentResponse => RecentResponse.decode(value),
   },
-  /** Every memory matching a filter, in id order, without reinforcing them, a page at a time. */
+  /**
+   * Every live memory matching a filter (the archive's with archived), in id order, without
+   * reinforcing them, a page at a time.
+   */
   list: {
     path: "/celestial.v1.MemoryService/List" as const,
     requestStream: false as const,
@@ -7702,15 +7752,22 @@ export interface MemoryServiceServer extends UntypedServiceImplementation {
   recall: handleUnaryCall<RecallRequest, RecallResponse>;
   /** Reads one memory by id without reinforcing it. */
   get: handleUnaryCall<GetRequest, GetResponse>;
-  /** Changes a memory's content, importance, tags, metadata or pinned flag. */
+  /**
+   * Changes a memory's content, importance, tags, metadata or pinned flag. An archived memory
+   * is refused (FAILED_PRECONDITION): Restore it first.
+   */
   update: handleUnaryCall<UpdateRequest, UpdateResponse>;
   /**
-   * Deletes one memory for good, live or archived: the memory, its vectors and its archived
-   * copy are gone; the ledger keeps a tombstone without content. Repeating it answers
+   * Deletes one memory for good, live or archived: the memory and its vectors are gone; the
+   * ledger keeps a tombstone without content. An id that lives on only as a
+   * repeat merged into another memory (Memory.merged) leaves that list. Repeating it answers
    * deleted = false.
    */
   delete: handleUnaryCall<DeleteRequest, DeleteResponse>;
-  /** Deletes every memory of a tenant that matches a filter, live or archived, as Delete does. */
+  /**
+   * Deletes every memory of a tenant that matches a filter, live or archived, as Delete does;
+   * a filter that names zones reaches only those zones, never the archive.
+   */
   deleteByFilter: handleUnaryCall<DeleteByFilterRequest, DeleteByFilterResponse>;
   /**
    * Brings an archived (forgotten) memory back into the zone its state earns, with a ledger
@@ -7757,12 +7814,15 @@ export interface MemoryServiceServer extends UntypedServiceImplementation {
    */
   import: handleClientStreamingCall<ExportedMemory, ImportResponse>;
   /**
-   * The newest memories matching a filter, newest first (ties in id order), without
-   * reinforcing them, a page at a time: e.g. the last n memories, or every memory of a session
-   * (filter.session_id).
+   * The newest live memories matching a filter (the archive's with archived), newest first
+   * (ties in id order), without reinforcing them, a page at a time: e.g. the last n memories,
+   * or every memory of a session (filter.session_id).
    */
   recent: handleUnaryCall<RecentRequest, RecentResponse>;
-  /** Every memory matching a filter, in id order, without reinforcing them, a page at a time. */
+  /**
+   * Every live memory matching a filter (the archive's with archived), in id order, without
+   * reinforcing them, a page at a time.
+   */
   list: handleUnaryCall<ListRequest, ListResponse>;
   /**
    * Admin, for replays of history: sets the server's clock. Refused (FAILED_PRECONDITION)
@@ -7846,7 +7906,10 @@ export interface MemoryServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetResponse) => void,
   ): ClientUnaryCall;
-  /** Changes a memory's content, importance, tags, metadata or pinned flag. */
+  /**
+   * Changes a memory's content, importance, tags, metadata or pinned flag. An archived memory
+   * is refused (FAILED_PRECONDITION): Restore it first.
+   */
   update(
     request: UpdateRequest,
     callback: (error: ServiceError | null, response: UpdateResponse) => void,
@@ -7863,8 +7926,9 @@ export interface MemoryServiceClient extends Client {
     callback: (error: ServiceError | null, response: UpdateResponse) => void,
   ): ClientUnaryCall;
   /**
-   * Deletes one memory for good, live or archived: the memory, its vectors and its archived
-   * copy are gone; the ledger keeps a tombstone without content. Repeating it answers
+   * Deletes one memory for good, live or archived: the memory and its vectors are gone; the
+   * ledger keeps a tombstone without content. An id that lives on only as a
+   * repeat merged into another memory (Memory.merged) leaves that list. Repeating it answers
    * deleted = false.
    */
   delete(
@@ -7882,7 +7946,10 @@ export interface MemoryServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DeleteResponse) => void,
   ): ClientUnaryCall;
-  /** Deletes every memory of a tenant that matches a filter, live or archived, as Delete does. */
+  /**
+   * Deletes every memory of a tenant that matches a filter, live or archived, as Delete does;
+   * a filter that names zones reaches only those zones, never the archive.
+   */
   deleteByFilter(
     request: DeleteByFilterRequest,
     callback: (error: ServiceError | null, response: DeleteByFilterResponse) => void,
@@ -8033,9 +8100,9 @@ export interface MemoryServiceClient extends Client {
     callback: (error: ServiceError | null, response: ImportResponse) => void,
   ): ClientWritableStream<ExportedMemory>;
   /**
-   * The newest memories matching a filter, newest first (ties in id order), without
-   * reinforcing them, a page at a time: e.g. the last n memories, or every memory of a session
-   * (filter.session_id).
+   * The newest live memories matching a filter (the archive's with archived), newest first
+   * (ties in id order), without reinforcing them, a page at a time: e.g. the last n memories,
+   * or every memory of a session (filter.session_id).
    */
   recent(
     request: RecentRequest,
@@ -8052,7 +8119,10 @@ export interface MemoryServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RecentResponse) => void,
   ): ClientUnaryCall;
-  /** Every memory matching a filter, in id order, without reinforcing them, a page at a time. */
+  /**
+   * Every live memory matching a filter (the archive's with archived), in id order, without
+   * reinforcing them, a page at a time.
+   */
   list(request: ListRequest, callback: (error: ServiceError | null, response: ListResponse) => void): ClientUnaryCall;
   list(
     request: ListRequest,
