@@ -156,6 +156,11 @@ class Settings(BaseSettings):
         0.9, gt=0, le=1, description="content cosine at or above which a repeat may merge")
     deep_recall: bool = Field(
         True, description="a recall that finds fewer than its limit also searches the archive")
+    # A live result counts toward the limit a deep recall needs only at this relevance: at the
+    # plain gate (0.2) ten weak matches always turn up in a large tenant and the archive would
+    # never be searched (docs/design.md, "Forgetting", has the measurements).
+    deep_recall_gate: float = Field(
+        0.75, ge=0, le=1, description="relevance a live result needs to spare the archive search")
     rebalance_lease_s: float = Field(60.0, gt=0, description="replicas: rebalance lease expiry")
     # The same host and address after a restart is the same replica: a server killed while it
     # held the rebalance lease takes it back at once instead of waiting for it to expire. Two

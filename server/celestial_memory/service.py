@@ -14,7 +14,6 @@ import time
 import uuid
 from collections.abc import Sequence
 
-import numpy as np
 from celestial_memory.archive import Archive
 from celestial_memory.cancellation import NEVER, Cancellation
 from celestial_memory.clock import Clock, ManualClock
@@ -156,15 +155,14 @@ class MemoryService:
         keywords = not hq.keywords.is_empty()
         relevance = self.retrieval.relevance(cands.signals, keywords=keywords)
         deep = s.deep_recall if q.deep is None else q.deep
-        # The archive: always when asked, or (a deep recall) only when the zones fall short of
-        # the limit above the gate. A filter naming zones keeps to them.
-        if not flt.zones and (q.include_archived
-                              or (deep and int((relevance >= gate).sum()) < limit)):
-            live_count = len(cands.ids)
+        # The archive: always when asked, or (a deep recall) only when the zones give fewer
+        # than the limit of good matches (the deep gate, at least the gate). A filter naming
+        # zones keeps to them.
+        strong = int((relevance >= max(gate, s.deep_recall_gate)).sum())
+        if not flt.zones and (q.include_archived or (deep and strong < limit)):
             cands = cands.joined(self.store.archive_candidates(tenant, hq, flt, per_zone))
-            # The archive's keyword scores are normalised over both; the zones' stay as they were.
-            joined = self.retrieval.relevance(cands.signals, keywords=keywords)
-            relevance = np.concatenate([relevance, joined[live_count:]])
+            # Ranked together: keyword scores are normalised over both sets of candidates.
+            relevance = self.retrieval.relevance(cands.signals, keywords=keywords)
         if not cands.ids:
             return []
         ids, signals = cands.ids, cands.signals

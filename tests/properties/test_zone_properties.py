@@ -20,6 +20,7 @@ from celestial_memory.domain.models import MemoryFilter
 from celestial_memory.domain.requests import MemoryChanges, NewMemory, RecallQuery
 from celestial_memory.domain.zones import Zone
 from celestial_memory.embedding import SentenceTransformerEmbedder
+from celestial_memory.errors import FailedPrecondition
 from celestial_memory.service import MemoryService
 from celestial_memory.store import open_edge
 from hypothesis import HealthCheck, event, given, settings
@@ -109,8 +110,8 @@ def test_random_histories_keep_the_zone_invariants(
                     mid = ids[int(idx) % len(ids)]
                     try:
                         svc.update(T, mid, MemoryChanges(pinned=bool(pin)))
-                    except Exception as exc:  # forgotten already
-                        assert "not found" in str(exc)
+                    except FailedPrecondition as exc:  # forgotten already: archived
+                        assert "archived" in str(exc)
                         continue
                     (pinned.add if pin else pinned.discard)(mid)
                 elif kind == "rebalance":
@@ -128,7 +129,8 @@ def test_random_histories_keep_the_zone_invariants(
                 check_capacities(svc)
             svc.rebalance(T)
             check_capacities(svc)
-            assert set(svc.store.get(T, list(pinned))) == pinned  # pinned never forgotten
+            kept = svc.store.get(T, list(pinned))  # pinned never forgotten
+            assert set(kept) == pinned and not any(m.archived for m in kept.values())
             ledger = svc.ledger(T, limit=10_000)
             event(f"memories stored: {min(len(ids) // 5 * 5, 15)}+")
             event(f"history had a capacity eviction: {any(e.reason == 'capacity' for e in ledger)}")

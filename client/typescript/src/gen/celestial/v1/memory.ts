@@ -548,8 +548,9 @@ export interface RecallRequest {
    */
   includeArchived: boolean;
   /**
-   * Deep recall: search the archive only when the zones give fewer than limit results above
-   * the gate. Absent: the server's default (on unless CELESTIAL_DEEP_RECALL=false).
+   * Deep recall: search the archive only when the zones give fewer than limit good matches
+   * (relevance at least the server's deep gate, 0.75 by default, and the gate). Absent: the
+   * server's default (on unless CELESTIAL_DEEP_RECALL=false).
    */
   deep?: boolean | undefined;
 }
