@@ -12,9 +12,10 @@ same work with no service around it (the five zone queries in one batch, the fou
 queries over their union, the payloads of the ten best, ten payload writes). Each way runs
 twice, in the order A B C D then D C B A, with half the calls each time, so drift on the noisy
 machine falls on all alike; each run is long enough that a write-behind flusher's lag stays
-inside it. Last, the archive's cost to a recall that does not need it: the same recalls (not
-reinforced, so the state stays put) with a fifth of the memories archived and with none, in the
-order none, archived, archived, none.
+inside it. Last, the archive's cost: the same recalls (not reinforced, so the state stays put)
+with none of the memories archived, with a fifth archived (the default deep recall), and with a
+fifth archived and ``deep=False`` (a recall that does not need the archive), in the order none,
+archived, archived without deep, archived without deep, archived, none.
 
     python benchmarks/recall_latency.py [--memories 100000] [--calls 300]
 """
@@ -193,35 +194,40 @@ def archive_overhead(path: Path, qs: list[tuple[list[float], str]]) -> None:
     ids, zones = [outer.ids[i] for i in pick], outer.zone[pick]
     deep = 0
 
-    def timed(calls: list[tuple[list[float], str]]) -> list[float]:
+    def timed(calls: list[tuple[list[float], str]], use_deep: bool | None) -> list[float]:
         nonlocal deep
         out = []
         for vec, text in calls:
-            q = RecallQuery(query=text, query_vector=vec, limit=10, reinforce=False)
+            q = RecallQuery(query=text, query_vector=vec, limit=10, reinforce=False,
+                            deep=use_deep)
             t = time.perf_counter()
             got = svc.recall(TENANT, q)
             out.append((time.perf_counter() - t) * 1000)
             deep += any(r.archived for r in got) or len(got) < 10
         return out
 
-    times: dict[str, list[float]] = {"no archive": [], "archive": []}
+    off = "archive, deep=False"
+    times: dict[str, list[float]] = {"no archive": [], "archive": [], off: []}
     half = len(qs) // 2
-    for label, calls in (("no archive", qs[:half]), ("archive", qs[:half]),
-                         ("archive", qs[half:]), ("no archive", qs[half:])):
-        if label == "archive" and svc.stats(TENANT).archived == 0:
+    for label, calls in (("no archive", qs[:half]), ("archive", qs[:half]), (off, qs[:half]),
+                         (off, qs[half:]), ("archive", qs[half:]), ("no archive", qs[half:])):
+        if label != "no archive" and svc.stats(TENANT).archived == 0:
             svc.store.archive(ids, T0)
         elif label == "no archive":
             for z in np.unique(zones):
                 svc.store.set_zone(TENANT, Zone(int(z)), ids=[i for i, x in zip(ids, zones, strict=True)
                                                             if x == z])
-        timed(calls[:5])
-        times[label] += timed(calls)
+        use_deep = False if label == off else None
+        timed(calls[:5], use_deep)
+        times[label] += timed(calls, use_deep)
     svc.close()
     for label, ts in times.items():
         print(summary(f"in-process, not reinforced, {label}"
-                      + (f" ({len(ids):,} archived)" if label == "archive" else ""), ts))
-    ratio = statistics.median(times["archive"]) / statistics.median(times["no archive"])
-    print(f"archive / no archive p50: {ratio:.3f}; recalls that searched the archive: {deep}")
+                      + (f" ({len(ids):,} archived)" if label != "no archive" else ""), ts))
+    none = statistics.median(times["no archive"])
+    print(f"p50 against no archive: deep recall {statistics.median(times['archive']) / none:.3f}, "
+          f"deep=False {statistics.median(times[off]) / none:.3f}; recalls with fewer than 10 "
+          f"results or an archived one: {deep}")
 
 
 def summary(label: str, times: list[float]) -> str:
