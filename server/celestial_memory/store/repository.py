@@ -248,9 +248,10 @@ class MemoryRepository:
 
     def erase_from_ledger(self, tenant: str, ids: Sequence[str]) -> None:
         """Blank the content hash of every event of these memories (deleted ones: erasure)."""
-        for mid in ids:
+        if ids:  # one filtered write for all of them
             self.engine.set_payload(LEDGER, {"content_hash": ""}, where=[
-                Eq("tenant", tenant), *ledger_conditions("event", None, mid)])
+                Eq("tenant", tenant), *ledger_conditions("event", None),
+                AnyOf("memory_id", tuple(ids))])
 
     # -- recall ------------------------------------------------------------------------------
 
@@ -277,10 +278,25 @@ class MemoryRepository:
         self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter, limit: int
     ) -> Candidates:
         """A recall's two batched round trips: the zone searches, then the exact scores of
-        their union. The engine's own keys go from one into the other unconverted. A query
-        without keywords has its content cosines from the search already (``fused_search``),
-        so only the contextual vector is rescored."""
+        their union (``_rescored``)."""
         first = first_zones(zones, self._search(tenant, query, zones, flt, limit))
+        return self._rescored(tenant, query, first)
+
+    def archive_candidates(
+        self, tenant: str, query: HybridQuery, flt: MemoryFilter, limit: int
+    ) -> Candidates:
+        """As ``candidates``, over the archive (one search): their zone is ARCHIVE_ZONE."""
+        where = conditions(tenant, replace(flt, zones=[]), archive=True)
+        hits = self.engine.fused_search(query, [where], limit)[0]
+        return self._rescored(tenant, query, {k: (ARCHIVE_ZONE, score) for k, score in hits})
+
+    def _rescored(
+        self, tenant: str, query: HybridQuery, first: dict[Hashable, tuple[int, float]]
+    ) -> Candidates:
+        """Candidates (engine key -> zone, search score) with their exact scores: one batch.
+        The engine's own keys go in unconverted. A query without keywords has its content
+        cosines from the search already (``fused_search``), so only the contextual vector is
+        rescored."""
         keys = list(first)
         where = [Eq("tenant", tenant)]
         if query.keywords.is_empty():
@@ -290,21 +306,6 @@ class MemoryRepository:
             signals = self.engine.signal_scores(query, where, keys)
         return Candidates([str(k) for k in keys], [z for z, _ in first.values()],
                           _settled(signals))
-
-    def archive_candidates(
-        self, tenant: str, query: HybridQuery, flt: MemoryFilter, limit: int
-    ) -> Candidates:
-        """As ``candidates``, over the archive (one search): their zone is ARCHIVE_ZONE."""
-        where = conditions(tenant, replace(flt, zones=[]), archive=True)
-        first = {k: score for k, score in self.engine.fused_search(query, [where], limit)[0]}
-        keys = list(first)
-        tenant_only = [Eq("tenant", tenant)]
-        if query.keywords.is_empty():
-            signals = self.engine.signal_scores(query, tenant_only, keys, columns=(1,))
-            signals[:, 0] = list(first.values())
-        else:
-            signals = self.engine.signal_scores(query, tenant_only, keys)
-        return Candidates([str(k) for k in keys], [ARCHIVE_ZONE] * len(keys), _settled(signals))
 
     def nearest_live(
         self, tenant: str, vectors: Sequence[Vector], limit: int
