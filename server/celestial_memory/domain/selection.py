@@ -56,10 +56,12 @@ class Members:
     written_at: npt.NDArray[np.float64]
 
     def version(self, i: int) -> str:
-        """The state of memory i's last write (a manual clock may repeat write times). The
-        importance to 9 digits: engines may give back its last bit differently, and an event's
-        id must not depend on which engine stored the memory."""
-        return f"{self.written_at[i]!r}:{self.recall_count[i]!r}:{self.importance[i]:.9g}"
+        """The state of memory i's last write (a manual clock may repeat write times). The write
+        time to the 0.1 ms it is stored with and the importance to 9 digits: engines may give a
+        float back a bit or two off, and an event's id must not depend on which engine stored
+        the memory."""
+        return (f"{self.written_at[i]:.4f}:{self.recall_count[i]!r}:"
+                f"{self.importance[i]:.9g}")
 
     def __len__(self) -> int:
         return len(self.ids)

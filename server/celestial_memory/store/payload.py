@@ -110,7 +110,9 @@ def to_payload(m: Memory) -> dict[str, Any]:
         "metadata": dict(m.metadata),
         "pinned": int(m.pinned),
         "content_hash": m.content_hash,
-        "written_at": float(m.written_at),
+        # To 0.1 ms: the embedded engine may give a float back a bit or two off, and ledger
+        # event ids are made of it (selection.Members.version).
+        "written_at": round(float(m.written_at), 4),
         **({} if m.drop_times is None else dict(zip(DROP_FIELDS, m.drop_times, strict=True))),
         **({} if m.archived_at is None else {"archived_at": float(m.archived_at)}),
         **({} if not m.merged else {
