@@ -19,7 +19,7 @@ $(PY):
 $(STAMP): pyproject.toml client/pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ./client -e '.[server,dev]'
+	$(PY) -m pip install --quiet -e './client[agents]' -e '.[server,dev]'
 	rm -f $(VENV)/.installed-* && touch $@
 
 install: $(STAMP)

@@ -191,6 +191,14 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("path", type=Path, help="a LoCoMo JSON file or a folder of them")
     ev.add_argument("--k", type=int, nargs="+", default=[5, 10])
 
+    mc = sub.add_parser("mcp", help="serve the memory's tools to an MCP host (needs the mcp extra)")
+    mc.add_argument("--transport", choices=["stdio", "http"], default="stdio",
+                    help="stdio (an MCP host starts this command) or streamable HTTP")
+    mc.add_argument("--host", default="127.0.0.1", help="HTTP: the address to listen on")
+    mc.add_argument("--port", type=int, default=8765, help="HTTP: the port (path /mcp)")
+    mc.add_argument("--print-tools", action="store_true",
+                    help="print the tools' names and schemas as JSON and exit")
+
     lg = sub.add_parser("ledger", help="evictions, archived, restored, purged and deleted "
                                        "memories, oldest first")
     lg.add_argument("--limit", type=int, default=50)
@@ -322,6 +330,15 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _mcp(args: argparse.Namespace, client: CelestialClient) -> int:
+    try:
+        from celestial_client import mcp_server
+    except ImportError:
+        print("mcp needs the MCP SDK: pip install 'celestial-memory-client[mcp]'", file=sys.stderr)
+        return 2
+    return mcp_server.serve(args, client)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command in SERVER_COMMANDS:
@@ -338,6 +355,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     tls = TLS.from_files(args.tls_ca, args.tls_cert, args.tls_key) if args.tls_ca else None
     with CelestialClient(args.target, tenant=args.tenant, api_key=args.api_key,
                          tls=tls) as client:
+        if args.command == "mcp":
+            return _mcp(args, client)
         try:
             print(_run(args, client))
         except CelestialClientError as err:

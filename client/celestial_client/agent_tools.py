@@ -1,0 +1,252 @@
+"""The memory's tools for agents, defined once: each a name, a description a model can act on, a
+JSON schema of its arguments and the call it makes on a ``CelestialClient``. The MCP server
+(``mcp_server``), the LangChain tools (``langchain_tools``) and the OpenAI and Anthropic tool
+formats (``llm_tools``) are all renderings of ``TOOLS``; ``call_tool`` runs one against any
+server.
+
+Every tool answers a ``ToolOutput``: a short text for the model and the same facts as a
+JSON-ready dict. Bad arguments raise ``ToolArgumentError``; the service's own errors are the
+client's ``CelestialClientError`` (its message is the server's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from celestial_client.client import CelestialClient
+from celestial_client.types import Memory, RecallResult, Zone
+
+ZONES = [z.value for z in Zone]
+
+
+class ToolArgumentError(ValueError):
+    """A tool call's arguments do not match its schema (or name no tool)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    text: str
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]  # a JSON schema of type object
+    run: Callable[[CelestialClient, dict[str, Any]], ToolOutput]
+    read_only: bool = True
+
+    def validate(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The arguments checked against the schema, with the schema's defaults filled in."""
+        import jsonschema  # each agent extra installs it; the plain client does not need it
+
+        args = dict(arguments or {})
+        errors = sorted(jsonschema.Draft202012Validator(self.parameters).iter_errors(args),
+                        key=lambda e: list(e.absolute_path))
+        if errors:
+            e = errors[0]
+            where = ".".join(str(p) for p in e.absolute_path) or "arguments"
+            raise ToolArgumentError(f"{self.name}: {where}: {e.message}")
+        for key, prop in self.parameters["properties"].items():
+            if key not in args and "default" in prop:
+                args[key] = prop["default"]
+        return args
+
+
+def _schema(*required: str, **props: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": list(required),
+            "additionalProperties": False}
+
+
+def _str(desc: str, **more: Any) -> dict[str, Any]:
+    return {"type": "string", "description": desc, **more}
+
+
+def _strings(desc: str) -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "string"}, "description": desc}
+
+
+ID = _str("The memory's id, as save or search returned it.", minLength=1)
+LIMIT = {"type": "integer", "minimum": 1, "maximum": 100, "default": 10,
+         "description": "How many results at most."}
+TAGS = _strings("Tags to file the memory under.")
+
+
+def memory_data(m: Memory) -> dict[str, Any]:
+    return {"id": m.id, "content": m.content, "zone": m.zone.value, "score": round(m.score, 4),
+            "importance": round(m.importance, 4), "recall_count": m.recall_count,
+            "created_at": m.created_at.isoformat(), "last_recalled_at": m.last_recalled_at.isoformat(),
+            "tags": list(m.tags), "pinned": m.pinned, "archived": m.archived,
+            "session_id": m.session_id, "agent_id": m.agent_id, "metadata": dict(m.metadata)}
+
+
+def _line(m: Memory) -> str:
+    flags = "".join(f" [{f}]" for f, on in (("pinned", m.pinned), ("archived", m.archived)) if on)
+    return f"{m.id} ({m.zone.value}, {m.created_at:%Y-%m-%d}){flags}: {m.content}"
+
+
+def _result_data(r: RecallResult) -> dict[str, Any]:
+    b = r.breakdown
+    return {**memory_data(r.memory), "relevance": round(r.relevance, 4), "found_in": r.found_in.value,
+            "archived": r.archived, "breakdown": {"recall": b.recall, "freshness": b.freshness,
+                                                  "importance": b.importance, "context": b.context,
+                                                  "total": b.total}}
+
+
+def _save(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
+    m = c.store(a["content"], importance=a.get("importance"), tags=a["tags"],
+                session_id=a.get("session_id", ""), pinned=a["pinned"], context=a.get("context", ""))
+    verb = "merged into the memory it repeats" if m.merged else "saved"
+    return ToolOutput(f"{verb}: {_line(m)}", {"memory": memory_data(m)})
+
+
+def _filters(a: dict[str, Any]) -> dict[str, Any]:
+    f: dict[str, Any] = {}
+    if a.get("zones"):
+        f["zones"] = a["zones"]
+    if a.get("tags"):
+        f["tags_any"] = a["tags"]
+    if a.get("session_id"):
+        f["session_id"] = a["session_id"]
+    return f
+
+
+def _search(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
+    results = c.recall(a["query"], a["limit"], include_archived=a["include_archived"],
+                       **_filters(a))
+    lines = [f"{r.relevance:.2f} {_line(r.memory)}" for r in results]
+    text = "\n".join(lines) if lines else f"no memory matches {a['query']!r}"
+    return ToolOutput(text, {"results": [_result_data(r) for r in results]})
+
+
+def _get(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
+    m = c.get(a["id"])
+    return ToolOutput(_line(m), {"memory": memory_data(m)})
+
+
+def _update(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
+    changes = {k: a[k] for k in ("content", "importance", "tags", "pinned") if k in a}
+    if not changes:
+        raise ToolArgumentError("memory_update: give at least one of content, importance, tags, pinned")
+    m = c.update(a["id"], **changes)
+    return ToolOutput(f"updated: {_line(m)}", {"memory": memory_data(m)})
+
+
+def _pin(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
+    m = c.update(a["id"], pinned=a["pinned"])
+    return ToolOutput(f"{'pinned' if m.pinned else 'unpinned'}: {_line(m)}",
+                      {"memory": memory_data(m)})
+
+
+def _delete(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
+    gone = c.delete(a["id"])
+    return ToolOutput(f"deleted {a['id']}" if gone else f"no memory {a['id']}",
+                      {"id": a["id"], "deleted": gone})
+
+
+def _stats(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
+    s = c.stats()
+    zones = {z.zone.value: z.count for z in s.zones}
+    text = ", ".join(f"{k} {v}" for k, v in zones.items())
+    return ToolOutput(f"{s.total} memories: {text}; {s.archived} archived",
+                      {"total": s.total, "zones": zones, "archived": s.archived,
+                       "embedding_model": s.embedding_model, "backend": s.backend})
+
+
+def _recent(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
+    ms = c.recent(a["limit"], **_filters(a))
+    return ToolOutput("\n".join(_line(m) for m in ms) or "no memories yet",
+                      {"memories": [memory_data(m) for m in ms]})
+
+
+def _ledger(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
+    events = c.ledger(limit=a["limit"], memory_id=a.get("memory_id", ""))
+    rows = [{"memory_id": e.memory_id, "reason": e.reason, "from_zone": e.from_zone.value,
+             "to_zone": e.to_zone.value if e.to_zone else None, "at": e.at.isoformat()}
+            for e in events]
+    lines = [f"{r['at']} {r['reason']}: {r['memory_id']} {r['from_zone']} -> {r['to_zone']}"
+             for r in rows]
+    return ToolOutput("\n".join(lines) or "the ledger is empty", {"events": rows})
+
+
+def _rebalance(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
+    r = c.rebalance(dry_run=a["dry_run"])
+    moved = {f"{src.value}->{dst.value}": n for (src, dst), n in r.moved.items()}
+    what = "would move" if r.dry_run else "moved"
+    return ToolOutput(
+        f"{what} {sum(moved.values())} of {r.scanned} memories, {r.evicted} evicted, "
+        f"{r.forgotten} forgotten{' (dry run)' if r.dry_run else ''}",
+        {"scanned": r.scanned, "moved": moved, "evicted": r.evicted, "forgotten": r.forgotten,
+         "dry_run": r.dry_run})
+
+
+FILTER_PROPS: dict[str, dict[str, Any]] = {
+    "zones": {"type": "array", "items": {"enum": ZONES}, "uniqueItems": True,
+              "description": "Only these zones (core is the most recalled and important)."},
+    "tags": _strings("Only memories with any of these tags."),
+    "session_id": _str("Only memories of this conversation or session."),
+}
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec("memory_save", "Save a fact, preference or event to long-term memory. A repeat of something "
+             "already remembered reinforces that memory instead of adding a copy.",
+             _schema("content",
+                     content=_str("What to remember, as a self-contained sentence.", minLength=1),
+                     importance={"type": "number", "minimum": 0, "maximum": 1,
+                                 "description": "0 to 1; left out, the server estimates it."},
+                     tags=TAGS | {"default": []},
+                     session_id=_str("The conversation or session it came from."),
+                     context=_str("Surrounding text that helps find it later (not stored as "
+                                  "its content)."),
+                     pinned={"type": "boolean", "default": False,
+                             "description": "Never let it decay out of its zone or be forgotten."}),
+             _save, read_only=False),
+    ToolSpec("memory_search", "Recall memories by meaning (and keywords), most relevant first. Recalling a "
+             "memory reinforces it.",
+             _schema("query", query=_str("What to look for, in natural language.", minLength=1),
+                     limit=LIMIT, **FILTER_PROPS,
+                     include_archived={"type": "boolean", "default": False,
+                                       "description": "Search forgotten (archived) memories too."}),
+             _search),
+    ToolSpec("memory_get", "Read one memory by id, with its zone, score and history.",
+             _schema("id", id=ID), _get),
+    ToolSpec("memory_update", "Change a memory: its content, importance, tags or pin.",
+             _schema("id", id=ID, content=_str("The new content.", minLength=1),
+                     importance={"type": "number", "minimum": 0, "maximum": 1,
+                                 "description": "The new importance, 0 to 1."},
+                     tags=_strings("The new tags (replace the old)."),
+                     pinned={"type": "boolean", "description": "Pin (true) or unpin (false)."}),
+             _update, read_only=False),
+    ToolSpec("memory_pin", "Pin a memory so it never decays out of its zone and is never forgotten, or unpin "
+             "it.",
+             _schema("id", id=ID, pinned={"type": "boolean", "default": True,
+                                             "description": "true pins, false unpins."}),
+             _pin, read_only=False),
+    ToolSpec("memory_delete", "Delete a memory for good (its archived copy too).", _schema("id", id=ID),
+             _delete, read_only=False),
+    ToolSpec("memory_stats", "How many memories each zone holds, and how many are archived.", _schema(),
+             _stats),
+    ToolSpec("memory_recent", "The newest memories, newest first.",
+             _schema(limit=LIMIT, **FILTER_PROPS), _recent),
+    ToolSpec("memory_ledger", "The memory's history: evictions, forgotten, restored and deleted memories, "
+             "oldest first.",
+             _schema(limit=LIMIT, memory_id=_str("Only this memory's events.")), _ledger),
+    ToolSpec("memory_rebalance", "Re-place memories in their zones now and forget the neglected. A dry run "
+             "unless dry_run is false.",
+             _schema(dry_run={"type": "boolean", "default": True,
+                              "description": "Only report what would change."}),
+             _rebalance, read_only=False),
+)
+
+BY_NAME = {t.name: t for t in TOOLS}
+
+
+def call_tool(client: CelestialClient, name: str, arguments: Mapping[str, Any] | None) -> ToolOutput:
+    """Run the tool ``name`` with ``arguments`` (checked against its schema) on ``client``."""
+    spec = BY_NAME.get(name)
+    if spec is None:
+        raise ToolArgumentError(f"no tool named {name!r}; the tools are {', '.join(BY_NAME)}")
+    return spec.run(client, spec.validate(arguments))

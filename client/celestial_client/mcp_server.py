@@ -1,0 +1,85 @@
+"""``celestial mcp``: the memory's tools (``agent_tools.TOOLS``) as a Model Context Protocol
+server, over stdio (what Claude Desktop and most MCP hosts start) or streamable HTTP, calling a
+Celestial Memory server through the Python client. Needs the ``mcp`` extra.
+
+A tool's result is its short text plus the same facts as structured content; bad arguments and
+the service's errors come back as tool errors (``isError``) carrying the message, so the model
+can read and correct them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+
+from celestial_client.agent_tools import TOOLS, ToolArgumentError, call_tool
+from celestial_client.client import CelestialClient
+from celestial_client.errors import CelestialClientError
+
+INSTRUCTIONS = (
+    "Long-term memory. Save facts worth keeping with memory_save; before answering from past "
+    "conversations, look them up with memory_search. Memories are placed in zones (core to "
+    "cloud) by how often they are recalled, how fresh and how important they are."
+)
+
+
+def tool_list() -> list[types.Tool]:
+    return [types.Tool(name=t.name, description=t.description, input_schema=t.parameters,
+                       annotations=types.ToolAnnotations(read_only_hint=t.read_only,
+                                                         destructive_hint=t.name == "memory_delete"))
+            for t in TOOLS]
+
+
+def build(client: CelestialClient) -> Server[Any]:
+    """An MCP server whose tools call ``client``."""
+
+    async def list_tools(ctx: ServerRequestContext[Any],
+                         params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tool_list())
+
+    async def call(ctx: ServerRequestContext[Any],
+                   params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            # The client blocks; a thread keeps the server answering other requests meanwhile.
+            out = await anyio.to_thread.run_sync(call_tool, client, params.name, params.arguments)
+        except ToolArgumentError as err:
+            return _error(str(err))
+        except CelestialClientError as err:
+            return _error(f"{err.code.name}: {err.details}")
+        return types.CallToolResult(content=[types.TextContent(type="text", text=out.text)],
+                                    structured_content=out.data)
+
+    return Server("celestial-memory", instructions=INSTRUCTIONS, on_list_tools=list_tools,
+                  on_call_tool=call)
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)],
+                                is_error=True)
+
+
+def serve(args: argparse.Namespace, client: CelestialClient) -> int:
+    if args.print_tools:
+        print(json.dumps([t.model_dump(by_alias=True, exclude_none=True) for t in tool_list()],
+                         indent=2))
+        return 0
+    server = build(client)
+    if args.transport == "stdio":
+        from mcp.server.stdio import stdio_server
+
+        async def run_stdio() -> None:
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+
+        anyio.run(run_stdio)
+    else:
+        import uvicorn
+
+        app = server.streamable_http_app(host=args.host)
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0

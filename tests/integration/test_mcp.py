@@ -1,0 +1,119 @@
+"""``celestial mcp`` over stdio, driven by the MCP SDK's own client, against a live server."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from celestial_memory.grpc_api.server import MemoryServer
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+CELESTIAL = str(Path(sys.executable).parent / "celestial")
+
+
+def stdio(server: MemoryServer, *more: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=CELESTIAL, args=["--target", f"127.0.0.1:{server.port}", "--tenant", "mcp", "mcp",
+                                 *more])
+
+
+async def test_mcp_over_stdio_lists_saves_searches_pins_and_reports_errors(
+    server: MemoryServer,
+) -> None:
+    async with Client(stdio(server), read_timeout_seconds=60) as mcp:
+        tools = {t.name: t for t in (await mcp.list_tools()).tools}
+        assert set(tools) == {"memory_save", "memory_search", "memory_get", "memory_update",
+                              "memory_pin", "memory_delete", "memory_stats", "memory_recent",
+                              "memory_ledger", "memory_rebalance"}
+        save = tools["memory_save"].input_schema
+        assert save["required"] == ["content"]
+        assert all(p.get("description") for p in save["properties"].values())
+        assert tools["memory_delete"].annotations is not None
+        assert tools["memory_delete"].annotations.destructive_hint is True
+
+        saved = await mcp.call_tool("memory_save", {"content": "Alice drinks her espresso without "
+                                                    "sugar", "tags": ["prefs"], "importance": 0.7})
+        assert not saved.is_error
+        memory = saved.structured_content["memory"]
+        assert memory["content"].startswith("Alice drinks") and memory["tags"] == ["prefs"]
+        await mcp.call_tool("memory_save", {"content": "The build server lives in Frankfurt"})
+
+        found = await mcp.call_tool("memory_search", {"query": "how does Alice take coffee?",
+                                                      "limit": 1})
+        assert not found.is_error
+        results = found.structured_content["results"]
+        assert [r["id"] for r in results] == [memory["id"]]
+        assert results[0]["recall_count"] == 1  # the search reinforced it
+        assert "espresso" in found.content[0].text
+
+        pinned = await mcp.call_tool("memory_pin", {"id": memory["id"]})
+        assert pinned.structured_content["memory"]["pinned"] is True
+        assert (await mcp.call_tool("memory_get", {"id": memory["id"]})).structured_content[
+            "memory"]["pinned"] is True
+
+        stats = await mcp.call_tool("memory_stats", {})
+        assert stats.structured_content["total"] == 2
+        assert sum(stats.structured_content["zones"].values()) == 2
+        assert "2 memories" in stats.content[0].text
+
+        # A bad argument: the schema's message, as a tool error the model can read.
+        bad = await mcp.call_tool("memory_search", {"query": "coffee", "limit": 0})
+        assert bad.is_error
+        assert "limit" in bad.content[0].text
+        unknown = await mcp.call_tool("memory_save", {"content": "x", "colour": "red"})
+        assert unknown.is_error and "colour" in unknown.content[0].text
+        # The service's own error, with its message.
+        missing = await mcp.call_tool("memory_get", {"id": "no-such-memory"})
+        assert missing.is_error
+        assert missing.content[0].text.startswith(("NOT_FOUND", "INVALID_ARGUMENT"))
+
+        dry = await mcp.call_tool("memory_rebalance", {})
+        assert dry.structured_content["dry_run"] is True
+
+
+async def test_mcp_print_tools_needs_no_server(tmp_path: Path) -> None:
+    import asyncio
+    import json
+
+    proc = await asyncio.create_subprocess_exec(
+        CELESTIAL, "--target", "127.0.0.1:1", "mcp", "--print-tools",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    tools = json.loads(out)
+    assert [t["name"] for t in tools][:2] == ["memory_save", "memory_search"]
+    assert tools[0]["inputSchema"]["properties"]["content"]["type"] == "string"
+
+
+async def test_mcp_over_streamable_http(server: MemoryServer) -> None:
+    import asyncio
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = await asyncio.create_subprocess_exec(
+        CELESTIAL, "--target", f"127.0.0.1:{server.port}", "--tenant", "mcp-http", "mcp",
+        "--transport", "http", "--port", str(port), stderr=asyncio.subprocess.PIPE)
+    try:
+        for _ in range(200):  # until it listens
+            try:
+                _, w = await asyncio.open_connection("127.0.0.1", port)
+                w.close()
+                break
+            except OSError:
+                await asyncio.sleep(0.1)
+        async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=60) as mcp:
+            saved = await mcp.call_tool("memory_save", {"content": "The deploy key rotates monthly"})
+            assert not saved.is_error, saved.content
+            found = await mcp.call_tool("memory_search", {"query": "when does the key rotate?"})
+            assert found.structured_content["results"][0]["content"] == (
+                "The deploy key rotates monthly")
+    finally:
+        proc.terminate()
+        await proc.wait()
