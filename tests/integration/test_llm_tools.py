@@ -7,11 +7,8 @@ import asyncio
 import json
 from typing import Any, get_type_hints
 
+import anthropic.types as anthropic_types
 import pytest
-
-openai_types = pytest.importorskip("openai.types.chat")
-anthropic_types = pytest.importorskip("anthropic.types")
-
 from celestial_client import CelestialClient
 from celestial_client.llm_tools import (
     ToolDispatcher,
