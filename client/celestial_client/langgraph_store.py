@@ -1,0 +1,192 @@
+"""LangGraph's long-term memory store (``BaseStore``) over a Celestial Memory server. Needs the
+``langgraph`` extra.
+
+    store = CelestialStore(CelestialClient("localhost:50051", tenant="agents"))
+    graph = builder.compile(store=store)
+
+How LangGraph's model maps onto the memory:
+- the client's tenant holds the store; an item is a memory whose id is derived from its
+  namespace and key (uuid5), so ``put`` of the same key replaces it;
+- the value is the memory's content, as compact JSON: what LangGraph's own stores embed by
+  default (the whole value), so ``search(query=...)`` is the service's hybrid recall over it,
+  ranked by relevance (``SearchItem.score``), and it reinforces what it returns;
+- the namespace is a tag (``ns:a.b``) plus one tag per prefix (``ns^:a``, ``ns^:a.b``), so a
+  search or listing under a prefix is one tag filter on the server; the key and the item's
+  creation time are metadata;
+- ``filter`` is applied to the values here, with the operators of LangGraph's in-memory store
+  ($eq, $ne, $gt, $gte, $lt, $lte); with a query, it filters the best ``FILTER_WINDOW`` matches.
+
+``index`` and ``ttl`` of ``put`` are accepted and not used: every item is embedded whole, and the
+service forgets by its own memory function, not by a fixed time to live.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+
+from celestial_client.client import CelestialClient
+from celestial_client.errors import NotFoundError
+from celestial_client.types import Memory
+
+ITEMS = uuid.UUID("0b6f9d7e-3c1a-5e2b-8f4d-6a7c9e1b2d3f")  # uuid5 namespace of item ids
+MARK = "langgraph"  # a tag on every item, so listings skip the tenant's other memories
+FILTER_WINDOW = 100  # the most one recall returns
+
+
+def item_id(namespace: tuple[str, ...], key: str) -> str:
+    return str(uuid.uuid5(ITEMS, "\x00".join((*namespace, key))))
+
+
+def _tags(namespace: tuple[str, ...]) -> list[str]:
+    return [MARK, "ns:" + ".".join(namespace)] + [
+        "ns^:" + ".".join(namespace[:i]) for i in range(1, len(namespace) + 1)]
+
+
+def _prefix_tag(prefix: tuple[str, ...]) -> list[str]:
+    return ["ns^:" + ".".join(prefix)] if prefix else [MARK]
+
+
+def _matches(value: Any, wanted: Any) -> bool:
+    """LangGraph's in-memory store's filter: nested equality, and comparison operators."""
+    if isinstance(wanted, dict):
+        if any(k.startswith("$") for k in wanted):
+            return all(_operator(value, op, v) for op, v in wanted.items())
+        return isinstance(value, dict) and all(_matches(value.get(k), v) for k, v in wanted.items())
+    if isinstance(wanted, list | tuple):
+        return (isinstance(value, list | tuple) and len(value) == len(wanted)
+                and all(_matches(a, b) for a, b in zip(value, wanted, strict=True)))
+    return bool(value == wanted)
+
+
+def _operator(value: Any, op: str, operand: Any) -> bool:
+    if op == "$eq":
+        return bool(value == operand)
+    if op == "$ne":
+        return bool(value != operand)
+    if value is None:
+        return False
+    compare = {"$gt": float.__gt__, "$gte": float.__ge__, "$lt": float.__lt__,
+               "$lte": float.__le__}.get(op)
+    if compare is None:
+        raise ValueError(f"unsupported filter operator: {op}")
+    return bool(compare(float(value), float(operand)))
+
+
+def _namespace_matches(ns: tuple[str, ...], cond: MatchCondition) -> bool:
+    path = tuple(cond.path)
+    if len(ns) < len(path):
+        return False
+    part = ns[:len(path)] if cond.match_type == "prefix" else ns[len(ns) - len(path):]
+    return all(p in ("*", n) for n, p in zip(part, path, strict=True))
+
+
+class CelestialStore(BaseStore):
+    """A ``BaseStore`` over ``client`` (sync and async; the async calls run the blocking client
+    in a worker thread). ``reinforce``: whether a search counts as recalling what it returns."""
+
+    supports_ttl = False
+
+    def __init__(self, client: CelestialClient, *, reinforce: bool = True) -> None:
+        self.client = client
+        self.reinforce = reinforce
+
+    # The item a memory holds, or None for a memory this store did not write.
+    def _item(self, m: Memory, score: float | None = None) -> SearchItem | None:
+        ns = next((t[3:] for t in m.tags if t.startswith("ns:")), None)
+        if ns is None or "lg_key" not in m.metadata:
+            return None
+        created = datetime.fromisoformat(m.metadata.get("lg_created", m.created_at.isoformat()))
+        return SearchItem(tuple(ns.split(".")), m.metadata["lg_key"], json.loads(m.content),
+                          created, m.created_at, score)
+
+    def _get(self, op: GetOp) -> Item | None:
+        try:
+            m = self.client.get(item_id(op.namespace, op.key))
+        except NotFoundError:
+            return None
+        found = self._item(m)
+        return None if found is None else Item(value=found.value, key=found.key,
+                                               namespace=found.namespace,
+                                               created_at=found.created_at,
+                                               updated_at=found.updated_at)
+
+    def _put(self, op: PutOp) -> None:
+        mid = item_id(op.namespace, op.key)
+        if op.value is None:
+            self.client.delete(mid)
+            return
+        now = datetime.now(UTC)
+        try:
+            created = self.client.get(mid).metadata.get("lg_created", now.isoformat())
+        except NotFoundError:
+            created = now.isoformat()
+        self.client.store(json.dumps(op.value, ensure_ascii=False, separators=(",", ":"),
+                                     sort_keys=True),
+                          id=mid, upsert=True, tags=_tags(op.namespace), created_at=now,
+                          metadata={"lg_key": op.key, "lg_created": created})
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        tags = _prefix_tag(op.namespace_prefix)
+        found: list[SearchItem] = []
+        if op.query:
+            want = op.offset + op.limit
+            results = self.client.recall(op.query, FILTER_WINDOW if op.filter else min(want, 100),
+                                         tags_all=tags, reinforce=self.reinforce)
+            for r in results:
+                item = self._item(r.memory, r.relevance)
+                if item is not None and (not op.filter or _matches(item.value, op.filter)):
+                    found.append(item)
+        else:
+            for m in self.client.iter_memories(tags_all=tags):
+                item = self._item(m)
+                if item is not None and (not op.filter or _matches(item.value, op.filter)):
+                    found.append(item)
+                    if len(found) >= op.offset + op.limit:
+                        break
+        return found[op.offset:op.offset + op.limit]
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        seen: set[tuple[str, ...]] = set()
+        for m in self.client.iter_memories(tags_all=[MARK]):
+            ns = next((tuple(t[3:].split(".")) for t in m.tags if t.startswith("ns:")), None)
+            if ns is None or not all(_namespace_matches(ns, c) for c in op.match_conditions or ()):
+                continue
+            seen.add(ns[:op.max_depth] if op.max_depth is not None else ns)
+        return sorted(seen)[op.offset:op.offset + op.limit]
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        out: list[Result] = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                out.append(self._get(op))
+            elif isinstance(op, PutOp):
+                self._put(op)
+                out.append(None)
+            elif isinstance(op, SearchOp):
+                out.append(self._search(op))
+            elif isinstance(op, ListNamespacesOp):
+                out.append(self._list_namespaces(op))
+            else:
+                raise ValueError(f"unknown store operation: {type(op).__name__}")
+        return out
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await asyncio.to_thread(self.batch, list(ops))
