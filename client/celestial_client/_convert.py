@@ -17,6 +17,7 @@ from celestial_client.types import (
     LedgerPage,
     Memory,
     MergedRepeat,
+    PromptContext,
     RebalanceReport,
     RecallResult,
     ScoreBreakdown,
@@ -259,3 +260,8 @@ def exported_record(e: ExportedMemory | pb.ExportedMemory) -> pb.ExportedMemory:
                     for r in m.merged]),
         vector=e.vector, context_vector=e.context_vector, context_score=e.context_score,
         written_at=timestamp(e.written_at))
+
+
+def prompt_context(r: pb.ContextResponse) -> PromptContext:
+    return PromptContext(r.text, int(r.tokens), r.tokenizer, list(r.included_ids),
+                         list(r.folded_ids), list(r.omitted_ids))

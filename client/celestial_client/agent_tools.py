@@ -122,6 +122,14 @@ def _search(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
     return ToolOutput(text, {"results": [_result_data(r) for r in results]})
 
 
+def _context(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
+    ctx = c.context(a["query"], a["max_tokens"], a.get("limit", 0), **_filters(a))
+    return ToolOutput(ctx.text or f"no memory matches {a['query']!r}",
+                      {"tokens": ctx.tokens, "tokenizer": ctx.tokenizer,
+                       "included_ids": ctx.included_ids, "folded_ids": ctx.folded_ids,
+                       "omitted_ids": ctx.omitted_ids})
+
+
 def _get(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
     m = c.get(a["id"])
     return ToolOutput(_line(m), {"memory": memory_data(m)})
@@ -211,6 +219,16 @@ TOOLS: tuple[ToolSpec, ...] = (
                      include_archived={"type": "boolean", "default": False,
                                        "description": "Search forgotten (archived) memories too."}),
              _search),
+    ToolSpec("memory_context", "The memories relevant to a question as one block to read, within a "
+             "token budget: grouped by zone, dated, repeats folded, saying what was left out. Use "
+             "it to bring what you know into the conversation.",
+             _schema("query", query=_str("What the block should be about.", minLength=1),
+                     max_tokens={"type": "integer", "minimum": 1, "maximum": 32768,
+                                 "default": 1000, "description": "The block's budget in tokens."},
+                     limit={"type": "integer", "minimum": 1, "maximum": 100,
+                            "description": "How many memories to consider (default 30)."},
+                     **FILTER_PROPS),
+             _context),
     ToolSpec("memory_get", "Read one memory by id, with its zone, score and history.",
              _schema("id", id=ID), _get),
     ToolSpec("memory_update", "Change a memory: its content, importance, tags or pin.",

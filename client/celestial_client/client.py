@@ -31,6 +31,7 @@ from celestial_client.types import (
     LedgerPage,
     Memory,
     Page,
+    PromptContext,
     RebalanceReport,
     RecallResult,
     Stats,
@@ -145,6 +146,11 @@ class _Base:
             other.tenant = tenant
         return other
 
+    def _context(self, query: str, max_tokens: int, limit: int,
+                 opts: RecallOptions) -> pb.ContextRequest:
+        return pb.ContextRequest(recall=cv.recall_request(self.tenant, query, limit, **opts),
+                                 max_tokens=max_tokens)
+
     def _filter(self, filters: Filters) -> pb.RecallFilter:
         return cv.recall_request(self.tenant, "", 1, **filters).filter
 
@@ -229,6 +235,15 @@ class CelestialClient(_Base):
     ]:
         resp = self._call("Recall", cv.recall_request(self.tenant, query, limit, **opts))
         return cv.recall_results(resp)
+
+    def context(self, query: str, max_tokens: int, limit: int = 0,
+                **opts: Unpack[RecallOptions]) -> PromptContext:
+        """The memories most relevant to ``query`` as a block for a prompt, within
+        ``max_tokens`` (the server's tokenizer): grouped by zone, dated, repeats folded, saying
+        what it left out. ``limit``: how many memories to consider (0: the server's 30); the
+        options are recall's. Reinforces the memories the block holds."""
+        return cv.prompt_context(self._call("Context", self._context(query, max_tokens, limit,
+                                                                     opts)))
 
     def get(self, memory_id: str) -> Memory:
         return cv.memory(self._call("Get", pb.GetRequest(tenant=self.tenant, id=memory_id)).memory)
@@ -413,6 +428,11 @@ class AsyncCelestialClient(_Base):
     ) -> list[RecallResult]:
         resp = await self._call("Recall", cv.recall_request(self.tenant, query, limit, **opts))
         return cv.recall_results(resp)
+
+    async def context(self, query: str, max_tokens: int, limit: int = 0,
+                      **opts: Unpack[RecallOptions]) -> PromptContext:
+        return cv.prompt_context(await self._call("Context", self._context(
+            query, max_tokens, limit, opts)))
 
     async def get(self, memory_id: str) -> Memory:
         resp = await self._call("Get", pb.GetRequest(tenant=self.tenant, id=memory_id))

@@ -211,3 +211,17 @@ class Consolidation:
     merges: list[tuple[str, list[str]]]
     scanned: int
     dry_run: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PromptContext:
+    """A Context block: ``text`` to paste into a prompt, never over the budget; its ``tokens``
+    counted by ``tokenizer``; the ids it holds, those folded into them as repeats, and those
+    left out to fit."""
+
+    text: str
+    tokens: int
+    tokenizer: str
+    included_ids: list[str]
+    folded_ids: list[str]
+    omitted_ids: list[str]

@@ -127,6 +127,7 @@ class Settings(BaseSettings):
     max_context_chars: int = Field(32_768, gt=0)
     default_recall_limit: int = Field(10, gt=0)
     max_recall_limit: int = Field(100, gt=0)
+    max_prompt_tokens: int = Field(32_768, gt=0, description="the largest Context block asked for")
 
     # Input limits
     max_content_chars: int = Field(32_768, gt=0)

@@ -29,6 +29,7 @@ class BatchingEmbedder:
     def __init__(self, inner: Embedder, window_s: float = 0.001, max_batch: int = 64) -> None:
         self.name, self.dimension = inner.name, inner.dimension
         self._inner, self._window, self._max = inner, window_s, max_batch
+        self.inner = inner  # what it batches for (its tokenizer, for one)
         self._queue: queue.Queue[tuple[list[str], Future[Rows]] | None] = queue.Queue()
         self.batches: deque[int] = deque(maxlen=1000)  # texts per encode, the most recent
         self._calls = 0  # calls inside embed(), queued or being encoded

@@ -63,6 +63,11 @@ class SentenceTransformerEmbedder:
         self.dimension = int(dim)
         self._direct = MeanPooledEncoder.of(self._model, self.dimension)
 
+    @property
+    def tokenizer(self) -> Any:
+        """The model's own tokenizer (Context counts a prompt's tokens with it)."""
+        return self._model.tokenizer
+
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         if self._direct is not None:
             return self._direct.encode(list(texts))

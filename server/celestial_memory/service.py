@@ -45,6 +45,7 @@ from celestial_memory.embedding import Embedder
 from celestial_memory.errors import FailedPrecondition, InvalidArgument, NotFound
 from celestial_memory.listing import Listing
 from celestial_memory.placement import Placement
+from celestial_memory.prompt_context import Assembler, ContextBlock, token_counter
 from celestial_memory.rebalancer import Rebalancer
 from celestial_memory.retrieval import Retrieval, zone_order
 from celestial_memory.store.payload import ARCHIVE_ZONE
@@ -80,6 +81,7 @@ class MemoryService:
         self.listing = Listing(settings, store, self.placement)
         self.storing = Storing(settings, store, embedder, self.retrieval, self.fn, self.zones,
                                clock, evaluator, self.placement)
+        self.tokens = token_counter(embedder)
         self.archive = Archive(settings, store, self.fn, self.zones, clock, self.placement)
 
     def close(self) -> None:
@@ -196,6 +198,11 @@ class MemoryService:
                 if not out:
                     m.zone = Zone(zone_of[m.id])
             found_in = [m.zone for m in mems]
+            if q.select is not None:
+                keep = q.select(mems, [None if a else z for z, a in zip(found_in, archived,
+                                                                        strict=True)])
+                mems, ranked = [mems[i] for i in keep], [ranked[i] for i in keep]
+                archived, found_in = [archived[i] for i in keep], [found_in[i] for i in keep]
             cs = [max(context.get(m.id, 0.0), 0.0) for m in mems]
             if q.reinforce:
                 cancel.check("the recall")
@@ -209,6 +216,20 @@ class MemoryService:
             RecallResult(m, z, r.relevance, b, archived=a)
             for m, z, r, b, a in zip(mems, found_in, ranked, breakdowns, archived, strict=True)
         ]
+
+    def context(self, tenant: str, q: RecallQuery, max_tokens: int,
+                cancel: Cancellation = NEVER) -> ContextBlock:
+        """The recall's memories as a block for a prompt within ``max_tokens``
+        (prompt_context.py); only the memories the block holds are reinforced. ``q.limit`` is
+        how many to consider (0: 30)."""
+        if not 0 < max_tokens <= self.settings.max_prompt_tokens:
+            raise InvalidArgument("max_tokens",
+                                  f"must be 1 to {self.settings.max_prompt_tokens}, got {max_tokens}")
+        assembler = Assembler(max_tokens, self.tokens)
+        q.select = assembler.select
+        q.limit = q.limit or min(30, self.settings.max_recall_limit)
+        self.recall(tenant, q, cancel)
+        return assembler.block
 
     # -- get / update / delete -------------------------------------------------------------
 

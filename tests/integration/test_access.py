@@ -95,6 +95,11 @@ def every_rpc(stub: Stub, tenant: str, memory_id: str, md: Any) -> dict[str, Cal
         "Recall": lambda: stub.Recall(pb.RecallRequest(tenant=tenant, query="boat"), metadata=md),
         "RecallRead": lambda: stub.Recall(
             pb.RecallRequest(tenant=tenant, query="boat", no_reinforce=True), metadata=md),
+        "Context": lambda: stub.Context(pb.ContextRequest(
+            recall=pb.RecallRequest(tenant=tenant, query="boat"), max_tokens=100), metadata=md),
+        "ContextRead": lambda: stub.Context(pb.ContextRequest(
+            recall=pb.RecallRequest(tenant=tenant, query="boat", no_reinforce=True),
+            max_tokens=100), metadata=md),
         "Get": lambda: stub.Get(pb.GetRequest(tenant=tenant, id=memory_id), metadata=md),
         "Update": lambda: stub.Update(
             pb.UpdateRequest(tenant=tenant, id=memory_id, importance=0.9), metadata=md),
@@ -174,9 +179,9 @@ async def test_another_tenants_key_gets_nothing_in_any_direction(stub: Stub, key
 
 
 ROLE_ALLOWS = {
-    "read": {"RecallRead", "Get", "Recent", "List", "Stats", "Export", "Ledger"},
-    "write": {"RecallRead", "Get", "Recent", "List", "Stats", "Export", "Ledger", "Store",
-              "StoreBatch", "Recall", "Update", "Import", "Delete", "Restore"},
+    "read": {"RecallRead", "ContextRead", "Get", "Recent", "List", "Stats", "Export", "Ledger"},
+    "write": {"RecallRead", "ContextRead", "Get", "Recent", "List", "Stats", "Export", "Ledger",
+              "Store", "StoreBatch", "Recall", "Context", "Update", "Import", "Delete", "Restore"},
 }
 
 

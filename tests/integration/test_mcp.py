@@ -27,7 +27,8 @@ async def test_mcp_over_stdio_lists_saves_searches_pins_and_reports_errors(
 ) -> None:
     async with Client(stdio(server), read_timeout_seconds=60) as mcp:
         tools = {t.name: t for t in (await mcp.list_tools()).tools}
-        assert set(tools) == {"memory_save", "memory_search", "memory_get", "memory_update",
+        assert set(tools) == {"memory_save", "memory_search", "memory_context", "memory_get",
+                              "memory_update",
                               "memory_pin", "memory_delete", "memory_stats", "memory_recent",
                               "memory_ledger", "memory_rebalance"}
         save = tools["memory_save"].input_schema

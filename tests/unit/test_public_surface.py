@@ -7,7 +7,7 @@ import inspect
 import celestial_client
 from celestial_client import AsyncCelestialClient, CelestialClient
 
-METHODS = ["close", "consolidate", "delete", "export", "get", "import_memories", "iter_memories",
+METHODS = ["close", "consolidate", "context", "delete", "export", "get", "import_memories", "iter_memories",
            "ledger", "ledger_page", "list_page", "rebalance", "recall", "recent", "recent_page",
            "restore", "set_clock", "stats", "store", "store_batch", "update", "with_options"]
 
@@ -37,6 +37,7 @@ def test_exports_are_pinned() -> None:
         "OutOfRangeError",
         "Page",
         "PermissionDeniedError",
+        "PromptContext",
         "RebalanceReport",
         "RecallResult",
         "ResourceExhaustedError",

@@ -282,6 +282,30 @@ class RecallResponse(_message.Message):
     results: _containers.RepeatedCompositeFieldContainer[RecallResult]
     def __init__(self, results: _Optional[_Iterable[_Union[RecallResult, _Mapping]]] = ...) -> None: ...
 
+class ContextRequest(_message.Message):
+    __slots__ = ("recall", "max_tokens")
+    RECALL_FIELD_NUMBER: _ClassVar[int]
+    MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    recall: RecallRequest
+    max_tokens: int
+    def __init__(self, recall: _Optional[_Union[RecallRequest, _Mapping]] = ..., max_tokens: _Optional[int] = ...) -> None: ...
+
+class ContextResponse(_message.Message):
+    __slots__ = ("text", "tokens", "tokenizer", "included_ids", "folded_ids", "omitted_ids")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TOKENIZER_FIELD_NUMBER: _ClassVar[int]
+    INCLUDED_IDS_FIELD_NUMBER: _ClassVar[int]
+    FOLDED_IDS_FIELD_NUMBER: _ClassVar[int]
+    OMITTED_IDS_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    tokens: int
+    tokenizer: str
+    included_ids: _containers.RepeatedScalarFieldContainer[str]
+    folded_ids: _containers.RepeatedScalarFieldContainer[str]
+    omitted_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, text: _Optional[str] = ..., tokens: _Optional[int] = ..., tokenizer: _Optional[str] = ..., included_ids: _Optional[_Iterable[str]] = ..., folded_ids: _Optional[_Iterable[str]] = ..., omitted_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class GetRequest(_message.Message):
     __slots__ = ("tenant", "id")
     TENANT_FIELD_NUMBER: _ClassVar[int]

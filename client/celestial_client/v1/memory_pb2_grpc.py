@@ -50,6 +50,11 @@ class MemoryServiceStub:
                 request_serializer=celestial_dot_v1_dot_memory__pb2.RecallRequest.SerializeToString,
                 response_deserializer=celestial_dot_v1_dot_memory__pb2.RecallResponse.FromString,
                 _registered_method=True)
+        self.Context = channel.unary_unary(
+                '/celestial.v1.MemoryService/Context',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.ContextRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.ContextResponse.FromString,
+                _registered_method=True)
         self.Get = channel.unary_unary(
                 '/celestial.v1.MemoryService/Get',
                 request_serializer=celestial_dot_v1_dot_memory__pb2.GetRequest.SerializeToString,
@@ -149,6 +154,16 @@ class MemoryServiceServicer:
 
     def Recall(self, request, context):
         """Recalls the memories most relevant to a query, Core first, and reinforces them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Context(self, request, context):
+        """Recalls and assembles what an agent pastes into a prompt: the most relevant memories that
+        fit in max_tokens, grouped by zone (Core first), dated, repeats folded, saying how many
+        were left out. Reinforces the memories the block holds, once, as Recall does (unless
+        recall.no_reinforce).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -297,6 +312,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.Recall,
                     request_deserializer=celestial_dot_v1_dot_memory__pb2.RecallRequest.FromString,
                     response_serializer=celestial_dot_v1_dot_memory__pb2.RecallResponse.SerializeToString,
+            ),
+            'Context': grpc.unary_unary_rpc_method_handler(
+                    servicer.Context,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.ContextRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.ContextResponse.SerializeToString,
             ),
             'Get': grpc.unary_unary_rpc_method_handler(
                     servicer.Get,
@@ -451,6 +471,33 @@ class MemoryService:
             '/celestial.v1.MemoryService/Recall',
             celestial_dot_v1_dot_memory__pb2.RecallRequest.SerializeToString,
             celestial_dot_v1_dot_memory__pb2.RecallResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Context(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/celestial.v1.MemoryService/Context',
+            celestial_dot_v1_dot_memory__pb2.ContextRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.ContextResponse.FromString,
             options,
             channel_credentials,
             insecure,

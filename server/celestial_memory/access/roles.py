@@ -25,9 +25,9 @@ class Role(IntEnum):
 
 
 # The least role each method of the memory service needs. A method missing here is refused.
-# Recall needs WRITE when it reinforces; the servicer checks that, as it depends on the request.
+# Recall and Context need WRITE when they reinforce; the servicer checks that, as it depends on the request.
 METHOD_ROLES: dict[str, Role] = {
-    "Get": Role.READ, "Recall": Role.READ, "Recent": Role.READ, "Stats": Role.READ,
+    "Get": Role.READ, "Recall": Role.READ, "Context": Role.READ, "Recent": Role.READ, "Stats": Role.READ,
     "Export": Role.READ, "Ledger": Role.READ, "List": Role.READ,
     "Store": Role.WRITE, "StoreBatch": Role.WRITE, "Update": Role.WRITE, "Delete": Role.WRITE,
     "Import": Role.WRITE, "Restore": Role.WRITE,

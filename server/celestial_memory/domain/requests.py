@@ -4,10 +4,11 @@ validates every field before it writes anything)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from celestial_memory.domain.models import Memory, MemoryFilter, Vector
+from celestial_memory.domain.zones import Zone
 
 
 @dataclass(slots=True)
@@ -39,6 +40,9 @@ class RecallQuery:
     ignore_zones: bool = False  # rank by relevance alone (plain hybrid search)
     include_archived: bool = False  # search the archive too, always
     deep: bool | None = None  # the archive when the zones fall short; None: the server's default
+    # Picks which of the ranked memories (with the zone each was found in, None for the
+    # archive) are returned and reinforced, in rank order: a Context block's budget.
+    select: Callable[[Sequence[Memory], Sequence[Zone | None]], list[int]] | None = None
 
 
 @dataclass(slots=True)

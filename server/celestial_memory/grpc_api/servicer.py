@@ -38,6 +38,7 @@ LIST_PAGE = PageSize(100, 1000)
 LEDGER_PAGE = PageSize(100, 1000)
 LEDGER_LIMIT = 10_000  # the deprecated Ledger limit's old bound
 Context = grpc.aio.ServicerContext[Any, Any]
+RpcContext = Context
 
 
 class MemoryServicer(pb_grpc.MemoryServiceServicer):
@@ -330,3 +331,15 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         if batch:
             await write()
         return pb.ImportResponse(imported=imported, skipped=skipped)
+
+    # Last in the class: the method's name hides the Context type in the class body below it.
+    @mapped
+    async def Context(self, request: pb.ContextRequest, context: RpcContext) -> pb.ContextResponse:
+        q = cv.recall_query_from_pb(request.recall)
+        if q.reinforce:
+            CALLER.get().require(Role.WRITE, "Context with reinforcement")
+        b = await self._run(context, self._service.context, self._tenant(request.recall.tenant),
+                            q, request.max_tokens, cancellable=True)
+        return pb.ContextResponse(text=b.text, tokens=b.tokens, tokenizer=b.tokenizer,
+                                  included_ids=b.included, folded_ids=b.folded,
+                                  omitted_ids=b.omitted)

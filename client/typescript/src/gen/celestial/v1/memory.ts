@@ -579,6 +579,41 @@ export interface RecallResponse {
   results: RecallResult[];
 }
 
+/** Request of Context. */
+export interface ContextRequest {
+  /**
+   * The recall to assemble from: tenant, query, filter and options as for Recall; its limit
+   * is how many memories to consider (0 means 30).
+   */
+  recall:
+    | RecallRequest
+    | undefined;
+  /**
+   * The block's budget, in tokens of ContextResponse.tokenizer: 1 to the server's cap (32,768
+   * by default). Required.
+   */
+  maxTokens: number;
+}
+
+/** Response of Context. */
+export interface ContextResponse {
+  /** The block, never longer than max_tokens; empty when nothing was found or nothing fits. */
+  text: string;
+  /** Its length in tokens. */
+  tokens: number;
+  /** What counted them: the embedding model's own tokenizer. */
+  tokenizer: string;
+  /** The memories the block holds, in its order (reinforced unless no_reinforce). */
+  includedIds: string[];
+  /**
+   * Memories recalled that repeat one the block holds (all their words are its words), folded
+   * into it.
+   */
+  foldedIds: string[];
+  /** Memories recalled but left out to fit the budget, most relevant first. */
+  omittedIds: string[];
+}
+
 /** Request of Get. */
 export interface GetRequest {
   /** Tenant that owns the memory. */
@@ -3537,6 +3572,258 @@ export const RecallResponse: MessageFns<RecallResponse> = {
   fromPartial<I extends Exact<DeepPartial<RecallResponse>, I>>(object: I): RecallResponse {
     const message = createBaseRecallResponse();
     message.results = object.results?.map((e) => RecallResult.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseContextRequest(): ContextRequest {
+  return { recall: undefined, maxTokens: 0 };
+}
+
+export const ContextRequest: MessageFns<ContextRequest> = {
+  encode(message: ContextRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.recall !== undefined) {
+      RecallRequest.encode(message.recall, writer.uint32(10).fork()).join();
+    }
+    if (message.maxTokens !== 0) {
+      writer.uint32(16).int32(message.maxTokens);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ContextRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseContextRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.recall = RecallRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.maxTokens = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ContextRequest {
+    return {
+      recall: isSet(object.recall) ? RecallRequest.fromJSON(object.recall) : undefined,
+      maxTokens: isSet(object.maxTokens)
+        ? globalThis.Number(object.maxTokens)
+        : isSet(object.max_tokens)
+        ? globalThis.Number(object.max_tokens)
+        : 0,
+    };
+  },
+
+  toJSON(message: ContextRequest): unknown {
+    const obj: any = {};
+    if (message.recall !== undefined) {
+      obj.recall = RecallRequest.toJSON(message.recall);
+    }
+    if (message.maxTokens !== 0) {
+      obj.maxTokens = Math.round(message.maxTokens);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ContextRequest>, I>>(base?: I): ContextRequest {
+    return ContextRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ContextRequest>, I>>(object: I): ContextRequest {
+    const message = createBaseContextRequest();
+    message.recall = (object.recall !== undefined && object.recall !== null)
+      ? RecallRequest.fromPartial(object.recall)
+      : undefined;
+    message.maxTokens = object.maxTokens ?? 0;
+    return message;
+  },
+};
+
+function createBaseContextResponse(): ContextResponse {
+  return { text: "", tokens: 0, tokenizer: "", includedIds: [], foldedIds: [], omittedIds: [] };
+}
+
+export const ContextResponse: MessageFns<ContextResponse> = {
+  encode(message: ContextResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.text !== "") {
+      writer.uint32(10).string(message.text);
+    }
+    if (message.tokens !== 0) {
+      writer.uint32(16).int32(message.tokens);
+    }
+    if (message.tokenizer !== "") {
+      writer.uint32(26).string(message.tokenizer);
+    }
+    for (const v of message.includedIds) {
+      writer.uint32(34).string(v!);
+    }
+    for (const v of message.foldedIds) {
+      writer.uint32(42).string(v!);
+    }
+    for (const v of message.omittedIds) {
+      writer.uint32(50).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ContextResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseContextResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.text = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.tokens = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.tokenizer = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.includedIds.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.foldedIds.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.omittedIds.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ContextResponse {
+    return {
+      text: isSet(object.text) ? globalThis.String(object.text) : "",
+      tokens: isSet(object.tokens) ? globalThis.Number(object.tokens) : 0,
+      tokenizer: isSet(object.tokenizer) ? globalThis.String(object.tokenizer) : "",
+      includedIds: globalThis.Array.isArray(object?.includedIds)
+        ? object.includedIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.included_ids)
+        ? object.included_ids.map((e: any) => globalThis.String(e))
+        : [],
+      foldedIds: globalThis.Array.isArray(object?.foldedIds)
+        ? object.foldedIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.folded_ids)
+        ? object.folded_ids.map((e: any) => globalThis.String(e))
+        : [],
+      omittedIds: globalThis.Array.isArray(object?.omittedIds)
+        ? object.omittedIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.omitted_ids)
+        ? object.omitted_ids.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ContextResponse): unknown {
+    const obj: any = {};
+    if (message.text !== "") {
+      obj.text = message.text;
+    }
+    if (message.tokens !== 0) {
+      obj.tokens = Math.round(message.tokens);
+    }
+    if (message.tokenizer !== "") {
+      obj.tokenizer = message.tokenizer;
+    }
+    if (message.includedIds?.length) {
+      obj.includedIds = message.includedIds;
+    }
+    if (message.foldedIds?.length) {
+      obj.foldedIds = message.foldedIds;
+    }
+    if (message.omittedIds?.length) {
+      obj.omittedIds = message.omittedIds;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ContextResponse>, I>>(base?: I): ContextResponse {
+    return ContextResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ContextResponse>, I>>(object: I): ContextResponse {
+    const message = createBaseContextResponse();
+    message.text = object.text ?? "";
+    message.tokens = object.tokens ?? 0;
+    message.tokenizer = object.tokenizer ?? "";
+    message.includedIds = object.includedIds?.map((e) => e) || [];
+    message.foldedIds = object.foldedIds?.map((e) => e) || [];
+    message.omittedIds = object.omittedIds?.map((e) => e) || [];
     return message;
   },
 };
@@ -7537,6 +7824,21 @@ export const MemoryServiceService = {
     responseSerialize: (value: RecallResponse): Buffer => Buffer.from(RecallResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RecallResponse => RecallResponse.decode(value),
   },
+  /**
+   * Recalls and assembles what an agent pastes into a prompt: the most relevant memories that
+   * fit in max_tokens, grouped by zone (Core first), dated, repeats folded, saying how many
+   * were left out. Reinforces the memories the block holds, once, as Recall does (unless
+   * recall.no_reinforce).
+   */
+  context: {
+    path: "/celestial.v1.MemoryService/Context" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ContextRequest): Buffer => Buffer.from(ContextRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ContextRequest => ContextRequest.decode(value),
+    responseSerialize: (value: ContextResponse): Buffer => Buffer.from(ContextResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ContextResponse => ContextResponse.decode(value),
+  },
   /** Reads one memory by id without reinforcing it. */
   get: {
     path: "/celestial.v1.MemoryService/Get" as const,
@@ -7751,6 +8053,13 @@ export interface MemoryServiceServer extends UntypedServiceImplementation {
   storeBatch: handleClientStreamingCall<StoreRequest, StoreBatchResponse>;
   /** Recalls the memories most relevant to a query, Core first, and reinforces them. */
   recall: handleUnaryCall<RecallRequest, RecallResponse>;
+  /**
+   * Recalls and assembles what an agent pastes into a prompt: the most relevant memories that
+   * fit in max_tokens, grouped by zone (Core first), dated, repeats folded, saying how many
+   * were left out. Reinforces the memories the block holds, once, as Recall does (unless
+   * recall.no_reinforce).
+   */
+  context: handleUnaryCall<ContextRequest, ContextResponse>;
   /** Reads one memory by id without reinforcing it. */
   get: handleUnaryCall<GetRequest, GetResponse>;
   /**
@@ -7893,6 +8202,27 @@ export interface MemoryServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RecallResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Recalls and assembles what an agent pastes into a prompt: the most relevant memories that
+   * fit in max_tokens, grouped by zone (Core first), dated, repeats folded, saying how many
+   * were left out. Reinforces the memories the block holds, once, as Recall does (unless
+   * recall.no_reinforce).
+   */
+  context(
+    request: ContextRequest,
+    callback: (error: ServiceError | null, response: ContextResponse) => void,
+  ): ClientUnaryCall;
+  context(
+    request: ContextRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ContextResponse) => void,
+  ): ClientUnaryCall;
+  context(
+    request: ContextRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ContextResponse) => void,
   ): ClientUnaryCall;
   /** Reads one memory by id without reinforcing it. */
   get(request: GetRequest, callback: (error: ServiceError | null, response: GetResponse) => void): ClientUnaryCall;

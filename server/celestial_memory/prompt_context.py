@@ -1,0 +1,166 @@
+"""Context for a prompt: the recalled memories an agent pastes into a prompt, assembled within a
+token budget (the Context RPC).
+
+The memories are taken most relevant first while they fit; a memory whose words are all words
+of one already taken (the repeat rule's word test, repeats.py) is folded into it, and one that
+says more than a taken memory replaces that memory's wording in its place. The block lists them
+grouped by zone, Core first (the archive last), each dated, most relevant first within a zone,
+and ends by saying how many were folded and how many left out. Tokens are counted with the
+embedding model's own tokenizer (the only one a server without network can be sure to have);
+the block is counted whole once assembled and shortened until it fits, so it never exceeds the
+budget, whatever the tokenizer does at the joins.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from celestial_memory.domain.models import Memory
+from celestial_memory.domain.zones import Zone
+from celestial_memory.repeats import Repeats
+
+HEADER = "Relevant memories, grouped by zone (core first), most relevant first within a zone:"
+
+
+class TokenCounter(Protocol):
+    name: str
+
+    def count(self, texts: Sequence[str]) -> list[int]: ...
+
+
+class ModelTokens:
+    """Tokens of a Hugging Face tokenizer, without the special tokens a model adds."""
+
+    def __init__(self, tokenizer: Any, name: str) -> None:
+        self._tokenizer, self.name = tokenizer, name
+
+    def count(self, texts: Sequence[str]) -> list[int]:
+        if not texts:
+            return []
+        ids = self._tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+        return [len(i) for i in ids]
+
+
+class WordTokens:
+    """Words and punctuation marks: for an embedder without a tokenizer (tests' fakes)."""
+
+    name = "words"
+    _TOKEN = re.compile(r"\w+|[^\w\s]")
+
+    def count(self, texts: Sequence[str]) -> list[int]:
+        return [len(self._TOKEN.findall(t)) for t in texts]
+
+
+def token_counter(embedder: Any) -> TokenCounter:
+    inner = getattr(embedder, "inner", embedder)
+    tokenizer = getattr(inner, "tokenizer", None)
+    if callable(tokenizer):
+        return ModelTokens(tokenizer, f"{inner.name} (the embedding model's tokenizer)")
+    return WordTokens()
+
+
+@dataclass(slots=True)
+class _Entry:
+    index: int  # in the recall's ranking
+    memory: Memory
+    zone: Zone | None  # None: found in the archive
+    text: str
+    terms: frozenset[str]
+
+
+@dataclass(slots=True)
+class ContextBlock:
+    text: str = ""
+    tokens: int = 0
+    tokenizer: str = ""
+    included: list[str] = field(default_factory=list)  # ids, in the block's order
+    folded: list[str] = field(default_factory=list)
+    omitted: list[str] = field(default_factory=list)
+
+
+class Assembler:
+    """``select`` is handed to the recall: it picks, from the ranked memories, those the block
+    holds (and so the recall reinforces), and keeps the block."""
+
+    def __init__(self, max_tokens: int, counter: TokenCounter) -> None:
+        self.max_tokens, self.counter = max_tokens, counter
+        self.block = ContextBlock(tokenizer=counter.name)
+
+    @staticmethod
+    def _line(m: Memory) -> str:
+        day = datetime.fromtimestamp(m.created_at, UTC).strftime("%Y-%m-%d")
+        return f"- [{day}] {' '.join(m.content.split())}"
+
+    def _render(self, taken: list[_Entry], folded: int, omitted: int) -> str:
+        if not taken:
+            return ""
+        order = sorted(taken, key=lambda e: (5 if e.zone is None else int(e.zone), e.index))
+        lines, current = [HEADER], -1
+        for e in order:
+            z = 5 if e.zone is None else int(e.zone)
+            if z != current:
+                lines.append(f"## {'archive (forgotten)' if e.zone is None else e.zone.name.lower()}")
+                current = z
+            lines.append(e.text)
+        notes = [f"{n} {what}" for n, what in ((folded, "repeats folded in"),
+                                              (omitted, "less relevant left out to fit"
+                                                        f" {self.max_tokens} tokens")) if n]
+        if notes:
+            lines.append(f"({'; '.join(notes)})")
+        return "\n".join(lines)
+
+    def select(self, mems: Sequence[Memory], zones: Sequence[Zone | None]) -> list[int]:
+        """Which of the ranked memories (most relevant first) the block holds, in rank order."""
+        entries = [_Entry(i, m, z, self._line(m), Repeats.terms(m.content))
+                   for i, (m, z) in enumerate(zip(mems, zones, strict=True))]
+        costs = self.counter.count([e.text for e in entries])
+        header = self.counter.count([HEADER])[0] + 8  # a zone heading and the closing note
+        taken: list[_Entry] = []
+        folded: dict[int, list[str]] = {}  # taken entry's index -> ids folded into it
+        omitted: list[str] = []
+        used = header
+        for e, cost in zip(entries, costs, strict=True):
+            into = next((t for t in taken if Repeats.nested(e.terms, t.terms)), None)
+            if into is not None:
+                if e.terms <= into.terms:  # says nothing more: folded
+                    folded.setdefault(into.index, []).append(e.memory.id)
+                    continue
+                # Says more: its wording takes the place of the one taken, which is folded.
+                extra = cost - self.counter.count([into.text])[0]
+                if used + extra + 2 <= self.max_tokens:
+                    folded.setdefault(into.index, []).append(into.memory.id)
+                    into.memory, into.text, into.terms = e.memory, e.text, e.terms
+                    used += extra
+                else:
+                    folded.setdefault(into.index, []).append(e.memory.id)
+                continue
+            if used + cost + 2 <= self.max_tokens:  # 2: its zone's heading, at worst shared
+                taken.append(e)
+                used += cost + 2
+            else:
+                omitted.append(e.memory.id)
+        # Counted whole: drop the least relevant until the block fits.
+        while True:
+            n_folded = sum(len(v) for t, v in folded.items() if any(e.index == t for e in taken))
+            text = self._render(taken, n_folded, len(omitted))
+            tokens = self.counter.count([text])[0] if text else 0
+            if tokens <= self.max_tokens:
+                break
+            last = taken.pop()
+            omitted.append(last.memory.id)
+            omitted += folded.pop(last.index, [])
+        self.block.text, self.block.tokens = text, tokens
+        self.block.included = [e.memory.id for e in sorted(
+            taken, key=lambda e: (5 if e.zone is None else int(e.zone), e.index))]
+        self.block.folded = [mid for e in taken for mid in folded.get(e.index, [])]
+        self.block.omitted = omitted
+        # The memory whose wording an entry shows is the one the agent was given.
+        chosen = {e.memory.id for e in taken}
+        return [i for i, m in enumerate(mems) if m.id in chosen]
+
+
+Select = Callable[[Sequence[Memory], Sequence[Zone | None]], list[int]]
