@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celestial_memory.clock import Clock, ManualClock, SystemClock
 from celestial_memory.config import Settings
-from celestial_memory.domain.importance import evaluator_from_settings
+from celestial_memory.domain.importance import ImportanceEvaluator, evaluator_from_settings
 from celestial_memory.embed_batching import BatchingEmbedder
 from celestial_memory.embedding import Embedder, SentenceTransformerEmbedder
 from celestial_memory.service import MemoryService
@@ -41,10 +41,13 @@ def build_service(
         SentenceTransformerEmbedder(settings.model, settings.device, settings.embed_threads),
         settings.embed_batch_window_ms / 1000, settings.embed_max_batch)
     store = store or open_store(settings, embedder.dimension)
-    return MemoryService(
-        settings, store, embedder, clock or _default_clock(settings),
-        evaluator_from_settings(settings)
-    )
+    if settings.importance_evaluator == "llm":
+        from celestial_memory import llm_importance
+
+        evaluator: ImportanceEvaluator = llm_importance.from_settings(settings)
+    else:
+        evaluator = evaluator_from_settings(settings)
+    return MemoryService(settings, store, embedder, clock or _default_clock(settings), evaluator)
 
 
 def _default_clock(settings: Settings) -> Clock:

@@ -104,7 +104,15 @@ class Settings(BaseSettings):
     zone_capacities: list[int] = Field(default_factory=lambda: [20, 100, 1000, 0, 0])
 
     # Importance
-    importance_evaluator: Literal["rules", "default"] = "rules"
+    importance_evaluator: Literal["rules", "default", "llm"] = "rules"
+    # "llm": an OpenAI-compatible chat endpoint rates new memories (llm_importance.py).
+    importance_llm_base_url: str = Field(
+        "", description="llm evaluator: the endpoint's base URL, e.g. http://localhost:11434/v1")
+    importance_llm_model: str = Field("", description="llm evaluator: the model to ask")
+    importance_llm_api_key: SecretStr | None = Field(None, description="llm evaluator: API key")
+    importance_llm_budget_ms: float = Field(
+        1500.0, gt=0, description="llm evaluator: longest a Store waits before using the rules")
+    importance_llm_cache_size: int = Field(10_000, ge=0, description="llm evaluator: texts rated")
     default_importance: float = Field(0.5, ge=0, le=1)
 
     # Recall (retrieval.py): relevance gate, zone margin, fusion weights, candidates
@@ -184,6 +192,14 @@ class Settings(BaseSettings):
     # when on, the scheduled rebalance is off too (the replay decides when to rebalance).
     admin_clock: bool = False
     log_level: str = "INFO"
+
+    @model_validator(mode="after")
+    def _check_llm(self) -> Settings:
+        if self.importance_evaluator == "llm" and not (
+                self.importance_llm_base_url and self.importance_llm_model):
+            raise ValueError("importance_evaluator=llm needs CELESTIAL_IMPORTANCE_LLM_BASE_URL "
+                             "and CELESTIAL_IMPORTANCE_LLM_MODEL")
+        return self
 
     @model_validator(mode="after")
     def _check_zones(self) -> Settings:

@@ -85,9 +85,12 @@ class MemoryService:
         self.archive = Archive(settings, store, self.fn, self.zones, clock, self.placement)
 
     def close(self) -> None:
-        """Write pending reinforcements, then flush and close the store."""
+        """Write pending reinforcements, then flush and close the store (and an evaluator that
+        holds connections)."""
         self.placement.close()
         self.store.close()
+        if callable(close := getattr(self._evaluator, "close", None)):
+            close()
 
     def tenants(self) -> list[str]:
         """Every tenant that has at least one memory (the periodic rebalance visits each)."""

@@ -80,12 +80,15 @@ class Storing:
         vectors: dict[int, Vector] = {}
         self._embed_missing(checked, [i for i in range(len(checked)) if i not in held], vectors,
                             cancel)
+        # Rated before the ids' locks: an evaluator may call out (llm_importance.py).
+        rated = self._rate(checked, [i for i in range(len(checked)) if i not in held], {})
         with self._placement.ids_locked(ids):
             if any(ids):
                 held = self._held(tenant, checked, ids, batch)
             fresh = [i for i in range(len(checked)) if i not in held]
             self._embed_missing(checked, fresh, vectors, cancel)  # deleted since the first read
-            memories = self._new_memories(tenant, checked, ids, fresh, vectors)
+            memories = self._new_memories(tenant, checked, ids, fresh, vectors,
+                                          self._rate(checked, fresh, rated))
             merged: dict[int, Memory] = {}
             if memories:
                 cancel.check("the store")
@@ -190,9 +193,21 @@ class Storing:
             embedded = self._embedder.embed([items[i].content for i in chunk])
             vectors.update(zip(chunk, embedded, strict=True))
 
+    def _rate(self, items: Sequence[NewMemory], which: Sequence[int],
+              rated: dict[int, float]) -> dict[int, float]:
+        """Importance of the items at ``which``: given, in ``rated``, or from the evaluator
+        (all of them in one call)."""
+        out = {i: items[i].importance for i in which if items[i].importance is not None}
+        out.update({i: rated[i] for i in which if i in rated})
+        ask = [i for i in which if i not in out]
+        if ask:
+            out.update(zip(ask, self._evaluator.evaluate_many([items[i].content for i in ask]),
+                           strict=True))
+        return {i: float(v) for i, v in out.items() if v is not None}
+
     def _new_memories(
         self, tenant: str, items: Sequence[NewMemory], ids: Sequence[str], fresh: Sequence[int],
-        vectors: dict[int, Vector],
+        vectors: dict[int, Vector], importance: dict[int, float],
     ) -> dict[int, Memory]:
         """The memories to write for the items at ``fresh``, placed in their zones."""
         new = [items[i] for i in fresh]
@@ -207,15 +222,12 @@ class Storing:
         now = self._clock.now()
         memories: dict[int, Memory] = {}
         for k, (i, it) in enumerate(zip(fresh, new, strict=True)):
-            importance = it.importance
-            if importance is None:
-                importance = self._evaluator.evaluate(it.content)
             created = it.created_at if it.created_at is not None else now
-            score = float(self._fn.total(0, created, importance, 0.0, now))
+            score = float(self._fn.total(0, created, importance[i], 0.0, now))
             memories[i] = self._rebalancer.stamped(
                 Memory(
                     id=ids[i] or str(uuid.uuid4()), tenant=tenant, content=it.content,
-                    zone=self._zones.zone_of_score(score), score=score, importance=importance,
+                    zone=self._zones.zone_of_score(score), score=score, importance=importance[i],
                     recall_count=0, created_at=created, last_recalled_at=created,
                     tags=it.tags, session_id=it.session_id, agent_id=it.agent_id,
                     metadata=it.metadata, pinned=it.pinned, content_hash=content_hash(it.content),

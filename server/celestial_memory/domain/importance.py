@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Protocol
 
 from celestial_memory.config import Settings
@@ -19,6 +20,11 @@ class ImportanceEvaluator(Protocol):
         """Importance of ``content`` in [0, 1]."""
         ...
 
+    def evaluate_many(self, contents: Sequence[str]) -> list[float]:
+        """Importances of a Store's or StoreBatch's contents, in order (one round trip for
+        an evaluator that calls out)."""
+        ...
+
 
 class DefaultEvaluator:
     def __init__(self, value: float = 0.5) -> None:
@@ -26,6 +32,9 @@ class DefaultEvaluator:
 
     def evaluate(self, content: str) -> float:
         return self._value
+
+    def evaluate_many(self, contents: Sequence[str]) -> list[float]:
+        return [self._value] * len(contents)
 
 
 Cue = tuple[re.Pattern[str], re.Pattern[str]]
@@ -78,6 +87,9 @@ class RuleBasedEvaluator:
         total = sum(w * self._share(content, cues) for cues, w in self.WEIGHTS)
         return max(0.0, min(1.0, total))
 
+    def evaluate_many(self, contents: Sequence[str]) -> list[float]:
+        return [self.evaluate(c) for c in contents]
+
     @staticmethod
     def _share(text: str, cues: list[Cue]) -> float:
         matched = sum(1 for en, ko in cues if en.search(text) or ko.search(text))
@@ -85,6 +97,7 @@ class RuleBasedEvaluator:
 
 
 def evaluator_from_settings(s: Settings) -> ImportanceEvaluator:
+    """The rules or the constant; "llm" calls out, so the wiring makes it (app.py)."""
     if s.importance_evaluator == "default":
         return DefaultEvaluator(s.default_importance)
     return RuleBasedEvaluator()
