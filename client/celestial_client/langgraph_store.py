@@ -7,9 +7,10 @@
 How LangGraph's model maps onto the memory:
 - the client's tenant holds the store; an item is a memory whose id is derived from its
   namespace and key (uuid5), so ``put`` of the same key replaces it;
-- the value is the memory's content, as compact JSON: what LangGraph's own stores embed by
-  default (the whole value), so ``search(query=...)`` is the service's hybrid recall over it,
-  ranked by relevance (``SearchItem.score``), and it reinforces what it returns;
+- the value's text (its string leaves, joined) is the memory's content and the value itself,
+  as compact JSON, its context, which the service indexes with it: so ``search(query=...)`` is
+  the service's hybrid recall over both, every item of the namespace ranked by relevance
+  (``SearchItem.score``, no gate), and it reinforces what it returns;
 - the namespace is a tag (``ns:a.b``) plus one tag per prefix (``ns^:a``, ``ns^:a.b``), so a
   search or listing under a prefix is one tag filter on the server; the key and the item's
   creation time are metadata;
@@ -64,6 +65,17 @@ def _prefix_tag(prefix: tuple[str, ...]) -> list[str]:
     return ["ns^:" + ".".join(prefix)] if prefix else [MARK]
 
 
+def _text(value: Any) -> str:
+    """The string leaves of a value, in key order: what a search by meaning should match."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return "\n".join(filter(None, (_text(value[k]) for k in sorted(value))))
+    if isinstance(value, list | tuple):
+        return "\n".join(filter(None, (_text(v) for v in value)))
+    return ""
+
+
 def _matches(value: Any, wanted: Any) -> bool:
     """LangGraph's in-memory store's filter: nested equality, and comparison operators."""
     if isinstance(wanted, dict):
@@ -114,8 +126,8 @@ class CelestialStore(BaseStore):
         if ns is None or "lg_key" not in m.metadata:
             return None
         created = datetime.fromisoformat(m.metadata.get("lg_created", m.created_at.isoformat()))
-        return SearchItem(tuple(ns.split(".")), m.metadata["lg_key"], json.loads(m.content),
-                          created, m.created_at, score)
+        return SearchItem(tuple(ns.split(".")), m.metadata["lg_key"],
+                          json.loads(m.context or m.content), created, m.created_at, score)
 
     def _get(self, op: GetOp) -> Item | None:
         try:
@@ -138,9 +150,9 @@ class CelestialStore(BaseStore):
             created = self.client.get(mid).metadata.get("lg_created", now.isoformat())
         except NotFoundError:
             created = now.isoformat()
-        self.client.store(json.dumps(op.value, ensure_ascii=False, separators=(",", ":"),
-                                     sort_keys=True),
-                          id=mid, upsert=True, tags=_tags(op.namespace), created_at=now,
+        doc = json.dumps(op.value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+        self.client.store(_text(op.value) or doc, context=doc, id=mid, upsert=True,
+                          tags=_tags(op.namespace), created_at=now,
                           metadata={"lg_key": op.key, "lg_created": created})
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
@@ -149,7 +161,8 @@ class CelestialStore(BaseStore):
         if op.query:
             want = op.offset + op.limit
             results = self.client.recall(op.query, FILTER_WINDOW if op.filter else min(want, 100),
-                                         tags_all=tags, reinforce=self.reinforce)
+                                         tags_all=tags, reinforce=self.reinforce,
+                                         min_relevance=0.0)
             for r in results:
                 item = self._item(r.memory, r.relevance)
                 if item is not None and (not op.filter or _matches(item.value, op.filter)):

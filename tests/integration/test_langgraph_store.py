@@ -120,6 +120,8 @@ def search_by_meaning_filter_and_paging(store: CelestialStore) -> None:
         r.value["n"] >= 2 for r in store.search(("test",), filter={"n": {"$gte": 2}}))
     assert [r.key for r in store.search(("test",), query="dogs", filter={"n": 2})] == ["doc2"]
     assert store.search(("test",), query="dogs", filter={"n": {"$ne": 2}, "text": "nope"}) == []
+    # No gate: every item of the namespace is ranked, however weak the match.
+    assert len(store.search(("test",), query="quarterly tax filing deadlines")) == 3
     everything = [r.key for r in store.search(("test",), limit=10)]
     assert sorted(everything) == ["doc1", "doc2", "doc3"]
     assert [r.key for r in store.search(("test",), limit=2, offset=1)] == everything[1:3]
