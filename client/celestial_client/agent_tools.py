@@ -37,7 +37,8 @@ class ToolSpec:
     description: str
     parameters: dict[str, Any]  # a JSON schema of type object
     run: Callable[[CelestialClient, dict[str, Any]], ToolOutput]
-    read_only: bool = True
+    read_only: bool = True  # MCP's hints: a host may ask before running the others
+    destructive: bool = False
 
     def validate(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
         """The arguments checked against the schema, with the schema's defaults filled in."""
@@ -53,6 +54,8 @@ class ToolSpec:
         for key, prop in self.parameters["properties"].items():
             if key not in args and "default" in prop:
                 args[key] = prop["default"]
+            elif prop.get("type") == "integer" and isinstance(args.get(key), float):
+                args[key] = int(args[key])  # JSON Schema's integers include 10.0; protobuf's not
         return args
 
 
@@ -116,15 +119,18 @@ def _filters(a: dict[str, Any]) -> dict[str, Any]:
 
 def _search(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
     results = c.recall(a["query"], a["limit"], include_archived=a["include_archived"],
-                       **_filters(a))
+                       reinforce=a["reinforce"], **_filters(a))
     lines = [f"{r.relevance:.2f} {_line(r.memory)}" for r in results]
     text = "\n".join(lines) if lines else f"no memory matches {a['query']!r}"
     return ToolOutput(text, {"results": [_result_data(r) for r in results]})
 
 
 def _context(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
-    ctx = c.context(a["query"], a["max_tokens"], a.get("limit", 0), **_filters(a))
-    return ToolOutput(ctx.text or f"no memory matches {a['query']!r}",
+    ctx = c.context(a["query"], a["max_tokens"], a.get("limit", 0), reinforce=a["reinforce"],
+                    **_filters(a))
+    empty = (f"none of the {len(ctx.omitted_ids)} matching memories fits in {a['max_tokens']} "
+             "tokens" if ctx.omitted_ids else f"no memory matches {a['query']!r}")
+    return ToolOutput(ctx.text or empty,
                       {"tokens": ctx.tokens, "tokenizer": ctx.tokenizer,
                        "included_ids": ctx.included_ids, "folded_ids": ctx.folded_ids,
                        "omitted_ids": ctx.omitted_ids})
@@ -191,6 +197,9 @@ def _rebalance(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
          "dry_run": r.dry_run})
 
 
+REINFORCE = {"type": "boolean", "default": True,
+             "description": "Count this as recalling what it returns (false: a read-only look, "
+                            "which a read-only key needs)."}
 FILTER_PROPS: dict[str, dict[str, Any]] = {
     "zones": {"type": "array", "items": {"enum": ZONES}, "uniqueItems": True,
               "description": "Only these zones (core is the most recalled and important)."},
@@ -217,8 +226,9 @@ TOOLS: tuple[ToolSpec, ...] = (
              _schema("query", query=_str("What to look for, in natural language.", minLength=1),
                      limit=LIMIT, **FILTER_PROPS,
                      include_archived={"type": "boolean", "default": False,
-                                       "description": "Search forgotten (archived) memories too."}),
-             _search),
+                                       "description": "Search forgotten (archived) memories too."},
+                     reinforce=REINFORCE),
+             _search, read_only=False),  # it reinforces what it finds
     ToolSpec("memory_context", "The memories relevant to a question as one block to read, within a "
              "token budget: grouped by zone, dated, repeats folded, saying what was left out. Use "
              "it to bring what you know into the conversation.",
@@ -227,8 +237,8 @@ TOOLS: tuple[ToolSpec, ...] = (
                                  "default": 1000, "description": "The block's budget in tokens."},
                      limit={"type": "integer", "minimum": 1, "maximum": 100,
                             "description": "How many memories to consider (default 30)."},
-                     **FILTER_PROPS),
-             _context),
+                     reinforce=REINFORCE, **FILTER_PROPS),
+             _context, read_only=False),
     ToolSpec("memory_get", "Read one memory by id, with its zone, score and history.",
              _schema("id", id=ID), _get),
     ToolSpec("memory_update", "Change a memory: its content, importance, tags or pin.",
@@ -237,14 +247,14 @@ TOOLS: tuple[ToolSpec, ...] = (
                                  "description": "The new importance, 0 to 1."},
                      tags=_strings("The new tags (replace the old)."),
                      pinned={"type": "boolean", "description": "Pin (true) or unpin (false)."}),
-             _update, read_only=False),
+             _update, read_only=False, destructive=True),
     ToolSpec("memory_pin", "Pin a memory so it never decays out of its zone and is never forgotten, or unpin "
              "it.",
              _schema("id", id=ID, pinned={"type": "boolean", "default": True,
                                              "description": "true pins, false unpins."}),
              _pin, read_only=False),
     ToolSpec("memory_delete", "Delete a memory for good (its archived copy too).", _schema("id", id=ID),
-             _delete, read_only=False),
+             _delete, read_only=False, destructive=True),
     ToolSpec("memory_stats", "How many memories each zone holds, and how many are archived.", _schema(),
              _stats),
     ToolSpec("memory_recent", "The newest memories, newest first.",
@@ -256,7 +266,7 @@ TOOLS: tuple[ToolSpec, ...] = (
              "unless dry_run is false.",
              _schema(dry_run={"type": "boolean", "default": True,
                               "description": "Only report what would change."}),
-             _rebalance, read_only=False),
+             _rebalance, read_only=False, destructive=True),
 )
 
 BY_NAME = {t.name: t for t in TOOLS}

@@ -196,6 +196,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="stdio (an MCP host starts this command) or streamable HTTP")
     mc.add_argument("--host", default="127.0.0.1", help="HTTP: the address to listen on")
     mc.add_argument("--port", type=int, default=8765, help="HTTP: the port (path /mcp)")
+    mc.add_argument("--allow-remote", action="store_true",
+                    help="HTTP: allow a non-loopback address (MCP has no authentication here)")
     mc.add_argument("--print-tools", action="store_true",
                     help="print the tools' names and schemas as JSON and exit")
 

@@ -5,8 +5,10 @@
     graph = builder.compile(store=store)
 
 How LangGraph's model maps onto the memory:
-- the client's tenant holds the store; an item is a memory whose id is derived from its
-  namespace and key (uuid5), so ``put`` of the same key replaces it;
+- the client's tenant holds the store; an item is a memory stored with a request id made of
+  its namespace and key, from which the server derives an id of the tenant's own, so ``put``
+  of the same key replaces it and two tenants' items never meet; ``get`` finds an item by its
+  namespace tag and key (one filtered List), in the zones or else in the archive;
 - the value's text (its string leaves, joined) is the memory's content and the value itself,
   as compact JSON, its context, which the service indexes with it: so ``search(query=...)`` is
   the service's hybrid recall over both, every item of the namespace ranked by relevance
@@ -24,8 +26,8 @@ service forgets by its own memory function, not by a fixed time to live.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
-import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -41,19 +43,19 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    validate_op_namespace,
 )
 
 from celestial_client.client import CelestialClient
-from celestial_client.errors import NotFoundError
 from celestial_client.types import Memory
 
-ITEMS = uuid.UUID("0b6f9d7e-3c1a-5e2b-8f4d-6a7c9e1b2d3f")  # uuid5 namespace of item ids
 MARK = "langgraph"  # a tag on every item, so listings skip the tenant's other memories
 FILTER_WINDOW = 100  # the most one recall returns
 
 
-def item_id(namespace: tuple[str, ...], key: str) -> str:
-    return str(uuid.uuid5(ITEMS, "\x00".join((*namespace, key))))
+def request_id(namespace: tuple[str, ...], key: str) -> str:
+    """The item's request id: the server derives the memory's id from it and the tenant."""
+    return "langgraph:" + hashlib.sha256(json.dumps([namespace, key]).encode()).hexdigest()
 
 
 def _tags(namespace: tuple[str, ...]) -> list[str]:
@@ -129,31 +131,37 @@ class CelestialStore(BaseStore):
         return SearchItem(tuple(ns.split(".")), m.metadata["lg_key"],
                           json.loads(m.context or m.content), created, m.created_at, score)
 
+    def _find(self, namespace: tuple[str, ...], key: str) -> Memory | None:
+        where = {"tags_all": [_tags(namespace)[1]], "metadata": {"lg_key": key}}
+        for archived in (False, True):
+            page = self.client.list_page(1, archived=archived, **where)  # type: ignore[arg-type]
+            if page.items:
+                return page.items[0]
+        return None
+
     def _get(self, op: GetOp) -> Item | None:
-        try:
-            m = self.client.get(item_id(op.namespace, op.key))
-        except NotFoundError:
-            return None
-        found = self._item(m)
+        m = self._find(op.namespace, op.key)
+        found = None if m is None else self._item(m)
         return None if found is None else Item(value=found.value, key=found.key,
                                                namespace=found.namespace,
                                                created_at=found.created_at,
                                                updated_at=found.updated_at)
 
     def _put(self, op: PutOp) -> None:
-        mid = item_id(op.namespace, op.key)
+        held = self._find(op.namespace, op.key)
         if op.value is None:
-            self.client.delete(mid)
+            if held is not None:
+                self.client.delete(held.id)
             return
         now = datetime.now(UTC)
+        created = held.metadata.get("lg_created", now.isoformat()) if held else now.isoformat()
         try:
-            created = self.client.get(mid).metadata.get("lg_created", now.isoformat())
-        except NotFoundError:
-            created = now.isoformat()
-        doc = json.dumps(op.value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-        self.client.store(_text(op.value) or doc, context=doc, id=mid, upsert=True,
-                          tags=_tags(op.namespace), created_at=now,
-                          metadata={"lg_key": op.key, "lg_created": created})
+            doc = json.dumps(op.value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"the value of {op.namespace}/{op.key} is not JSON: {err}") from None
+        self.client.store(_text(op.value).strip() or doc, context=doc, upsert=True,
+                          request_id=request_id(op.namespace, op.key), tags=_tags(op.namespace),
+                          created_at=now, metadata={"lg_key": op.key, "lg_created": created})
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         tags = _prefix_tag(op.namespace_prefix)
@@ -162,7 +170,7 @@ class CelestialStore(BaseStore):
             want = op.offset + op.limit
             results = self.client.recall(op.query, FILTER_WINDOW if op.filter else min(want, 100),
                                          tags_all=tags, reinforce=self.reinforce,
-                                         min_relevance=0.0)
+                                         min_relevance=0.0, ignore_zones=True)
             for r in results:
                 item = self._item(r.memory, r.relevance)
                 if item is not None and (not op.filter or _matches(item.value, op.filter)):
@@ -188,6 +196,7 @@ class CelestialStore(BaseStore):
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         out: list[Result] = []
         for op in ops:
+            validate_op_namespace(op)  # "a.b" must not address ("a", "b")
             if isinstance(op, GetOp):
                 out.append(self._get(op))
             elif isinstance(op, PutOp):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 import anyio
@@ -31,7 +32,7 @@ INSTRUCTIONS = (
 def tool_list() -> list[types.Tool]:
     return [types.Tool(name=t.name, description=t.description, input_schema=t.parameters,
                        annotations=types.ToolAnnotations(read_only_hint=t.read_only,
-                                                         destructive_hint=t.name == "memory_delete"))
+                                                         destructive_hint=t.destructive))
             for t in TOOLS]
 
 
@@ -78,7 +79,19 @@ def serve(args: argparse.Namespace, client: CelestialClient) -> int:
 
         anyio.run(run_stdio)
     else:
+        import ipaddress
+
         import uvicorn
+
+        try:
+            loopback = ipaddress.ip_address(args.host).is_loopback
+        except ValueError:
+            loopback = args.host == "localhost"
+        if not loopback and not args.allow_remote:
+            print(f"refusing to serve MCP on {args.host}: whoever reaches it uses this command's "
+                  "key and tenant, with no authentication of their own; bind a loopback address, "
+                  "or pass --allow-remote behind a proxy that authenticates", file=sys.stderr)
+            return 2
 
         app = server.streamable_http_app(host=args.host)
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")

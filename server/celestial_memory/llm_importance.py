@@ -107,9 +107,11 @@ class LlmEvaluator:
         futures = [(chunk, self._pool.submit(self._ask, chunk)) for chunk in chunks]
         if futures:
             wait([f for _, f in futures], timeout=max(0.0, deadline - monotonic()))
+            for _, f in futures:
+                f.cancel()  # not started within the budget: never sent, so no queue builds up
         rated: dict[str, float] = {}
         for chunk, f in futures:
-            if not f.done():
+            if f.cancelled() or not f.done():
                 log.warning("importance model: no answer within %.0f ms; rules instead",
                             self._budget * 1000)
                 continue

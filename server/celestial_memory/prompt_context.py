@@ -14,6 +14,7 @@ budget, whatever the tokenizer does at the joins.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -33,16 +34,25 @@ class TokenCounter(Protocol):
 
 
 class ModelTokens:
-    """Tokens of a Hugging Face tokenizer, without the special tokens a model adds."""
+    """Tokens of a Hugging Face fast tokenizer, without the special tokens a model adds. A copy
+    of its own, without truncation: the encoder's is set for truncation on every call from
+    another thread, and a fast tokenizer used by two threads at once refuses one of them."""
 
     def __init__(self, tokenizer: Any, name: str) -> None:
-        self._tokenizer, self.name = tokenizer, name
+        from tokenizers import Tokenizer
+
+        self._tokenizer = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
+        self._lock = threading.Lock()
+        self.name = name
 
     def count(self, texts: Sequence[str]) -> list[int]:
         if not texts:
             return []
-        ids = self._tokenizer(list(texts), add_special_tokens=False)["input_ids"]
-        return [len(i) for i in ids]
+        with self._lock:
+            return [len(e.ids) for e in self._tokenizer.encode_batch(list(texts),
+                                                                     add_special_tokens=False)]
 
 
 class WordTokens:
@@ -58,7 +68,7 @@ class WordTokens:
 def token_counter(embedder: Any) -> TokenCounter:
     inner = getattr(embedder, "inner", embedder)
     tokenizer = getattr(inner, "tokenizer", None)
-    if callable(tokenizer):
+    if callable(tokenizer) and hasattr(tokenizer, "backend_tokenizer"):
         return ModelTokens(tokenizer, f"{inner.name} (the embedding model's tokenizer)")
     return WordTokens()
 
@@ -122,6 +132,7 @@ class Assembler:
         taken: list[_Entry] = []
         folded: dict[int, list[str]] = {}  # taken entry's index -> ids folded into it
         omitted: list[str] = []
+        rank = {m.id: i for i, m in enumerate(mems)}
         used = header
         for e, cost in zip(entries, costs, strict=True):
             into = next((t for t in taken if Repeats.nested(e.terms, t.terms)), None)
@@ -129,14 +140,16 @@ class Assembler:
                 if e.terms <= into.terms:  # says nothing more: folded
                     folded.setdefault(into.index, []).append(e.memory.id)
                     continue
-                # Says more: its wording takes the place of the one taken, which is folded.
+                # Says more: its wording (and zone) takes the place of the one taken, which is
+                # folded; if it does not fit, it is left out, its extra words unsaid.
                 extra = cost - self.counter.count([into.text])[0]
                 if used + extra + 2 <= self.max_tokens:
                     folded.setdefault(into.index, []).append(into.memory.id)
-                    into.memory, into.text, into.terms = e.memory, e.text, e.terms
+                    into.memory, into.text, into.terms, into.zone = (e.memory, e.text, e.terms,
+                                                                     e.zone)
                     used += extra
                 else:
-                    folded.setdefault(into.index, []).append(e.memory.id)
+                    omitted.append(e.memory.id)
                 continue
             if used + cost + 2 <= self.max_tokens:  # 2: its zone's heading, at worst shared
                 taken.append(e)
@@ -151,13 +164,12 @@ class Assembler:
             if tokens <= self.max_tokens:
                 break
             last = taken.pop()
-            omitted.append(last.memory.id)
-            omitted += folded.pop(last.index, [])
+            omitted += [last.memory.id, *folded.pop(last.index, [])]
         self.block.text, self.block.tokens = text, tokens
         self.block.included = [e.memory.id for e in sorted(
             taken, key=lambda e: (5 if e.zone is None else int(e.zone), e.index))]
         self.block.folded = [mid for e in taken for mid in folded.get(e.index, [])]
-        self.block.omitted = omitted
+        self.block.omitted = sorted(omitted, key=rank.__getitem__)  # most relevant first
         # The memory whose wording an entry shows is the one the agent was given.
         chosen = {e.memory.id for e in taken}
         return [i for i, m in enumerate(mems) if m.id in chosen]

@@ -104,6 +104,10 @@ def _through_the_client(client: CelestialClient) -> None:
     out = call_tool(client, "memory_context", {"query": "Frank parking", "max_tokens": 50})
     assert "B-17" in out.text and out.data["tokens"] <= 50
     assert client.get(m.id).recall_count == 2
+    tiny = call_tool(client, "memory_context", {"query": "Frank parking", "max_tokens": 3,
+                                                "reinforce": False})
+    assert tiny.text.startswith("none of the ") and "fits in 3 tokens" in tiny.text
+    assert client.get(m.id).recall_count == 2
 
 
 async def test_context_through_grpc_and_the_tools(client: CelestialClient) -> None:

@@ -152,3 +152,22 @@ async def test_async_api(client: CelestialClient) -> None:
         await store.aput(("langgraph", "foo"), "bar", doc)
     await store.adelete(("valid", "namespace"), "key")
     assert await store.aget(("valid", "namespace"), "key") is None
+
+
+def _two_tenants(client: CelestialClient) -> None:
+    a = CelestialStore(client.with_options(tenant="lg-a"))
+    b = CelestialStore(client.with_options(tenant="lg-b"))
+    a.put(("memories",), "profile", {"name": "Ada"})
+    b.put(("memories",), "profile", {"name": "Bob"})  # the same namespace and key: no clash
+    assert a.get(("memories",), "profile").value == {"name": "Ada"}  # type: ignore[union-attr]
+    assert b.get(("memories",), "profile").value == {"name": "Bob"}  # type: ignore[union-attr]
+    b.delete(("memories",), "profile")
+    assert b.get(("memories",), "profile") is None and a.get(("memories",), "profile") is not None
+    with pytest.raises(InvalidNamespaceError):  # a dotted label never addresses two labels
+        a.batch([PutOp(("memories.x",), "k", {"v": 1})])
+    with pytest.raises(ValueError, match="not JSON"):
+        a.put(("memories",), "bad", {"when": object()})
+
+
+async def test_tenants_keep_their_items_apart(client: CelestialClient) -> None:
+    await asyncio.to_thread(_two_tenants, client)

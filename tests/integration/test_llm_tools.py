@@ -82,6 +82,11 @@ def _openai_flow(client: CelestialClient) -> None:
                         "function": {"name": "memory_teleport", "arguments": "{}"}})
     assert "no tool named 'memory_teleport'" in unknown["content"]
 
+    # JSON Schema counts 10.0 as an integer; the call still goes through.
+    whole = d.openai({"id": "c5", "type": "function", "function": {
+        "name": "memory_search", "arguments": '{"query": "Bob", "limit": 2.0}'}})
+    assert "Gate 12" in whole["content"]
+
     item = ResponseFunctionToolCall.model_validate({
         "type": "function_call", "call_id": "fc_1", "name": "memory_stats", "arguments": "{}"})
     out = d.openai_response(item)
