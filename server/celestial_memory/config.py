@@ -192,6 +192,19 @@ class Settings(BaseSettings):
     # when on, the scheduled rebalance is off too (the replay decides when to rebalance).
     admin_clock: bool = False
     log_level: str = "INFO"
+    log_format: Literal["text", "json"] = Field(
+        "text", description="json: one JSON object per line (request id, tenant, method, status)")
+    # Observability (metrics.py, ops_http.py, telemetry.py)
+    metrics_address: str = Field(
+        "", description="host:port serving /metrics and /orrery over HTTP; empty: off")
+    metrics_top_tenants: int = Field(
+        10, ge=0, description="tenants with zone gauges of their own; the rest are 'other'")
+    metrics_zone_refresh_s: float = Field(
+        15.0, ge=0, description="zone gauges are read from the store at most this often")
+    orrery_max_dots: int = Field(
+        3000, gt=0, description="most memories the orrery draws; a larger tenant is sampled")
+    otlp_endpoint: str = Field(
+        "", description="OTLP/gRPC collector for traces (the otel extra); empty: no tracing")
 
     @model_validator(mode="after")
     def _check_llm(self) -> Settings:

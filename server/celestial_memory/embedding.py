@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
+from celestial_memory import metrics
 from celestial_memory.config import BUNDLED_MODEL
 
 log = logging.getLogger(__name__)
@@ -69,13 +71,17 @@ class SentenceTransformerEmbedder:
         return self._model.tokenizer
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        started = time.perf_counter()
         if self._direct is not None:
-            return self._direct.encode(list(texts))
-        vectors = self._model.encode(
-            list(texts), batch_size=BATCH, normalize_embeddings=True, convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return np.asarray(vectors, dtype=np.float32)
+            out = self._direct.encode(list(texts))
+        else:
+            out = np.asarray(self._model.encode(
+                list(texts), batch_size=BATCH, normalize_embeddings=True, convert_to_numpy=True,
+                show_progress_bar=False,
+            ), dtype=np.float32)
+        metrics.EMBED_SECONDS.observe(time.perf_counter() - started)
+        metrics.EMBED_BATCH.observe(len(texts))
+        return out
 
 
 class MeanPooledEncoder:

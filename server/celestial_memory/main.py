@@ -61,10 +61,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 def serve_main(args: argparse.Namespace) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     settings = settings_from_args(args)
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    from celestial_memory import json_logs
+
+    json_logs.configure(settings.log_level, settings.log_format)
     from celestial_memory.app import build_service
     from celestial_memory.errors import CelestialError
     from celestial_memory.grpc_api.server import serve

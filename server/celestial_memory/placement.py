@@ -28,6 +28,7 @@ import time
 import zlib
 from collections.abc import Collection, Iterator, Sequence
 
+from celestial_memory import metrics
 from celestial_memory.config import Settings
 from celestial_memory.domain.models import Memory, RebalanceReport
 from celestial_memory.rebalancer import Rebalancer
@@ -184,7 +185,10 @@ class Placement:
     ) -> RebalanceReport:
         self.flush(tenant)
         with self.locked(tenant):
-            return self.rebalancer.rebalance(tenant, dry_run, full, forget)
+            rep = self.rebalancer.rebalance(tenant, dry_run, full, forget)
+        metrics.rebalanced(rep.duration_ms / 1000, rep.dry_run, sum(rep.moved.values()),
+                           rep.evicted, rep.forgotten, rep.purged)
+        return rep
 
     def close(self) -> None:
         """Stop the flusher and write what is pending (a graceful stop loses nothing)."""

@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Sequence
 
+from celestial_memory import metrics
 from celestial_memory.archive import Archive
 from celestial_memory.cancellation import NEVER, Cancellation
 from celestial_memory.clock import Clock, ManualClock
@@ -156,18 +157,23 @@ class MemoryService:
         hq = self.retrieval.query(text, qvec)
 
         per_zone = self.retrieval.candidates_per_zone(limit)
-        cands = self.store.candidates(tenant, hq, zones, flt, per_zone)
+        stages = metrics.Stages()
+        with stages("candidates"):
+            cands = self.store.candidates(tenant, hq, zones, flt, per_zone)
         keywords = not hq.keywords.is_empty()
-        relevance = self.retrieval.relevance(cands.signals, keywords=keywords)
+        with stages("rescoring"):
+            relevance = self.retrieval.relevance(cands.signals, keywords=keywords)
         deep = s.deep_recall if q.deep is None else q.deep
         # The archive: always when asked, or (a deep recall) only when the zones give fewer
         # than the limit of good matches (the deep gate, at least the gate). A filter naming
         # zones keeps to them.
         strong = int((relevance >= max(gate, s.deep_recall_gate)).sum())
         if not flt.zones and (q.include_archived or (deep and strong < limit)):
-            cands = cands.joined(self.store.archive_candidates(tenant, hq, flt, per_zone))
+            with stages("candidates"):
+                cands = cands.joined(self.store.archive_candidates(tenant, hq, flt, per_zone))
             # Ranked together: keyword scores are normalised over both sets of candidates.
-            relevance = self.retrieval.relevance(cands.signals, keywords=keywords)
+            with stages("rescoring"):
+                relevance = self.retrieval.relevance(cands.signals, keywords=keywords)
         if not cands.ids:
             return []
         ids, signals = cands.ids, cands.signals
@@ -178,17 +184,20 @@ class MemoryService:
             pending = self.placement.pending(tenant, ids)
             for mid, p in pending.items():  # a reinforcement not written yet may have moved it
                 zone_of[mid] = min(zone_of[mid], int(p.zone))
-            ranked = zone_order(
-                [zone_of[mid] for mid in ids], relevance, gate, s.zone_margin,
-                by_zone=not q.ignore_zones,
-            )[:limit]
-            # Payloads only for what is returned (one read), not for every candidate.
-            found = self.store.get(tenant, [ids[r.index] for r in ranked])
-            ranked = [r for r in ranked if ids[r.index] in found]  # deleted meanwhile
-            if cvec is not None:
-                context = self.store.similarities(tenant, cvec, [ids[r.index] for r in ranked])
-            else:  # the query is the context: C = its cosine to the content
-                context = {ids[r.index]: float(signals[r.index, 0]) for r in ranked}
+            with stages("rescoring"):
+                ranked = zone_order(
+                    [zone_of[mid] for mid in ids], relevance, gate, s.zone_margin,
+                    by_zone=not q.ignore_zones,
+                )[:limit]
+            with stages("payloads"):
+                # Payloads only for what is returned (one read), not for every candidate.
+                found = self.store.get(tenant, [ids[r.index] for r in ranked])
+                ranked = [r for r in ranked if ids[r.index] in found]  # deleted meanwhile
+                if cvec is not None:
+                    context = self.store.similarities(tenant, cvec,
+                                                      [ids[r.index] for r in ranked])
+                else:  # the query is the context: C = its cosine to the content
+                    context = {ids[r.index]: float(signals[r.index, 0]) for r in ranked}
             mems = [found[ids[r.index]] for r in ranked]
             # Found in the archive, or archived since the search: returned as it is (a restore
             # brings it back), never reinforced. One restored since is still reported as found.
@@ -209,12 +218,14 @@ class MemoryService:
             cs = [max(context.get(m.id, 0.0), 0.0) for m in mems]
             if q.reinforce:
                 cancel.check("the recall")
-            live = [i for i, out in enumerate(archived) if not out]
-            breakdowns = reinforce(self.fn, self.zones, mems, cs, self.clock.now(), q.reinforce,
-                                   live)
-            if q.reinforce and live:
-                # Capacity follows off the recall's path (placement.py).
-                self.placement.reinforce(tenant, [mems[i] for i in live])
+            with stages("reinforcement"):
+                live = [i for i, out in enumerate(archived) if not out]
+                breakdowns = reinforce(self.fn, self.zones, mems, cs, self.clock.now(), q.reinforce,
+                                       live)
+                if q.reinforce and live:
+                    # Capacity follows off the recall's path (placement.py).
+                    self.placement.reinforce(tenant, [mems[i] for i in live])
+        stages.done()
         return [
             RecallResult(m, z, r.relevance, b, archived=a)
             for m, z, r, b, a in zip(mems, found_in, ranked, breakdowns, archived, strict=True)

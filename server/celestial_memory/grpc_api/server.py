@@ -14,14 +14,17 @@ import time
 
 import grpc
 from celestial_client.v1 import memory_pb2, memory_pb2_grpc
+from celestial_memory import metrics, telemetry
 from celestial_memory.access.keys import KeyRing
 from celestial_memory.access.rate import RateLimiter
 from celestial_memory.config import Settings
 from celestial_memory.errors import InvalidArgument
 from celestial_memory.grpc_api.auth import Authenticator
 from celestial_memory.grpc_api.decoding import DecodeGuard
+from celestial_memory.grpc_api.observer import CallObserver
 from celestial_memory.grpc_api.servicer import MemoryServicer
 from celestial_memory.grpc_api.tls import ServerCertificates
+from celestial_memory.ops_http import OpsServer
 from celestial_memory.service import MemoryService
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import _async as reflection_async
@@ -114,7 +117,7 @@ class MemoryServer:
         check_exposure(self.address, keys is not None, s.insecure_no_auth, s.tls_cert is not None)
         rate = RateLimiter(s.rate_per_key, s.rate_burst) if s.rate_per_key > 0 else None
         self._server = grpc.aio.server(
-            interceptors=[DecodeGuard(), Authenticator(SERVICE_NAME, keys, rate)],
+            interceptors=[CallObserver(), DecodeGuard(), Authenticator(SERVICE_NAME, keys, rate)],
             options=server_options(s), maximum_concurrent_rpcs=s.max_concurrent_rpcs)
         self._health = health.aio.HealthServicer()  # type: ignore[attr-defined]
         self.servicer = MemoryServicer(self.service)
@@ -134,6 +137,16 @@ class MemoryServer:
             health_pb2_grpc.add_HealthServicer_to_server(self._health, self._health_server)
             self.health_port = self._health_server.add_insecure_port(s.health_address)
             await self._health_server.start()
+        if s.otlp_endpoint:
+            telemetry.configure(s.otlp_endpoint)
+        metrics.watch_service(self.service, s.metrics_top_tenants, s.metrics_zone_refresh_s)
+        self.ops: OpsServer | None = None
+        if s.metrics_address:
+            host = s.metrics_address.rpartition(":")[0].strip("[]")
+            self.ops = OpsServer(self.service, s.metrics_address, keys,
+                                 open_without_keys=host == "localhost" or _is_loopback(host)
+                                 or s.insecure_no_auth)
+            self.ops.start()
         await self._server.start()
         await self._set_health(serving=True)
         self._health_task = asyncio.create_task(
@@ -215,6 +228,8 @@ class MemoryServer:
         if not await asyncio.to_thread(self.servicer.inflight.wait_idle, STOP_WAIT_S):
             log.warning("%d calls still running after %.0f s; closing the store anyway",
                         len(self.servicer.inflight), STOP_WAIT_S)
+        if self.ops is not None:
+            self.ops.stop()
         self.service.close()
         log.info("stopped; store flushed and closed")
 

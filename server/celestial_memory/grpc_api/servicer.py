@@ -23,6 +23,7 @@ from celestial_memory.domain.models import AdminEvent, ZoneEvent
 from celestial_memory.domain.requests import Imported, NewMemory
 from celestial_memory.errors import DeadlineExceeded, InvalidArgument
 from celestial_memory.grpc_api import converters as cv
+from celestial_memory.grpc_api.observer import TENANT
 from celestial_memory.grpc_api.status import mapped, mapped_stream
 from celestial_memory.paging import PageSize
 from celestial_memory.service import MemoryService
@@ -47,8 +48,11 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self.inflight = InFlight()
 
     def _tenant(self, requested: str) -> str:
-        """The tenant the caller may use (its key decides; access/roles.py)."""
-        return CALLER.get().tenant(requested, self._service.settings.default_tenant)
+        """The tenant the caller may use (its key decides; access/roles.py); the access log
+        names it (observer.py)."""
+        tenant = CALLER.get().tenant(requested, self._service.settings.default_tenant)
+        TENANT.set(tenant)
+        return tenant
 
     async def _run(
         self, context: Context, fn: Callable[..., T], *args: Any, cancellable: bool = False

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, NoReturn, TypeVar
 
 import grpc
-from celestial_memory import errors
+from celestial_memory import errors, metrics
 from celestial_memory.access.audit import audit
 from celestial_memory.access.roles import CALLER, METHOD
 from google.protobuf import duration_pb2
@@ -73,6 +73,8 @@ async def abort(context: grpc.aio.ServicerContext[Any, Any], exc: BaseException)
         audit("denied", method=METHOD.get(), key_id=CALLER.get().key_id, code=code.name,
               reason=str(exc), peer=context.peer())
     message = str(exc)
+    if isinstance(exc, errors.StoreUnavailable | errors.SchemaMismatch):
+        metrics.STORE_ERRORS.labels(type(exc).__name__).inc()
     if code == grpc.StatusCode.INTERNAL:
         # Unexpected: log it whole, tell the caller nothing about internals.
         log.exception("internal error", exc_info=exc)

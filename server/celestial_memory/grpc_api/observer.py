@@ -1,0 +1,125 @@
+"""What every call leaves behind, outermost of the interceptors (so refusals count too): the
+gRPC server metrics (metrics.py), a span when tracing is on (telemetry.py), and one access log
+line with the request id (the caller's ``x-request-id``, or one made here), the tenant, the
+method, the status and the duration. Never the content, the query or a key: the line is built
+from those fields only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import logging
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+from celestial_memory import metrics, telemetry
+
+log = logging.getLogger("celestial_memory.access_log")
+Handler = Any  # grpc.RpcMethodHandler
+# The tenant a call resolved to (the servicer sets it: a key may decide it), for the log line.
+TENANT: contextvars.ContextVar[str] = contextvars.ContextVar("tenant", default="")
+_REQUEST_ID = re.compile(r"[\w.:-]{1,64}")
+
+
+def _kind(handler: Handler) -> str:
+    if handler.unary_unary:
+        return "unary"
+    if handler.unary_stream:
+        return "server_stream"
+    return "client_stream" if handler.stream_unary else "bidi_stream"
+
+
+def request_id(context: Any) -> str:
+    for name, value in context.invocation_metadata() or ():
+        if name == "x-request-id":
+            text = value.decode(errors="replace") if isinstance(value, bytes) else value
+            if _REQUEST_ID.fullmatch(text):
+                return text
+    return uuid.uuid4().hex[:16]
+
+
+class CallObserver(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
+    async def intercept_service(
+        self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Handler]],
+        details: grpc.HandlerCallDetails,
+    ) -> Handler:
+        handler = await continuation(details)
+        if handler is None:
+            return None
+        service, _, method = details.method.lstrip("/").rpartition("/")
+        labels = (_kind(handler), service, method)
+        return handler._replace(**{
+            kind: _observed(getattr(handler, kind), labels)
+            for kind in ("unary_unary", "unary_stream", "stream_unary", "stream_stream")})
+
+
+def _code(context: Any, error: BaseException | None) -> str:
+    if isinstance(error, asyncio.CancelledError):
+        return "CANCELLED"
+    code = context.code()
+    if isinstance(code, grpc.StatusCode):
+        return str(code.name)
+    if error is not None and not isinstance(error, grpc.aio.AbortError):
+        return "UNKNOWN"
+    return "OK"
+
+
+def _observed(behavior: Callable[..., Any] | None, labels: tuple[str, str, str]) -> Any:
+    if behavior is None:
+        return None
+    _, service, method = labels
+
+    def begin(context: Any) -> tuple[str, float, Any]:
+        metrics.STARTED.labels(*labels).inc()
+        rid = request_id(context)
+        span = telemetry.span(f"{service}/{method}", {"rpc.system": "grpc", "rpc.service": service,
+                                                      "rpc.method": method, "request.id": rid})
+        return rid, time.perf_counter(), span
+
+    def end(context: Any, rid: str, started: float, span: Any, trace: Any,
+            error: BaseException | None) -> None:
+        seconds = time.perf_counter() - started
+        code = _code(context, error)
+        metrics.HANDLED.labels(*labels, code).inc()
+        metrics.HANDLING.labels(*labels).observe(seconds)
+        if trace is not None:
+            trace.set_attribute("rpc.grpc.status_code", code)
+        log.info("%s %s %s %.1f ms", method, code, TENANT.get() or "-", seconds * 1000,
+                 extra={"request_id": rid, "tenant": TENANT.get(), "method": method,
+                        "status": code, "duration_ms": round(seconds * 1000, 3)})
+
+    if inspect.isasyncgenfunction(behavior):
+        async def stream(request: Any, context: Any) -> AsyncIterator[Any]:
+            rid, started, span = begin(context)
+            error: BaseException | None = None
+            with span as trace:
+                try:
+                    async for item in behavior(request, context):
+                        yield item
+                except BaseException as exc:
+                    error = exc
+                    raise
+                finally:
+                    end(context, rid, started, span, trace, error)
+
+        return stream
+
+    async def call(request: Any, context: Any) -> Any:
+        rid, started, span = begin(context)
+        error: BaseException | None = None
+        with span as trace:
+            try:
+                return await behavior(request, context)
+            except BaseException as exc:
+                error = exc
+                raise
+            finally:
+                end(context, rid, started, span, trace, error)
+
+    return call
