@@ -6,13 +6,14 @@ Per RPC, the gRPC server conventions (go-grpc-prometheus, grpc-ecosystem's py-gr
 ``grpc_server_handling_seconds`` histogram, labelled by type, service and method. The rest is
 ``celestial_*``: embedding time and batch sizes, recall stage timings, rebalance duration and
 counts, the reinforcement queue's depth, store errors by kind, and memories per zone for the
-largest tenants (``CELESTIAL_METRICS_TOP_TENANTS``, the others summed as "other", so the
+largest tenants (``CELESTIAL_METRICS_TOP_TENANTS``, the others summed as "__other__", so the
 cardinality is bounded whatever the number of tenants). No label carries content or keys: the
 only free-form label is a tenant name, and only on the zone gauges.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,10 +25,13 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+log = logging.getLogger(__name__)
 REGISTRY = CollectorRegistry(auto_describe=True)
 GRPC = ("grpc_type", "grpc_service", "grpc_method")
 # Seconds: a recall is milliseconds, a rebalance or an import may be minutes.
-LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120,
+           300, 600)
+OTHER = "__other__"  # the tenants below the top ones, summed (no tenant is named so: reserved)
 
 STARTED = Counter("grpc_server_started_total", "RPCs started on the server.", GRPC,
                   registry=REGISTRY)
@@ -92,8 +96,9 @@ class ZoneCounts(Collector):
     count every tenant's zones each time)."""
 
     def __init__(self, tenants: Callable[[], list[str]],
-                 stats: Callable[[str], Any], top: int, ttl_s: float = 30.0) -> None:
-        self._tenants, self._stats, self._top, self._ttl = tenants, stats, top, ttl_s
+                 counts: Callable[[str], tuple[dict[str, int], int]], top: int,
+                 ttl_s: float = 30.0) -> None:
+        self._tenants, self._counts, self._top, self._ttl = tenants, counts, top, ttl_s
         self._lock = threading.Lock()
         self._at = -1e18  # monotonic time of the last read
         self._rows: list[tuple[str, dict[str, int], int]] = []
@@ -103,9 +108,14 @@ class ZoneCounts(Collector):
             if time.monotonic() - self._at < self._ttl:
                 return self._rows
             per: list[tuple[str, dict[str, int], int]] = []
-            for t in self._tenants():
-                s = self._stats(t)
-                per.append((t, {z.zone.name.lower(): z.count for z in s.zones}, s.archived))
+            try:
+                for t in self._tenants():
+                    zones, n_archived = self._counts(t)
+                    per.append((t, zones, n_archived))
+            except Exception:  # the store is down: the other metrics are still served
+                log.warning("zone gauges: the store did not answer; the last counts stay")
+                self._at = time.monotonic()
+                return self._rows
             per.sort(key=lambda r: (-sum(r[1].values()), r[0]))
             rows, rest = per[:self._top], per[self._top:]
             if rest:
@@ -113,7 +123,7 @@ class ZoneCounts(Collector):
                 for _, zones, _ in rest:
                     for z, n in zones.items():
                         other[z] = other.get(z, 0) + n
-                rows.append(("other", other, sum(r[2] for r in rest)))
+                rows.append((OTHER, other, sum(r[2] for r in rest)))
             self._rows, self._at = rows, time.monotonic()
             return rows
 
@@ -140,7 +150,7 @@ def watch_service(service: Any, top_tenants: int, refresh_s: float) -> ZoneCount
     global _zones
     if _zones is not None:
         REGISTRY.unregister(_zones)
-    _zones = ZoneCounts(service.tenants, service.stats, top_tenants, refresh_s)
+    _zones = ZoneCounts(service.tenants, service.zone_counts, top_tenants, refresh_s)
     REGISTRY.register(_zones)
     return _zones
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -69,6 +70,10 @@ def orrery_data(service: MemoryService, tenant: str, max_dots: int) -> dict[str,
             "memories": dots}
 
 
+class _IPv6Server(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
 class OpsServer:
     def __init__(self, service: MemoryService, address: str, keys: KeyRing | None,
                  open_without_keys: bool) -> None:
@@ -78,13 +83,17 @@ class OpsServer:
         ops = self
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = 30  # seconds a connection may sit idle: each holds a thread
+
             def do_GET(self) -> None:
                 ops.handle(self)
 
             def log_message(self, fmt: str, *args: Any) -> None:
                 log.debug("ops http: " + fmt, *args)
 
-        self._http = ThreadingHTTPServer((host.strip("[]") or "0.0.0.0", int(port)), Handler)
+        host = host.strip("[]") or "0.0.0.0"
+        server = _IPv6Server if ":" in host else ThreadingHTTPServer
+        self._http = server((host, int(port)), Handler)
         self._http.daemon_threads = True
         self.port = int(self._http.server_address[1])
         self._thread = threading.Thread(target=self._http.serve_forever, name="ops-http",
@@ -105,6 +114,12 @@ class OpsServer:
             if not self.open_without_keys:
                 raise PermissionDenied("the orrery shows content: without API keys it answers "
                                        "on a loopback address only")
+            # A page elsewhere could rebind its own name to this machine: only a request that
+            # names a loopback host is this machine's own browser.
+            host = (req.headers.get("Host") or "").rpartition(":")[0] or req.headers.get("Host", "")
+            if host.strip("[]") not in ("localhost", "127.0.0.1", "::1"):
+                raise PermissionDenied("without API keys the orrery answers only requests for "
+                                       "localhost, 127.0.0.1 or [::1]")
             return requested or default
         key = credential([(k.lower(), v) for k, v in req.headers.items()])
         if key is None:

@@ -175,6 +175,7 @@ class MemoryService:
             with stages("rescoring"):
                 relevance = self.retrieval.relevance(cands.signals, keywords=keywords)
         if not cands.ids:
+            stages.done()
             return []
         ids, signals = cands.ids, cands.signals
         zone_of = dict(zip(ids, cands.zones, strict=True))
@@ -328,6 +329,12 @@ class MemoryService:
         return self.archive.restore(tenant, memory_id)
 
     # -- stats / rebalance ------------------------------------------------------------------
+
+    def zone_counts(self, tenant: str) -> tuple[dict[str, int], int]:
+        """Live memories per zone and archived ones, as stored: no flush, no lock (the metrics
+        read them, and a scrape must neither write nor wait behind a rebalance)."""
+        counts = self.store.count_by_zone(tenant)
+        return {z.name.lower(): counts[z] for z in Zone}, self.store.count_archived(tenant)
 
     def stats(self, tenant: str) -> Stats:
         self._flush(tenant)

@@ -130,6 +130,11 @@ async def test_orrery_page_data_sampling_and_guard(observed: MemoryServer) -> No
     svc.settings.orrery_max_dots = 4
     data = json.loads((await asyncio.to_thread(get, f"{base}/orrery/data?tenant={T}"))[1])
     assert data["sampled"] and len(data["memories"]) <= 6
+    # Without keys, only a request naming a loopback host: a page elsewhere that rebinds its
+    # own name to this machine is refused.
+    status, body = await asyncio.to_thread(get, f"{base}/orrery/data?tenant={T}",
+                                           {"Host": f"evil.example:{observed.ops.port}"})
+    assert status == 403 and b"localhost" in body
     # Content is behind the same guard as the gRPC port: without keys, loopback only.
     guarded = OpsServer(svc, "127.0.0.1:0", None, open_without_keys=False)
     guarded.start()

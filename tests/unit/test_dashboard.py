@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from types import SimpleNamespace
 
 from celestial_memory.domain.zones import Zone
 from celestial_memory.metrics import REGISTRY, ZoneCounts
@@ -14,8 +13,8 @@ DASHBOARD = Path(__file__).parents[2] / "deploy" / "grafana" / "celestial-memory
 
 
 def exported() -> set[str]:
-    stats = SimpleNamespace(zones=[SimpleNamespace(zone=z, count=1) for z in Zone], archived=0)
-    families = [*REGISTRY.collect(), *ZoneCounts(lambda: ["t"], lambda t: stats, 5).collect()]
+    counts = ({z.name.lower(): 1 for z in Zone}, 0)
+    families = [*REGISTRY.collect(), *ZoneCounts(lambda: ["t"], lambda t: counts, 5).collect()]
     suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"),
                 "gauge": ("",)}
     # Labelled metrics have no samples until a label is used: the names come from the types.

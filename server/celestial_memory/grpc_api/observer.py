@@ -60,8 +60,10 @@ class CallObserver(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
 
 
 def _code(context: Any, error: BaseException | None) -> str:
-    if isinstance(error, asyncio.CancelledError):
-        return "CANCELLED"
+    if isinstance(error, asyncio.CancelledError | GeneratorExit):
+        # gRPC cancels the call's task when its deadline passes, as when the client goes away.
+        left = context.time_remaining()
+        return "DEADLINE_EXCEEDED" if left is not None and left <= 0 else "CANCELLED"
     code = context.code()
     if isinstance(code, grpc.StatusCode):
         return str(code.name)

@@ -8,7 +8,8 @@ const BANDS = { core: [0, 70], inner: [78, 148], outer: [156, 228], belt: [236, 
                 cloud: [316, 388] };
 const params = new URLSearchParams(location.search);
 const tenant = params.get("tenant") || "";
-const every = Math.max(500, Number(params.get("every") || 2000));
+const asked = Number(params.get("every"));
+const every = Number.isFinite(asked) && asked >= 500 ? asked : 2000;
 // The API key stays in the fragment (#key=...): browsers never send that part to a server.
 const key = new URLSearchParams(location.hash.slice(1)).get("key");
 const NS = "http://www.w3.org/2000/svg";
@@ -132,6 +133,11 @@ async function refresh() {
   }
 }
 
+// The next poll only once this one is answered: a slow server never piles requests up.
+async function poll() {
+  await refresh();
+  setTimeout(poll, every);
+}
+
 drawRings();
-refresh();
-setInterval(refresh, every);
+poll();
