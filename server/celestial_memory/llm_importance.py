@@ -5,9 +5,9 @@ A Store must not wait on a model for long, nor fail because of one: the texts of
 StoreBatch go in requests of ``CHUNK`` texts, sent at once, and whatever has not answered
 within the budget (``CELESTIAL_IMPORTANCE_LLM_BUDGET_MS``), or answered an error, a status
 other than 200 or anything but one number in [0, 1] per text, is rated by the rules instead. A
-late answer still fills the cache (keyed by the text's hash, bounded), so a repeat of the text
-gets the model's rating. The content is sent to the endpoint: point it at a model you trust
-with your users' memories.
+late answer still fills the cache (keyed by a hash of the tenant and the text, bounded), so a
+repeat of the text in that tenant gets the model's rating. The content is sent to the
+endpoint: point it at a model you trust with your users' memories.
 """
 
 from __future__ import annotations
@@ -72,10 +72,12 @@ class LlmEvaluator:
         self.fallbacks = 0  # texts rated by the rules instead
 
     @staticmethod
-    def _key(text: str) -> str:
-        return hashlib.sha256(text.encode()).hexdigest()
+    def _key(tenant: str, text: str) -> str:
+        # Per tenant: a shared entry would tell one tenant (by the time a Store takes) that
+        # another stored the same text.
+        return hashlib.sha256(f"{len(tenant)}:{tenant}{text}".encode()).hexdigest()
 
-    def _ask(self, texts: list[str]) -> list[float]:
+    def _ask(self, tenant: str, texts: list[str]) -> list[float]:
         with self._lock:
             self.requests += 1
         body = "\n".join(f"{i}. {' '.join(t.split())}" for i, t in enumerate(texts, 1))
@@ -86,8 +88,8 @@ class LlmEvaluator:
         scores = parse_scores(str(reply.json()["choices"][0]["message"]["content"]), len(texts))
         with self._lock:
             for t, s in zip(texts, scores, strict=True):
-                self._cache[self._key(t)] = s
-                self._cache.move_to_end(self._key(t))
+                self._cache[self._key(tenant, t)] = s
+                self._cache.move_to_end(self._key(tenant, t))
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
         return scores
@@ -95,16 +97,16 @@ class LlmEvaluator:
     def evaluate(self, content: str) -> float:
         return self.evaluate_many([content])[0]
 
-    def evaluate_many(self, contents: Sequence[str]) -> list[float]:
+    def evaluate_many(self, contents: Sequence[str], tenant: str = "") -> list[float]:
         deadline = monotonic() + self._budget
         out: list[float | None] = []
         with self._lock:
             for t in contents:
-                hit = self._cache.get(self._key(t))
+                hit = self._cache.get(self._key(tenant, t))
                 out.append(hit)
         missing = sorted({t for t, v in zip(contents, out, strict=True) if v is None})
         chunks = [missing[i:i + CHUNK] for i in range(0, len(missing), CHUNK)]
-        futures = [(chunk, self._pool.submit(self._ask, chunk)) for chunk in chunks]
+        futures = [(chunk, self._pool.submit(self._ask, tenant, chunk)) for chunk in chunks]
         if futures:
             wait([f for _, f in futures], timeout=max(0.0, deadline - monotonic()))
             for _, f in futures:

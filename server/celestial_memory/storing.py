@@ -81,14 +81,14 @@ class Storing:
         self._embed_missing(checked, [i for i in range(len(checked)) if i not in held], vectors,
                             cancel)
         # Rated before the ids' locks: an evaluator may call out (llm_importance.py).
-        rated = self._rate(checked, [i for i in range(len(checked)) if i not in held], {})
+        rated = self._rate(tenant, checked, [i for i in range(len(checked)) if i not in held], {})
         with self._placement.ids_locked(ids):
             if any(ids):
                 held = self._held(tenant, checked, ids, batch)
             fresh = [i for i in range(len(checked)) if i not in held]
             self._embed_missing(checked, fresh, vectors, cancel)  # deleted since the first read
             memories = self._new_memories(tenant, checked, ids, fresh, vectors,
-                                          self._rate(checked, fresh, rated))
+                                          self._rate(tenant, checked, fresh, rated))
             merged: dict[int, Memory] = {}
             if memories:
                 cancel.check("the store")
@@ -193,7 +193,7 @@ class Storing:
             embedded = self._embedder.embed([items[i].content for i in chunk])
             vectors.update(zip(chunk, embedded, strict=True))
 
-    def _rate(self, items: Sequence[NewMemory], which: Sequence[int],
+    def _rate(self, tenant: str, items: Sequence[NewMemory], which: Sequence[int],
               rated: dict[int, float]) -> dict[int, float]:
         """Importance of the items at ``which``: given, in ``rated``, or from the evaluator
         (all of them in one call)."""
@@ -201,8 +201,8 @@ class Storing:
         out.update({i: rated[i] for i in which if i in rated})
         ask = [i for i in which if i not in out]
         if ask:
-            out.update(zip(ask, self._evaluator.evaluate_many([items[i].content for i in ask]),
-                           strict=True))
+            out.update(zip(ask, self._evaluator.evaluate_many(
+                [items[i].content for i in ask], tenant), strict=True))
         return {i: float(v) for i, v in out.items() if v is not None}
 
     def _new_memories(

@@ -48,10 +48,18 @@ def enabled() -> bool:
 
 
 @contextmanager
-def span(name: str, attributes: Mapping[str, Any] | None = None) -> Iterator[Any]:
-    """A span named ``name`` as the current span's child, or nothing when tracing is off."""
+def span(name: str, attributes: Mapping[str, Any] | None = None,
+         carrier: Mapping[str, str] | None = None) -> Iterator[Any]:
+    """A span named ``name`` as the current span's child (or, given a ``carrier`` of W3C
+    ``traceparent`` headers, as the caller's span's child), or nothing when tracing is off."""
     if _tracer is None:
         yield None
         return
-    with _tracer.start_as_current_span(name, attributes=dict(attributes or {})) as s:
+    parent = None
+    if carrier:
+        from opentelemetry import propagate
+
+        parent = propagate.extract(dict(carrier))
+    with _tracer.start_as_current_span(name, context=parent,
+                                       attributes=dict(attributes or {})) as s:
         yield s

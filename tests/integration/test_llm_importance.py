@@ -89,8 +89,9 @@ def test_prompt_and_parsing(model: FakeModel) -> None:
     assert req["model"] == "tiny-rater" and req["messages"][0]["content"] == PROMPT
     assert req["messages"][1]["content"].splitlines()[0] == "1. Remember: the deadline is Friday"
     assert model.headers[0]["Authorization"] == "Bearer sk-test"
-    # Cached: asking again sends nothing.
+    # Cached: asking again sends nothing; another tenant's cache is its own.
     assert ev.evaluate("ok") == 0.02 and len(model.requests) == 1
+    assert ev.evaluate_many(["ok"], tenant="other") == [0.02] and len(model.requests) == 2
     ev.close()
 
 

@@ -192,6 +192,21 @@ async def test_traces_an_rpc_and_its_stages(observed: MemoryServer) -> None:
         child = done[f"recall.{stage}"]
         assert child.parent is not None and child.parent.span_id == rpc_span.context.span_id
     assert "celestial.v1.MemoryService/Store" in done
+    assert rpc_span.parent is None  # no traceparent sent: a trace of its own
+    # A caller's W3C traceparent makes the RPC's span a child of the caller's.
+    spans.clear()
+    telemetry.configure("", exporter=spans)
+    trace_id, parent_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{observed.port}") as ch:
+            await pb_grpc.MemoryServiceStub(ch).Stats(
+                pb.StatsRequest(tenant=T),
+                metadata=(("traceparent", f"00-{trace_id}-{parent_id}-01"),))
+    finally:
+        telemetry.disable()
+    (stats_span,) = [s for s in spans.get_finished_spans() if s.name.endswith("/Stats")]
+    assert f"{stats_span.context.trace_id:032x}" == trace_id
+    assert stats_span.parent is not None and f"{stats_span.parent.span_id:016x}" == parent_id
     # Off again: no spans.
     with telemetry.span("nothing") as s:
         assert s is None

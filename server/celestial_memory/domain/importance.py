@@ -20,9 +20,9 @@ class ImportanceEvaluator(Protocol):
         """Importance of ``content`` in [0, 1]."""
         ...
 
-    def evaluate_many(self, contents: Sequence[str]) -> list[float]:
+    def evaluate_many(self, contents: Sequence[str], tenant: str = "") -> list[float]:
         """Importances of a Store's or StoreBatch's contents, in order (one round trip for
-        an evaluator that calls out)."""
+        an evaluator that calls out; ``tenant`` keeps what it remembers apart)."""
         ...
 
 
@@ -33,7 +33,7 @@ class DefaultEvaluator:
     def evaluate(self, content: str) -> float:
         return self._value
 
-    def evaluate_many(self, contents: Sequence[str]) -> list[float]:
+    def evaluate_many(self, contents: Sequence[str], tenant: str = "") -> list[float]:
         return [self._value] * len(contents)
 
 
@@ -87,7 +87,7 @@ class RuleBasedEvaluator:
         total = sum(w * self._share(content, cues) for cues, w in self.WEIGHTS)
         return max(0.0, min(1.0, total))
 
-    def evaluate_many(self, contents: Sequence[str]) -> list[float]:
+    def evaluate_many(self, contents: Sequence[str], tenant: str = "") -> list[float]:
         return [self.evaluate(c) for c in contents]
 
     @staticmethod

@@ -1,5 +1,6 @@
 """What every call leaves behind, outermost of the interceptors (so refusals count too): the
-gRPC server metrics (metrics.py), a span when tracing is on (telemetry.py), and one access log
+gRPC server metrics (metrics.py), a span when tracing is on (telemetry.py; the caller's
+``traceparent`` metadata makes it a child of the caller's span), and one access log
 line with the request id (the caller's ``x-request-id``, or one made here), the tenant, the
 method, the status and the duration. Never the content, the query or a key: the line is built
 from those fields only.
@@ -80,8 +81,11 @@ def _observed(behavior: Callable[..., Any] | None, labels: tuple[str, str, str])
     def begin(context: Any) -> tuple[str, float, Any]:
         metrics.STARTED.labels(*labels).inc()
         rid = request_id(context)
+        carrier = {k: v for k, v in context.invocation_metadata() or ()
+                   if k in ("traceparent", "tracestate") and isinstance(v, str)}
         span = telemetry.span(f"{service}/{method}", {"rpc.system": "grpc", "rpc.service": service,
-                                                      "rpc.method": method, "request.id": rid})
+                                                      "rpc.method": method, "request.id": rid},
+                              carrier)
         return rid, time.perf_counter(), span
 
     def end(context: Any, rid: str, started: float, span: Any, trace: Any,
