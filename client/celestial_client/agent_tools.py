@@ -91,7 +91,7 @@ def _line(m: Memory) -> str:
     return f"{m.id} ({m.zone.value}, {m.created_at:%Y-%m-%d}){flags}: {m.content}"
 
 
-def _result_data(r: RecallResult) -> dict[str, Any]:
+def result_data(r: RecallResult) -> dict[str, Any]:
     b = r.breakdown
     return {**memory_data(r.memory), "relevance": round(r.relevance, 4), "found_in": r.found_in.value,
             "archived": r.archived, "breakdown": {"recall": b.recall, "freshness": b.freshness,
@@ -122,7 +122,7 @@ def _search(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
                        reinforce=a["reinforce"], **_filters(a))
     lines = [f"{r.relevance:.2f} {_line(r.memory)}" for r in results]
     text = "\n".join(lines) if lines else f"no memory matches {a['query']!r}"
-    return ToolOutput(text, {"results": [_result_data(r) for r in results]})
+    return ToolOutput(text, {"results": [result_data(r) for r in results]})
 
 
 def _context(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:

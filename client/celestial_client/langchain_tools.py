@@ -20,7 +20,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import StructuredTool, ToolException
 from pydantic import ConfigDict
 
-from celestial_client.agent_tools import TOOLS, ToolArgumentError, ToolSpec, call_tool, memory_data
+from celestial_client.agent_tools import TOOLS, ToolArgumentError, ToolSpec, call_tool, result_data
 from celestial_client.client import CelestialClient
 from celestial_client.errors import CelestialClientError
 
@@ -41,14 +41,8 @@ class CelestialRetriever(BaseRetriever):
     ) -> list[Document]:
         docs = []
         for r in self.client.recall(query, self.k, **self.options):
-            b = r.breakdown
-            meta = {**memory_data(r.memory), "relevance": r.relevance, "found_in": r.found_in.value,
-                    "archived": r.archived,
-                    "breakdown": {"recall": b.recall, "freshness": b.freshness,
-                                  "importance": b.importance, "context": b.context,
-                                  "total": b.total}}
-            meta.pop("content")
-            docs.append(Document(page_content=r.memory.content, metadata=meta, id=r.memory.id))
+            meta = result_data(r)
+            docs.append(Document(page_content=meta.pop("content"), metadata=meta, id=r.memory.id))
         return docs
 
     async def _aget_relevant_documents(

@@ -63,6 +63,11 @@ def _tags(namespace: tuple[str, ...]) -> list[str]:
         "ns^:" + ".".join(namespace[:i]) for i in range(1, len(namespace) + 1)]
 
 
+def _namespace(m: Memory) -> tuple[str, ...] | None:
+    """The namespace a memory's tag names (``_tags``), or None for one of no namespace."""
+    return next((tuple(t[3:].split(".")) for t in m.tags if t.startswith("ns:")), None)
+
+
 def _prefix_tag(prefix: tuple[str, ...]) -> list[str]:
     return ["ns^:" + ".".join(prefix)] if prefix else [MARK]
 
@@ -124,11 +129,11 @@ class CelestialStore(BaseStore):
 
     # The item a memory holds, or None for a memory this store did not write.
     def _item(self, m: Memory, score: float | None = None) -> SearchItem | None:
-        ns = next((t[3:] for t in m.tags if t.startswith("ns:")), None)
+        ns = _namespace(m)
         if ns is None or "lg_key" not in m.metadata:
             return None
         created = datetime.fromisoformat(m.metadata.get("lg_created", m.created_at.isoformat()))
-        return SearchItem(tuple(ns.split(".")), m.metadata["lg_key"],
+        return SearchItem(ns, m.metadata["lg_key"],
                           json.loads(m.context or m.content), created, m.created_at, score)
 
     def _find(self, namespace: tuple[str, ...], key: str) -> Memory | None:
@@ -187,7 +192,7 @@ class CelestialStore(BaseStore):
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         seen: set[tuple[str, ...]] = set()
         for m in self.client.iter_memories(tags_all=[MARK]):
-            ns = next((tuple(t[3:].split(".")) for t in m.tags if t.startswith("ns:")), None)
+            ns = _namespace(m)
             if ns is None or not all(_namespace_matches(ns, c) for c in op.match_conditions or ()):
                 continue
             seen.add(ns[:op.max_depth] if op.max_depth is not None else ns)

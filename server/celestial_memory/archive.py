@@ -11,7 +11,7 @@ from celestial_memory.domain import validation as check
 from celestial_memory.domain.models import RESTORED, Memory, MemoryFilter, ZoneEvent
 from celestial_memory.domain.scoring import MemoryFunction
 from celestial_memory.domain.zones import Zone, ZoneTable
-from celestial_memory.errors import InvalidArgument, NotFound
+from celestial_memory.errors import InvalidArgument
 from celestial_memory.placement import Placement
 from celestial_memory.rebalancer import event_id
 from celestial_memory.store.repository import MemoryRepository
@@ -87,10 +87,7 @@ class Archive:
         mid = check.memory_id(memory_id)
         self._placement.flush(tenant)
         with self._placement.locked(tenant):
-            found = self._store.get(tenant, [mid])
-            if mid not in found:
-                raise NotFound(f"memory {mid} not found")
-            m = found[mid]
+            m = self._store.get_one(tenant, mid)
             if not m.archived:
                 return m
             now = self._clock.now()

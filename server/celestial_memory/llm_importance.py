@@ -88,8 +88,9 @@ class LlmEvaluator:
         scores = parse_scores(str(reply.json()["choices"][0]["message"]["content"]), len(texts))
         with self._lock:
             for t, s in zip(texts, scores, strict=True):
-                self._cache[self._key(tenant, t)] = s
-                self._cache.move_to_end(self._key(tenant, t))
+                key = self._key(tenant, t)
+                self._cache[key] = s
+                self._cache.move_to_end(key)
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
         return scores

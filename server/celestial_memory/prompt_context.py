@@ -80,6 +80,7 @@ class _Entry:
     zone: Zone | None  # None: found in the archive
     text: str
     terms: frozenset[str]
+    cost: int  # tokens of its line
 
 
 @dataclass(slots=True)
@@ -125,16 +126,16 @@ class Assembler:
 
     def select(self, mems: Sequence[Memory], zones: Sequence[Zone | None]) -> list[int]:
         """Which of the ranked memories (most relevant first) the block holds, in rank order."""
-        entries = [_Entry(i, m, z, self._line(m), Repeats.terms(m.content))
-                   for i, (m, z) in enumerate(zip(mems, zones, strict=True))]
-        costs = self.counter.count([e.text for e in entries])
+        lines = [self._line(m) for m in mems]
+        entries = [_Entry(i, m, z, line, Repeats.terms(m.content), cost) for i, (m, z, line, cost)
+                   in enumerate(zip(mems, zones, lines, self.counter.count(lines), strict=True))]
         header = self.counter.count([HEADER])[0] + 8  # a zone heading and the closing note
         taken: list[_Entry] = []
         folded: dict[int, list[str]] = {}  # taken entry's index -> ids folded into it
         omitted: list[str] = []
         rank = {m.id: i for i, m in enumerate(mems)}
         used = header
-        for e, cost in zip(entries, costs, strict=True):
+        for e in entries:
             into = next((t for t in taken if Repeats.nested(e.terms, t.terms)), None)
             if into is not None:
                 if e.terms <= into.terms:  # says nothing more: folded
@@ -142,18 +143,18 @@ class Assembler:
                     continue
                 # Says more: its wording (and zone) takes the place of the one taken, which is
                 # folded; if it does not fit, it is left out, its extra words unsaid.
-                extra = cost - self.counter.count([into.text])[0]
+                extra = e.cost - into.cost
                 if used + extra + 2 <= self.max_tokens:
                     folded.setdefault(into.index, []).append(into.memory.id)
-                    into.memory, into.text, into.terms, into.zone = (e.memory, e.text, e.terms,
-                                                                     e.zone)
+                    into.memory, into.text, into.terms, into.zone, into.cost = (
+                        e.memory, e.text, e.terms, e.zone, e.cost)
                     used += extra
                 else:
                     omitted.append(e.memory.id)
                 continue
-            if used + cost + 2 <= self.max_tokens:  # 2: its zone's heading, at worst shared
+            if used + e.cost + 2 <= self.max_tokens:  # 2: its zone's heading, at worst shared
                 taken.append(e)
-                used += cost + 2
+                used += e.cost + 2
             else:
                 omitted.append(e.memory.id)
         # Counted whole: drop the least relevant until the block fits.

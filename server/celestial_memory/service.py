@@ -43,7 +43,7 @@ from celestial_memory.domain.requests import (
 from celestial_memory.domain.scoring import MemoryFunction, ScoreBreakdown
 from celestial_memory.domain.zones import Zone, ZoneTable
 from celestial_memory.embedding import Embedder
-from celestial_memory.errors import FailedPrecondition, InvalidArgument, NotFound
+from celestial_memory.errors import FailedPrecondition, InvalidArgument
 from celestial_memory.listing import Listing
 from celestial_memory.placement import Placement
 from celestial_memory.prompt_context import Assembler, ContextBlock, token_counter
@@ -260,10 +260,7 @@ class MemoryService:
 
     def _find(self, tenant: str, mid: str) -> Memory:
         # No flush here: update calls this under the tenant's lock (placement.py).
-        found = self.store.get(tenant, [mid])
-        if mid not in found:
-            raise NotFound(f"memory {mid} not found")
-        return found[mid]
+        return self.store.get_one(tenant, mid)
 
     def update(self, tenant: str, memory_id: str, ch: MemoryChanges) -> Memory:
         s = self.settings

@@ -15,7 +15,8 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import grpc
@@ -73,59 +74,49 @@ def _code(context: Any, error: BaseException | None) -> str:
     return "OK"
 
 
+@contextmanager
+def _observing(context: Any, labels: tuple[str, str, str]) -> Iterator[None]:
+    """Around one call: started, then handled with its code and time, its span, its log line."""
+    _, service, method = labels
+    metrics.STARTED.labels(*labels).inc()
+    rid = request_id(context)
+    carrier = {k: v for k, v in context.invocation_metadata() or ()
+               if k in ("traceparent", "tracestate") and isinstance(v, str)}
+    started = time.perf_counter()
+    error: BaseException | None = None
+    with telemetry.span(f"{service}/{method}", {"rpc.system": "grpc", "rpc.service": service,
+                                                "rpc.method": method, "request.id": rid},
+                        carrier) as trace:
+        try:
+            yield
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            seconds = time.perf_counter() - started
+            code = _code(context, error)
+            metrics.HANDLED.labels(*labels, code).inc()
+            metrics.HANDLING.labels(*labels).observe(seconds)
+            if trace is not None:
+                trace.set_attribute("rpc.grpc.status_code", code)
+            log.info("%s %s %s %.1f ms", method, code, TENANT.get() or "-", seconds * 1000,
+                     extra={"request_id": rid, "tenant": TENANT.get(), "method": method,
+                            "status": code, "duration_ms": round(seconds * 1000, 3)})
+
+
 def _observed(behavior: Callable[..., Any] | None, labels: tuple[str, str, str]) -> Any:
     if behavior is None:
         return None
-    _, service, method = labels
-
-    def begin(context: Any) -> tuple[str, float, Any]:
-        metrics.STARTED.labels(*labels).inc()
-        rid = request_id(context)
-        carrier = {k: v for k, v in context.invocation_metadata() or ()
-                   if k in ("traceparent", "tracestate") and isinstance(v, str)}
-        span = telemetry.span(f"{service}/{method}", {"rpc.system": "grpc", "rpc.service": service,
-                                                      "rpc.method": method, "request.id": rid},
-                              carrier)
-        return rid, time.perf_counter(), span
-
-    def end(context: Any, rid: str, started: float, span: Any, trace: Any,
-            error: BaseException | None) -> None:
-        seconds = time.perf_counter() - started
-        code = _code(context, error)
-        metrics.HANDLED.labels(*labels, code).inc()
-        metrics.HANDLING.labels(*labels).observe(seconds)
-        if trace is not None:
-            trace.set_attribute("rpc.grpc.status_code", code)
-        log.info("%s %s %s %.1f ms", method, code, TENANT.get() or "-", seconds * 1000,
-                 extra={"request_id": rid, "tenant": TENANT.get(), "method": method,
-                        "status": code, "duration_ms": round(seconds * 1000, 3)})
-
     if inspect.isasyncgenfunction(behavior):
         async def stream(request: Any, context: Any) -> AsyncIterator[Any]:
-            rid, started, span = begin(context)
-            error: BaseException | None = None
-            with span as trace:
-                try:
-                    async for item in behavior(request, context):
-                        yield item
-                except BaseException as exc:
-                    error = exc
-                    raise
-                finally:
-                    end(context, rid, started, span, trace, error)
+            with _observing(context, labels):
+                async for item in behavior(request, context):
+                    yield item
 
         return stream
 
     async def call(request: Any, context: Any) -> Any:
-        rid, started, span = begin(context)
-        error: BaseException | None = None
-        with span as trace:
-            try:
-                return await behavior(request, context)
-            except BaseException as exc:
-                error = exc
-                raise
-            finally:
-                end(context, rid, started, span, trace, error)
+        with _observing(context, labels):
+            return await behavior(request, context)
 
     return call

@@ -33,6 +33,7 @@ from celestial_memory.domain.models import (
 from celestial_memory.domain.selection import Members, Selection
 from celestial_memory.domain.validation import MAX_TIME, MIN_TIME
 from celestial_memory.domain.zones import Zone
+from celestial_memory.errors import NotFound
 from celestial_memory.paging import Cursor
 from celestial_memory.store.engine import (
     LEDGER,
@@ -147,6 +148,13 @@ class MemoryRepository:
         self.engine.upsert(MEMORIES, [Point(m.id, search_vectors(m), to_payload(m))
                                       for m in memories], insert_only=insert_only,
                            only_if=[Eq("tenant", tenant)] if tenant is not None else ())
+
+    def get_one(self, tenant: str, memory_id: str) -> Memory:
+        """The memory ``memory_id`` of ``tenant``, or NotFound."""
+        found = self.get(tenant, [memory_id])
+        if memory_id not in found:
+            raise NotFound(f"memory {memory_id} not found")
+        return found[memory_id]
 
     def get(
         self, tenant: str, ids: Sequence[str], with_vectors: bool = False
