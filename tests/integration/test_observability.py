@@ -27,7 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.integration.conftest import running_server
 
 T = "obs"
-SECRET_CONTENT = "the espresso machine code is 7431"
+SECRET_CONTENT = "the espresso machine code is quokka"
 
 
 def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -93,7 +93,7 @@ async def test_metrics_move_by_the_traffic(observed: MemoryServer) -> None:
     assert ("celestial_reinforcement_queue_depth", ()) in after
     # No label, and nothing in the exposition, carries content or a query.
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-    for word in ("espresso", "7431", "cello", "dog walk"):
+    for word in ("espresso", "quokka", "cello", "dog walk"):
         assert word not in text
 
 
@@ -169,7 +169,7 @@ async def test_json_access_log_has_the_call_and_no_content(observed: MemoryServe
     recall = next(x for x in lines if x["method"] == "Recall")
     assert len(recall["request_id"]) == 16  # made here when the caller sends none
     text = out.getvalue()
-    for secret in ("espresso", "7431", "machine code", "cm_not_a_real_key"):
+    for secret in ("espresso", "quokka", "machine code", "cm_not_a_real_key"):
         assert secret not in text
 
 
