@@ -170,24 +170,22 @@ class CelestialStore(BaseStore):
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         tags = _prefix_tag(op.namespace_prefix)
-        found: list[SearchItem] = []
+        want = op.offset + op.limit
+        scored: Iterable[tuple[Memory, float | None]]
         if op.query:
-            want = op.offset + op.limit
-            results = self.client.recall(op.query, FILTER_WINDOW if op.filter else min(want, 100),
-                                         tags_all=tags, reinforce=self.reinforce,
-                                         min_relevance=0.0, ignore_zones=True)
-            for r in results:
-                item = self._item(r.memory, r.relevance)
-                if item is not None and (not op.filter or _matches(item.value, op.filter)):
-                    found.append(item)
+            scored = ((r.memory, r.relevance) for r in self.client.recall(
+                op.query, FILTER_WINDOW if op.filter else min(want, 100), tags_all=tags,
+                reinforce=self.reinforce, min_relevance=0.0, ignore_zones=True))
         else:
-            for m in self.client.iter_memories(tags_all=tags):
-                item = self._item(m)
-                if item is not None and (not op.filter or _matches(item.value, op.filter)):
-                    found.append(item)
-                    if len(found) >= op.offset + op.limit:
-                        break
-        return found[op.offset:op.offset + op.limit]
+            scored = ((m, None) for m in self.client.iter_memories(tags_all=tags))
+        found: list[SearchItem] = []
+        for m, score in scored:
+            item = self._item(m, score)
+            if item is not None and (not op.filter or _matches(item.value, op.filter)):
+                found.append(item)
+                if len(found) >= want:
+                    break
+        return found[op.offset:want]
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         seen: set[tuple[str, ...]] = set()

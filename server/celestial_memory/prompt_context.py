@@ -82,6 +82,11 @@ class _Entry:
     terms: frozenset[str]
     cost: int  # tokens of its line
 
+    @property
+    def place(self) -> tuple[int, int]:
+        """Its place in the block: by zone, Core first and the archive last, then by rank."""
+        return (len(Zone) if self.zone is None else int(self.zone), self.index)
+
 
 @dataclass(slots=True)
 class ContextBlock:
@@ -109,10 +114,9 @@ class Assembler:
     def _render(self, taken: list[_Entry], folded: int, omitted: int) -> str:
         if not taken:
             return ""
-        order = sorted(taken, key=lambda e: (5 if e.zone is None else int(e.zone), e.index))
         lines, current = [HEADER], -1
-        for e in order:
-            z = 5 if e.zone is None else int(e.zone)
+        for e in sorted(taken, key=lambda e: e.place):
+            z = e.place[0]
             if z != current:
                 lines.append(f"## {'archive (forgotten)' if e.zone is None else e.zone.name.lower()}")
                 current = z
@@ -159,16 +163,15 @@ class Assembler:
                 omitted.append(e.memory.id)
         # Counted whole: drop the least relevant until the block fits.
         while True:
-            n_folded = sum(len(v) for t, v in folded.items() if any(e.index == t for e in taken))
-            text = self._render(taken, n_folded, len(omitted))
+            # Only taken entries have folded ones (a dropped entry's go with it).
+            text = self._render(taken, sum(map(len, folded.values())), len(omitted))
             tokens = self.counter.count([text])[0] if text else 0
             if tokens <= self.max_tokens:
                 break
             last = taken.pop()
             omitted += [last.memory.id, *folded.pop(last.index, [])]
         self.block.text, self.block.tokens = text, tokens
-        self.block.included = [e.memory.id for e in sorted(
-            taken, key=lambda e: (5 if e.zone is None else int(e.zone), e.index))]
+        self.block.included = [e.memory.id for e in sorted(taken, key=lambda e: e.place)]
         self.block.folded = [mid for e in taken for mid in folded.get(e.index, [])]
         self.block.omitted = sorted(omitted, key=rank.__getitem__)  # most relevant first
         # The memory whose wording an entry shows is the one the agent was given.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 
 from celestial_memory import metrics
 from celestial_memory.archive import Archive
@@ -241,9 +242,9 @@ class MemoryService:
             raise InvalidArgument("max_tokens",
                                   f"must be 1 to {self.settings.max_prompt_tokens}, got {max_tokens}")
         assembler = Assembler(max_tokens, self.tokens)
-        q.select = assembler.select
-        q.limit = q.limit or min(30, self.settings.max_recall_limit)
-        self.recall(tenant, q, cancel)
+        self.recall(tenant, replace(q, select=assembler.select,
+                                    limit=q.limit or min(30, self.settings.max_recall_limit)),
+                    cancel)
         return assembler.block
 
     # -- get / update / delete -------------------------------------------------------------

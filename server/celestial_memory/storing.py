@@ -197,13 +197,13 @@ class Storing:
               rated: dict[int, float]) -> dict[int, float]:
         """Importance of the items at ``which``: given, in ``rated``, or from the evaluator
         (all of them in one call)."""
-        out = {i: items[i].importance for i in which if items[i].importance is not None}
+        out = {i: float(v) for i in which if (v := items[i].importance) is not None}
         out.update({i: rated[i] for i in which if i in rated})
         ask = [i for i in which if i not in out]
         if ask:
             out.update(zip(ask, self._evaluator.evaluate_many(
                 [items[i].content for i in ask], tenant), strict=True))
-        return {i: float(v) for i, v in out.items() if v is not None}
+        return out
 
     def _new_memories(
         self, tenant: str, items: Sequence[NewMemory], ids: Sequence[str], fresh: Sequence[int],

@@ -1,5 +1,6 @@
 """OpenTelemetry traces, when ``CELESTIAL_OTLP_ENDPOINT`` names a collector (the ``otel``
-extra): a span around each RPC (rpc_observer.py) and around each recall stage (metrics.stage).
+extra): a span around each RPC (grpc_api/observer.py) and around each recall stage
+(metrics.Stages).
 With no endpoint nothing is set up and ``span`` costs one check.
 
 The service's work runs in worker threads started with ``asyncio.to_thread``, which carries the

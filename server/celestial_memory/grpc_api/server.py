@@ -72,8 +72,7 @@ def server_options(s: Settings) -> list[tuple[str, int]]:
 def check_exposure(address: str, keys: bool, insecure: bool, tls: bool = False) -> None:
     """Without API keys anyone who reaches the port can read and change every tenant, so the
     server binds only a loopback address unless told otherwise explicitly."""
-    host = address.rpartition(":")[0].strip("[]") or "0.0.0.0"
-    loopback = host == "localhost" or _is_loopback(host)
+    loopback = is_loopback(address)
     if keys:
         if not loopback and not tls:
             log.warning("API keys without TLS on %s: keys cross the network in plaintext "
@@ -92,9 +91,11 @@ def check_exposure(address: str, keys: bool, insecure: bool, tls: bool = False) 
             "or pass --insecure-no-auth")
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(address: str) -> bool:
+    """Whether ``host:port`` (``[v6]:port`` too) binds only this machine."""
+    host = address.rpartition(":")[0].strip("[]")
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
 
@@ -142,9 +143,8 @@ class MemoryServer:
         metrics.watch_service(self.service, s.metrics_top_tenants, s.metrics_zone_refresh_s)
         self.ops: OpsServer | None = None
         if s.metrics_address:
-            host = s.metrics_address.rpartition(":")[0].strip("[]")
             self.ops = OpsServer(self.service, s.metrics_address, keys,
-                                 open_without_keys=host == "localhost" or _is_loopback(host)
+                                 open_without_keys=is_loopback(s.metrics_address)
                                  or s.insecure_no_auth)
             self.ops.start()
         await self._server.start()
