@@ -5,6 +5,7 @@
     ├── Unauthenticated               UNAUTHENTICATED
     ├── RetryLater                    (with RetryInfo)
     │   ├── ResourceExhausted         RESOURCE_EXHAUSTED
+    │   │   └── TooManyCalls          RESOURCE_EXHAUSTED
     │   └── StoreUnavailable          UNAVAILABLE
     ├── NotFound                      NOT_FOUND
     ├── AlreadyExists(field)          ALREADY_EXISTS
@@ -44,6 +45,10 @@ class RetryLater(CelestialError):
 
 class ResourceExhausted(RetryLater):
     """A limit was reached (a key's request rate)."""
+
+
+class TooManyCalls(ResourceExhausted):
+    """Too many calls or streams open at once (the server's, or one caller's)."""
 
 
 class NotFound(CelestialError):

@@ -11,6 +11,7 @@ import grpc
 import pytest
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
+from celestial_memory import metrics
 from celestial_memory.cancellation import Cancellation
 from celestial_memory.domain.requests import NewMemory, RecallQuery
 from celestial_memory.errors import DeadlineExceeded
@@ -18,10 +19,15 @@ from celestial_memory.grpc_api.server import MemoryServer
 from celestial_memory.service import MemoryService
 
 # Long texts (the model reads 256 tokens of each): embedding 1,500 of them takes tens of seconds
-# on two cores, far longer than the deadlines below.
+# on two cores, far longer than the deadlines below. That the work stopped is shown by what it
+# embedded (fewer than all), not by how long it took: the suite may share a loaded machine.
 LONG = " ".join(f"word{i} of a long note about the garden and the weather" for i in range(40))
 ITEMS = 1500
-STOPS_WITHIN_S = 8.0  # one chunk of embedding after the deadline, with room for a noisy machine
+IDLE_WITHIN_S = 120.0  # a bound for a hang, not a measure of speed
+
+
+def _texts_embedded() -> float:
+    return metrics.REGISTRY.get_sample_value("celestial_embedding_batch_size_sum") or 0.0
 
 
 def _batch(tenant: str) -> list[pb.StoreRequest]:
@@ -35,25 +41,27 @@ async def _stats_total(stub: pb_grpc.MemoryServiceStub, tenant: str) -> int:
 async def test_a_long_batch_stops_at_its_deadline_and_writes_nothing(server: MemoryServer) -> None:
     async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as ch:
         stub = pb_grpc.MemoryServiceStub(ch)
+        before = _texts_embedded()
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await stub.StoreBatch(iter(_batch("d")), timeout=1.0)
         assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-        started = time.monotonic()
-        assert await asyncio.to_thread(server.servicer.inflight.wait_idle, STOPS_WITHIN_S)
-        assert time.monotonic() - started < STOPS_WITHIN_S
+        assert await asyncio.to_thread(server.servicer.inflight.wait_idle, IDLE_WITHIN_S)
+        assert _texts_embedded() - before < ITEMS  # it stopped before embedding them all
         assert await _stats_total(stub, "d") == 0
 
 
 async def test_a_cancelled_batch_stops_and_writes_nothing(server: MemoryServer) -> None:
     async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as ch:
         stub = pb_grpc.MemoryServiceStub(ch)
+        before = _texts_embedded()
         call = stub.StoreBatch(iter(_batch("c")))
-        await asyncio.sleep(1.5)
-        assert len(server.servicer.inflight) == 1  # the batch is being embedded
+        while not len(server.servicer.inflight):  # the batch is being embedded
+            await asyncio.sleep(0.05)
         call.cancel()
         with pytest.raises(asyncio.CancelledError):
             await call
-        assert await asyncio.to_thread(server.servicer.inflight.wait_idle, STOPS_WITHIN_S)
+        assert await asyncio.to_thread(server.servicer.inflight.wait_idle, IDLE_WITHIN_S)
+        assert _texts_embedded() - before < ITEMS
         assert await _stats_total(stub, "c") == 0
 
 
@@ -65,7 +73,7 @@ async def test_a_recall_past_its_deadline_reinforces_nothing(server: MemoryServe
             with pytest.raises(grpc.aio.AioRpcError) as err:
                 await stub.Recall(pb.RecallRequest(tenant="r", query="boat"), timeout=0.001)
             assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-        await asyncio.to_thread(server.servicer.inflight.wait_idle, STOPS_WITHIN_S)
+        await asyncio.to_thread(server.servicer.inflight.wait_idle, IDLE_WITHIN_S)
         got = await stub.Get(pb.GetRequest(tenant="r", id=kept.memory.id))
         assert got.memory.recall_count == 0
 

@@ -10,7 +10,7 @@ reflection need a valid key of any role, so that no one without a key can hold s
 
 from __future__ import annotations
 
-import inspect
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
@@ -20,8 +20,8 @@ from celestial_memory.access.rate import RateLimiter
 from celestial_memory.access.roles import CALLER, METHOD, METHOD_ROLES, OPEN, Principal
 from celestial_memory.errors import CelestialError, PermissionDenied, Unauthenticated
 from celestial_memory.grpc_api.status import abort
+from celestial_memory.grpc_api.wrapping import Handler, around
 
-Handler = Any  # grpc.RpcMethodHandler (not subscriptable at run time)
 Context = grpc.aio.ServicerContext[Any, Any]
 OPEN_METHODS = {"grpc.health.v1.Health/Check"}
 
@@ -109,28 +109,12 @@ Admit = Callable[[str, Any], Awaitable[Principal]]
 
 def _guarded(handler: Handler, method: str, admit: Admit) -> Handler:
     """Every behaviour of the handler behind the admission, run with the caller and method set
-    for everything it calls (each call runs in its own task, so these stay within the call).
-    A streaming behaviour may be an async generator or a coroutine writing to the context."""
+    for everything it calls."""
 
-    def wrap(behavior: Callable[..., Any] | None) -> Callable[..., Any] | None:
-        if behavior is None:
-            return None
-        if inspect.isasyncgenfunction(behavior):
-            async def stream(request: Any, context: Any) -> AsyncIterator[Any]:
-                METHOD.set(method)
-                CALLER.set(await admit(method, context))
-                async for item in behavior(request, context):
-                    yield item
+    @contextlib.asynccontextmanager
+    async def admitted(context: Any) -> AsyncIterator[None]:
+        METHOD.set(method)
+        CALLER.set(await admit(method, context))
+        yield
 
-            return stream
-
-        async def call(request: Any, context: Any) -> Any:
-            METHOD.set(method)
-            CALLER.set(await admit(method, context))
-            return await behavior(request, context)
-
-        return call
-
-    return handler._replace(
-        unary_unary=wrap(handler.unary_unary), unary_stream=wrap(handler.unary_stream),
-        stream_unary=wrap(handler.stream_unary), stream_stream=wrap(handler.stream_stream))
+    return around(handler, admitted)

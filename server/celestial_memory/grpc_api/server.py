@@ -18,8 +18,9 @@ from celestial_memory import metrics, telemetry
 from celestial_memory.access.keys import KeyRing
 from celestial_memory.access.rate import RateLimiter
 from celestial_memory.config import Settings
-from celestial_memory.errors import InvalidArgument
+from celestial_memory.errors import FailedPrecondition, InvalidArgument
 from celestial_memory.grpc_api.auth import Authenticator
+from celestial_memory.grpc_api.call_limit import CallLimiter
 from celestial_memory.grpc_api.decoding import DecodeGuard
 from celestial_memory.grpc_api.observer import CallObserver
 from celestial_memory.grpc_api.servicer import MemoryServicer
@@ -55,9 +56,13 @@ def serve_reflection(server: grpc.aio.Server, services: tuple[str, ...]) -> None
 
 
 def server_options(s: Settings) -> list[tuple[str, int]]:
-    """Message sizes, streams per connection, idle connections, and keepalive enforcement (a
-    client pinging more often than every 10 s without calls is disconnected)."""
+    """One server per port, message sizes, streams per connection, idle connections, and
+    keepalive enforcement (a client pinging more often than every 10 s without calls is
+    disconnected)."""
     return [
+        # gRPC lets a second server bind a port in use (SO_REUSEPORT), and the kernel then
+        # splits new connections between the two: a second server must fail to start instead.
+        ("grpc.so_reuseport", 0),
         ("grpc.max_receive_message_length", s.max_message_bytes),
         ("grpc.max_send_message_length", s.max_message_bytes),
         ("grpc.max_concurrent_streams", s.max_streams_per_connection),
@@ -117,24 +122,40 @@ class MemoryServer:
         keys = KeyRing(s.api_keys_file, s.api_keys_reload_s) if s.api_keys_file else None
         check_exposure(self.address, keys is not None, s.insecure_no_auth, s.tls_cert is not None)
         rate = RateLimiter(s.rate_per_key, s.rate_burst) if s.rate_per_key > 0 else None
+        if s.largest_memory_bytes() > s.max_message_bytes:
+            log.warning("a memory at every input limit takes up to %d bytes, more than "
+                        "max_message_bytes (%d): such a memory could not be read or exported; "
+                        "lower the input limits or raise max_message_bytes",
+                        s.largest_memory_bytes(), s.max_message_bytes)
+        self.calls = CallLimiter(s.max_concurrent_rpcs)
         self._server = grpc.aio.server(
-            interceptors=[CallObserver(), DecodeGuard(), Authenticator(SERVICE_NAME, keys, rate)],
-            options=server_options(s), maximum_concurrent_rpcs=s.max_concurrent_rpcs)
+            interceptors=[CallObserver(), self.calls, DecodeGuard(),
+                          Authenticator(SERVICE_NAME, keys, rate)],
+            options=server_options(s))
         self._health = health.aio.HealthServicer()  # type: ignore[attr-defined]
         self.servicer = MemoryServicer(self.service)
         memory_pb2_grpc.add_MemoryServiceServicer_to_server(self.servicer, self._server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
         serve_reflection(self._server, (SERVICE_NAME, health.SERVICE_NAME))
-        if s.tls_cert is not None and s.tls_key is not None:
-            certs = ServerCertificates(s.tls_cert, s.tls_key, s.tls_client_ca)
-            self.port = self._server.add_secure_port(self.address, certs.credentials())
-        else:
-            self.port = self._server.add_insecure_port(self.address)
+        try:
+            if s.tls_cert is not None and s.tls_key is not None:
+                certs = ServerCertificates(s.tls_cert, s.tls_key, s.tls_client_ca)
+                self.port = self._server.add_secure_port(self.address, certs.credentials())
+            else:
+                self.port = self._server.add_insecure_port(self.address)
+        except RuntimeError:  # grpc says only "Failed to bind"
+            self.port = 0
         if self.port == 0:
-            raise RuntimeError(f"could not bind {self.address}")
+            # Released now, on the loop: a grpc.aio server freed later, off its loop (by the
+            # collector, say), can crash the process.
+            await self._server.stop(None)
+            del self._server
+            raise FailedPrecondition(
+                f"cannot listen on {self.address}: the port is in use (another server?) or "
+                "the address is not this machine's")
         self._health_server: grpc.aio.Server | None = None
         if s.health_address:  # Kubernetes' gRPC probes speak plaintext only
-            self._health_server = grpc.aio.server()
+            self._health_server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
             health_pb2_grpc.add_HealthServicer_to_server(self._health, self._health_server)
             self.health_port = self._health_server.add_insecure_port(s.health_address)
             await self._health_server.start()
