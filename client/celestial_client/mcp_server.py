@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
+from mcp.server.transport_security import TransportSecuritySettings
 
 from celestial_client.agent_tools import TOOLS, ToolArgumentError, call_tool
 from celestial_client.client import CelestialClient
@@ -64,6 +65,18 @@ def _error(message: str) -> types.CallToolResult:
                                 is_error=True)
 
 
+def loopback_only(host: str, port: int) -> TransportSecuritySettings:
+    """The SDK's DNS rebinding protection for a server bound to ``host`` (a loopback address):
+    Host must name a loopback address or localhost with ``port``, and an Origin, when sent, a
+    page on one of them."""
+    names = {"127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host}
+    hosts = [f"{n}:{port or '*'}" for n in sorted(names)]
+    if port == 80:  # a client leaves the default port out of Host
+        hosts += sorted(names)
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                                     allowed_origins=[f"http://{n}:*" for n in sorted(names)])
+
+
 def serve(args: argparse.Namespace, client: CelestialClient) -> int:
     if args.print_tools:
         print(json.dumps([t.model_dump(by_alias=True, exclude_none=True) for t in tool_list()],
@@ -93,6 +106,9 @@ def serve(args: argparse.Namespace, client: CelestialClient) -> int:
                   "or pass --allow-remote behind a proxy that authenticates", file=sys.stderr)
             return 2
 
-        app = server.streamable_http_app(host=args.host)
+        # On loopback, only requests naming this machine: a page whose name an attacker points
+        # at a loopback address (DNS rebinding) sends its own name as Host, and its Origin.
+        security = None if args.allow_remote else loopback_only(args.host, args.port)
+        app = server.streamable_http_app(host=args.host, transport_security=security)
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0

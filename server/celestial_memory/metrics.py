@@ -8,11 +8,13 @@ Per RPC, the gRPC server conventions (go-grpc-prometheus, grpc-ecosystem's py-gr
 counts, the reinforcement queue's depth, store errors by kind, and memories per zone for the
 largest tenants (``CELESTIAL_METRICS_TOP_TENANTS``, the others summed as "__other__", so the
 cardinality is bounded whatever the number of tenants). No label carries content or keys: the
-only free-form label is a tenant name, and only on the zone gauges.
+only free-form label is a tenant name, and only on the zone gauges; with
+``CELESTIAL_METRICS_HIDE_TENANTS`` it is a hash of the name (``hashed``), as /metrics is open.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
@@ -90,15 +92,21 @@ def rebalanced(seconds: float, dry_run: bool, moved: int, evicted: int, forgotte
             REBALANCED.labels(outcome).inc(n)
 
 
+def hashed(tenant: str) -> str:
+    """A tenant's label when names are hidden: short, and the same on every scrape and replica."""
+    return "t-" + hashlib.sha256(tenant.encode()).hexdigest()[:12]
+
+
 class ZoneCounts(Collector):
     """``celestial_zone_memories{tenant, zone}`` and ``celestial_archived_memories{tenant}`` for
     the ``top`` largest tenants and "other", read at most every ``ttl_s`` (a scrape must not
-    count every tenant's zones each time)."""
+    count every tenant's zones each time); ``hide``: tenants labelled by ``hashed`` names."""
 
     def __init__(self, tenants: Callable[[], list[str]],
                  counts: Callable[[str], tuple[dict[str, int], int]], top: int,
-                 ttl_s: float = 30.0) -> None:
+                 ttl_s: float = 30.0, hide: bool = False) -> None:
         self._tenants, self._counts, self._top, self._ttl = tenants, counts, top, ttl_s
+        self._hide = hide
         self._lock = threading.Lock()
         self._at = -1e18  # monotonic time of the last read
         self._rows: list[tuple[str, dict[str, int], int]] = []
@@ -132,7 +140,8 @@ class ZoneCounts(Collector):
                                   labels=("tenant", "zone"))
         archived = GaugeMetricFamily("celestial_archived_memories", "Memories in the archive.",
                                      labels=("tenant",))
-        for tenant, counts, n_archived in self._read():
+        for name, counts, n_archived in self._read():
+            tenant = hashed(name) if self._hide and name != OTHER else name
             for zone, n in counts.items():
                 zones.add_metric((tenant, zone), n)
             archived.add_metric((tenant,), n_archived)
@@ -150,7 +159,8 @@ def watch_service(service: Any, top_tenants: int, refresh_s: float) -> ZoneCount
     global _zones
     if _zones is not None:
         REGISTRY.unregister(_zones)
-    _zones = ZoneCounts(service.tenants, service.zone_counts, top_tenants, refresh_s)
+    _zones = ZoneCounts(service.tenants, service.zone_counts, top_tenants, refresh_s,
+                        hide=service.settings.metrics_hide_tenants)
     REGISTRY.register(_zones)
     return _zones
 

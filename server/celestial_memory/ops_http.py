@@ -2,11 +2,13 @@
 ``/orrery?tenant=...``, a live picture of a tenant's zones (static files in ``orrery/``, no build
 step, nothing from a CDN), fed by ``/orrery/data``.
 
-``/metrics`` carries no content. ``/orrery/data`` does (the page shows what a memory says on
-hover), so it asks what the gRPC port asks: with API keys, a key of the read role for the tenant
-(``Authorization: Bearer``; the page takes it from its URL's ``#key=...``, which browsers never
-send to a server); without keys, it answers only on a loopback address unless the server runs
-with ``--insecure-no-auth``. It runs in threads of its own, beside the gRPC server's loop.
+``/metrics`` carries no content and is open, even with API keys; it names the largest tenants
+unless ``CELESTIAL_METRICS_HIDE_TENANTS`` labels them by a hash (metrics.py). ``/orrery/data``
+carries content (the page shows what a memory says on hover), so it asks what the gRPC port asks:
+with API keys, a key of the read role for the tenant (``Authorization: Bearer``; the page takes
+it from its URL's ``#key=...``, which browsers never send to a server); without keys, it answers
+only on a loopback address unless the server runs with ``--insecure-no-auth``. It runs in
+threads of its own, beside the gRPC server's loop.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from celestial_memory.access.keys import KeyRing
-from celestial_memory.access.roles import Role
+from celestial_memory.access.roles import Role, checked_tenant
 from celestial_memory.domain.models import MemoryFilter
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import CelestialError, InvalidArgument, PermissionDenied, Unauthenticated
@@ -110,6 +112,7 @@ class OpsServer:
 
     def _tenant(self, req: BaseHTTPRequestHandler, requested: str) -> str:
         default = self.service.settings.default_tenant
+        limit = self.service.settings.max_tenant_chars
         if self.keys is None:
             if not self.open_without_keys:
                 raise PermissionDenied("the orrery shows content: without API keys it answers "
@@ -120,13 +123,13 @@ class OpsServer:
             if host.strip("[]") not in ("localhost", "127.0.0.1", "::1"):
                 raise PermissionDenied("without API keys the orrery answers only requests for "
                                        "localhost, 127.0.0.1 or [::1]")
-            return requested or default
+            return checked_tenant(requested, limit) if requested else default
         key = credential([(k.lower(), v) for k, v in req.headers.items()])
         if key is None:
             raise Unauthenticated("an API key is required (open the page as /orrery#key=...)")
         caller = self.keys.authenticate(key)
         caller.require(Role.READ, "the orrery")
-        return caller.tenant(requested, default)
+        return caller.tenant(requested, default, limit)
 
     def handle(self, req: BaseHTTPRequestHandler) -> None:
         url = urlsplit(req.path)

@@ -4,7 +4,8 @@ A key has a role and a set of tenants (or all of them). The role decides the met
 ``read`` (Recall without reinforcement, Get, Recent, List, Stats, Export, Ledger), ``write`` (also
 Store, StoreBatch, Update, Delete, Restore, Recall that reinforces, Import) and ``admin`` (also
 Rebalance, Consolidate, DeleteByFilter, SetClock). The tenants decide the data: a request naming
-a tenant outside the key's set is refused, and one naming none gets the key's tenant.
+a tenant outside the key's set is refused, and one naming none gets the key's tenant. A tenant's
+name is bounded (``checked_tenant``) before anything uses it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,16 @@ METHOD_ROLES: dict[str, Role] = {
 }
 
 
+def checked_tenant(name: str, max_chars: int) -> str:
+    """A tenant name a request gives: at most ``max_chars`` (settings.max_tenant_chars: it is
+    stored with every memory and written in every access log line), not only white space."""
+    if len(name) > max_chars:
+        raise InvalidArgument("tenant", f"longer than {max_chars} characters")
+    if not name.strip():
+        raise InvalidArgument("tenant", "must not be only white space")
+    return name
+
+
 @dataclass(frozen=True, slots=True)
 class Principal:
     """Who is calling: a key's id (never its secret), role and tenants (None: every tenant)."""
@@ -54,10 +65,12 @@ class Principal:
         if self.tenants is not None:
             raise PermissionDenied(f"{what} needs a key for every tenant (*)")
 
-    def tenant(self, requested: str, default: str) -> str:
-        """The tenant a request may use: the one it names, if the key allows it; the key's
-        own one if it names none."""
-        if not requested:
+    def tenant(self, requested: str, default: str, max_chars: int) -> str:
+        """The tenant a request may use: the one it names (at most ``max_chars``), if the key
+        allows it; the key's own one if it names none."""
+        if requested:
+            checked_tenant(requested, max_chars)
+        else:
             if self.tenants is not None and len(self.tenants) == 1:
                 return next(iter(self.tenants))
             if self.tenants is not None and default not in self.tenants:

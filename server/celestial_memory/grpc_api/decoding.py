@@ -2,8 +2,9 @@
 
 Left to grpc, a message that does not parse fails inside the server's deserializer: UNKNOWN for a
 unary call, INTERNAL for a stream, and a long traceback in the log each time. This interceptor
-wraps each method's deserializer so that bytes that do not parse become a marker, and the method
-answers INVALID_ARGUMENT when it meets one (for a stream, at the item that does not parse).
+wraps each method's deserializer, of every service the server holds (health and reflection too),
+so that bytes that do not parse become a marker, and the method answers INVALID_ARGUMENT when it
+meets one (for a stream, at the item that does not parse).
 """
 
 from __future__ import annotations
@@ -42,8 +43,11 @@ def _safe(deserialize: Callable[[bytes], Any] | None, method: str) -> Callable[[
     return parse
 
 
-def _refuse() -> InvalidArgument:
-    return InvalidArgument("request", "is not a valid protobuf message for this method")
+class _Refused(InvalidArgument):
+    """Raised into a method at the stream item that does not parse."""
+
+    def __init__(self) -> None:
+        super().__init__("request", "is not a valid protobuf message for this method")
 
 
 class DecodeGuard(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
@@ -62,15 +66,17 @@ class DecodeGuard(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
             fields["unary_unary"] = _unary(handler.unary_unary)
         elif handler.unary_stream is not None:
             fields["unary_stream"] = _unary_stream(handler.unary_stream)
-        elif handler.stream_unary is not None:  # the service has no stream-stream method
+        elif handler.stream_unary is not None:
             fields["stream_unary"] = _stream_unary(handler.stream_unary)
+        elif handler.stream_stream is not None:  # reflection
+            fields["stream_stream"] = _stream_stream(handler.stream_stream)
         return handler._replace(**fields)  # type: ignore[attr-defined, no-any-return]
 
 
 def _unary(behavior: Callable[..., Any]) -> Callable[..., Any]:
     async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         if request is UNDECODABLE:
-            await abort(context, _refuse())
+            await abort(context, _Refused())
         return await behavior(request, context)
 
     return call
@@ -82,21 +88,39 @@ def _unary_stream(behavior: Callable[..., Any]) -> Callable[..., Any]:
 
     async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         if request is UNDECODABLE:
-            await abort(context, _refuse())
+            await abort(context, _Refused())
         async for item in behavior(request, context):
             yield item
 
     return call
 
 
+async def _checked(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    async for r in requests:
+        if r is UNDECODABLE:
+            raise _Refused()
+        yield r
+
+
 def _stream_unary(behavior: Callable[..., Any]) -> Callable[..., Any]:
     async def call(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        async def checked() -> AsyncIterator[Any]:
-            async for r in requests:
-                if r is UNDECODABLE:
-                    raise _refuse()  # the method's error mapping answers INVALID_ARGUMENT
-                yield r
+        try:
+            return await behavior(_checked(requests), context)
+        except _Refused as exc:  # a method without the service's error mapping let it through
+            await abort(context, exc)
 
-        return await behavior(checked(), context)
+    return call
+
+
+def _stream_stream(behavior: Callable[..., Any]) -> Callable[..., Any]:
+    if not inspect.isasyncgenfunction(behavior):  # a coroutine writing to the context
+        return _stream_unary(behavior)
+
+    async def call(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        try:
+            async for item in behavior(_checked(requests), context):
+                yield item
+        except _Refused as exc:  # what came before the item is answered; then the refusal
+            await abort(context, exc)
 
     return call

@@ -14,6 +14,7 @@ import inspect
 import logging
 import re
 import time
+import unicodedata
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -27,6 +28,18 @@ Handler = Any  # grpc.RpcMethodHandler
 # The tenant a call resolved to (the servicer sets it: a key may decide it), for the log line.
 TENANT: contextvars.ContextVar[str] = contextvars.ContextVar("tenant", default="")
 _REQUEST_ID = re.compile(r"[\w.:-]{1,64}")
+# A tenant's name is bounded before the servicer sets it (access/roles.py); the log line cuts it
+# here too, so that nothing a caller sends can make a line long.
+LOGGED_TENANT_CHARS = 256
+
+
+def _logged(tenant: str) -> str:
+    """The tenant as the text of the log line shows it: cut short, and quoted with escapes when
+    it holds a line break or another control character, which would forge a line."""
+    tenant = tenant[:LOGGED_TENANT_CHARS]
+    if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in tenant):
+        return repr(tenant)
+    return tenant
 
 
 def _kind(handler: Handler) -> str:
@@ -99,9 +112,11 @@ def _observing(context: Any, labels: tuple[str, str, str]) -> Iterator[None]:
             metrics.HANDLING.labels(*labels).observe(seconds)
             if trace is not None:
                 trace.set_attribute("rpc.grpc.status_code", code)
-            log.info("%s %s %s %.1f ms", method, code, TENANT.get() or "-", seconds * 1000,
-                     extra={"request_id": rid, "tenant": TENANT.get(), "method": method,
-                            "status": code, "duration_ms": round(seconds * 1000, 3)})
+            tenant = TENANT.get()
+            log.info("%s %s %s %.1f ms", method, code, _logged(tenant) or "-", seconds * 1000,
+                     extra={"request_id": rid, "tenant": tenant[:LOGGED_TENANT_CHARS],
+                            "method": method, "status": code,
+                            "duration_ms": round(seconds * 1000, 3)})
 
 
 def _observed(behavior: Callable[..., Any] | None, labels: tuple[str, str, str]) -> Any:
