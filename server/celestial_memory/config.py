@@ -49,6 +49,10 @@ class Settings(BaseSettings):
     max_connection_idle_s: float = Field(300.0, gt=0, description="idle connections are closed")
     max_stream_s: float = Field(
         600.0, gt=0, description="longest a StoreBatch or Import stream may take")
+    stream_idle_s: float = Field(
+        30.0, gt=0, description="a StoreBatch or Import stream that sends nothing this long ends")
+    max_streams_per_caller: int = Field(
+        16, gt=0, description="StoreBatch and Import streams open at once per key (or peer)")
     health_address: str = Field(
         "", description="a plaintext port serving only gRPC health (probes, when TLS is on)")
 
@@ -146,6 +150,9 @@ class Settings(BaseSettings):
     max_metadata_entries: int = Field(64, gt=0)
     max_metadata_value_chars: int = Field(1024, gt=0, description="one metadata value")
     max_label_chars: int = Field(256, gt=0, description="a tag, session id or agent id")
+    max_tenant_chars: int = Field(128, gt=0, description="a tenant's name")
+    max_merged_bytes: int = Field(
+        1024 * 1024, gt=0, description="wording of merged repeats a memory keeps (UTF-8 bytes)")
 
     # Rebalance
     rebalance_interval_s: float = Field(300.0, ge=0, description="0 disables the schedule")
@@ -203,6 +210,8 @@ class Settings(BaseSettings):
         15.0, ge=0, description="zone gauges are read from the store at most this often")
     orrery_max_dots: int = Field(
         3000, gt=0, description="most memories the orrery draws; a larger tenant is sampled")
+    metrics_hide_tenants: bool = Field(
+        False, description="/metrics labels tenants by a hash instead of their names")
     otlp_endpoint: str = Field(
         "", description="OTLP/gRPC collector for traces (the otel extra); empty: no tracing")
 
@@ -236,6 +245,17 @@ class Settings(BaseSettings):
         if not self.instance_id:
             self.instance_id = f"{socket.gethostname()}/{self.address}"
         return self
+
+    def largest_memory_bytes(self) -> int:
+        """The most one memory can take in an answer or an export item: every text at its limit
+        in 4-byte characters, its merged repeats, two vectors of a large model and framing. A
+        memory must always fit one message, or it could be neither read nor exported."""
+        label = 4 * self.max_label_chars + 8
+        metadata = self.max_metadata_entries * (64 + 4 * self.max_metadata_value_chars + 16)
+        texts = 4 * (self.max_content_chars + self.max_context_chars) + 16
+        vectors = 2 * 4 * 4096
+        return (texts + metadata + (self.max_tags + 2) * label + self.max_merged_bytes
+                + vectors + 4096)
 
     def reinforce_flush_s(self) -> float:
         """The write-behind bound in seconds; 0 = write-through."""

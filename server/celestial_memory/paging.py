@@ -102,12 +102,12 @@ def _cursor(raw: Any, by_time: bool) -> Cursor | None:
     return (None if at is None else float(at)), check.memory_id(str(mid), "page_token")
 
 
-def fitting(messages: Sequence[Message], budget: int) -> int:
+def fitting(messages: Sequence[Message], budget: int, extra: int = 0) -> int:
     """How many of ``messages``, from the first, fit in ``budget`` bytes once listed in one
-    message (at least one, so paging always moves on)."""
+    message, each with ``extra`` bytes beside it (at least one, so paging always moves on)."""
     total = 0
     for i, m in enumerate(messages):
-        total += m.ByteSize() + 6  # field tag and length prefix
+        total += m.ByteSize() + 6 + extra  # field tag and length prefix
         if total > budget and i > 0:
             return i
     return len(messages)

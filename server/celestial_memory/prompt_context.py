@@ -25,6 +25,11 @@ from celestial_memory.domain.zones import Zone
 from celestial_memory.repeats import Repeats
 
 HEADER = "Relevant memories, grouped by zone (core first), most relevant first within a zone:"
+# Bytes a block may take per token of its budget: English runs at about 4-5 UTF-8 bytes a token
+# and Korean at 3-6, so only text the tokenizer cannot split (long runs without spaces) meets it.
+BYTES_PER_TOKEN = 16
+# Room for the header and the closing note, in bytes (zone headings count with their lines).
+FRAME_BYTES = 256
 
 
 class TokenCounter(Protocol):
@@ -102,8 +107,13 @@ class Assembler:
     """``select`` is handed to the recall: it picks, from the ranked memories, those the block
     holds (and so the recall reinforces), and keeps the block."""
 
-    def __init__(self, max_tokens: int, counter: TokenCounter) -> None:
+    def __init__(self, max_tokens: int, counter: TokenCounter, max_bytes: int) -> None:
         self.max_tokens, self.counter = max_tokens, counter
+        # Tokens alone do not bound a block: the model's tokenizer makes one unknown token of a
+        # word longer than 100 characters, so a few long words could fill megabytes. Bytes
+        # bound it too, at most BYTES_PER_TOKEN a token (far above any real text's) and within
+        # one answer.
+        self.max_bytes = min(max_bytes, max_tokens * BYTES_PER_TOKEN + FRAME_BYTES)
         self.block = ContextBlock(tokenizer=counter.name)
 
     @staticmethod
@@ -130,21 +140,28 @@ class Assembler:
 
     def select(self, mems: Sequence[Memory], zones: Sequence[Zone | None]) -> list[int]:
         """Which of the ranked memories (most relevant first) the block holds, in rank order."""
-        lines = [self._line(m) for m in mems]
-        entries = [_Entry(i, m, z, line, Repeats.terms(m.content), cost) for i, (m, z, line, cost)
-                   in enumerate(zip(mems, zones, lines, self.counter.count(lines), strict=True))]
-        header = self.counter.count([HEADER])[0] + 8  # a zone heading and the closing note
         taken: list[_Entry] = []
         folded: dict[int, list[str]] = {}  # taken entry's index -> ids folded into it
         omitted: list[str] = []
         rank = {m.id: i for i, m in enumerate(mems)}
-        used = header
-        for e in entries:
-            into = next((t for t in taken if Repeats.nested(e.terms, t.terms)), None)
+        used = self.counter.count([HEADER])[0] + 8  # a zone heading and the closing note
+        used_bytes = FRAME_BYTES
+        for i, (m, z) in enumerate(zip(mems, zones, strict=True)):
+            text = self._line(m)
+            size = len(text.encode()) + 32  # the line and, at worst, its zone's heading
+            terms = Repeats.terms(m.content)
+            into = next((t for t in taken if Repeats.nested(terms, t.terms)), None)
+            if into is not None and terms <= into.terms:  # says nothing more: folded
+                folded.setdefault(into.index, []).append(m.id)
+                continue
+            old_bytes = len(into.text.encode()) + 32 if into is not None else 0
+            # Bytes first: a line that cannot fit is never tokenized, so the work is bounded
+            # by the budget, not by what the recall found.
+            if used_bytes + size - old_bytes > self.max_bytes:
+                omitted.append(m.id)
+                continue
+            e = _Entry(i, m, z, text, terms, self.counter.count([text])[0])
             if into is not None:
-                if e.terms <= into.terms:  # says nothing more: folded
-                    folded.setdefault(into.index, []).append(e.memory.id)
-                    continue
                 # Says more: its wording (and zone) takes the place of the one taken, which is
                 # folded; if it does not fit, it is left out, its extra words unsaid.
                 extra = e.cost - into.cost
@@ -153,12 +170,14 @@ class Assembler:
                     into.memory, into.text, into.terms, into.zone, into.cost = (
                         e.memory, e.text, e.terms, e.zone, e.cost)
                     used += extra
+                    used_bytes += size - old_bytes
                 else:
                     omitted.append(e.memory.id)
                 continue
             if used + e.cost + 2 <= self.max_tokens:  # 2: its zone's heading, at worst shared
                 taken.append(e)
                 used += e.cost + 2
+                used_bytes += size
             else:
                 omitted.append(e.memory.id)
         # Counted whole: drop the least relevant until the block fits.

@@ -36,7 +36,7 @@ from typing import cast
 
 import numpy as np
 from celestial_memory.config import Settings
-from celestial_memory.domain.models import Memory, Provenance, Vector, content_hash
+from celestial_memory.domain.models import MAX_KEPT, Memory, Provenance, Vector, content_hash
 from celestial_memory.store.repository import MemoryRepository
 
 _WORD = re.compile(r"\w+")
@@ -47,9 +47,10 @@ _NEGATIONS = frozenset({
     "couldn", "haven", "hasn", "hadn", "mustn", "안", "못",
 })
 _NEGATING_STEMS = ("않", "없")
-# Repeats whose wording and provenance a memory keeps; later ones count as mentions only, so a
-# memory repeated thousands of times stays readable (each entry is its whole text).
-MAX_KEPT = 64
+# A memory keeps the wording and provenance of its first MAX_KEPT repeats; later ones count as
+# mentions only, so a memory repeated thousands of times stays readable (each entry is its whole
+# text). The entries are bounded by bytes too (``max_merged_bytes``): 64 repeats of a long text
+# would not fit one answer, and a memory that cannot be sent can be neither read nor exported.
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,21 @@ class Repeats:
     def __init__(self, settings: Settings, store: MemoryRepository) -> None:
         self._threshold = settings.merge_similarity
         self._store = store
+        self._max_bytes = settings.max_merged_bytes
+
+    def keep(self, target: Memory, entries: Sequence[Provenance], first: bool = False) -> None:
+        """Add ``entries`` to ``target.merged`` (in front when ``first``) while the list stays
+        within MAX_KEPT entries and ``max_merged_bytes``; what does not fit is counted as a
+        mention only. An entry put in front pushes the last ones out."""
+        kept = [*entries, *target.merged] if first else [*target.merged, *entries]
+        out: list[Provenance] = []
+        size = 0
+        for p in kept[:MAX_KEPT]:
+            size += p.size()
+            if size > self._max_bytes:
+                break
+            out.append(p)
+        target.merged = out
 
     @staticmethod
     def terms(text: str) -> frozenset[str]:
@@ -152,12 +168,11 @@ class Repeats:
         more = a > b
         if more:
             if not any(p.id == target.id for p in target.merged):
-                target.merged.insert(0, provenance(target, target.id))
+                self.keep(target, [provenance(target, target.id)], first=True)
             target.content, target.content_hash = repeat.content, content_hash(repeat.content)
             target.context = repeat.context
             target.vector, target.index = repeat.vector, repeat.index
-        if len(target.merged) < MAX_KEPT:
-            target.merged.append(provenance(repeat, repeat_id))
+        self.keep(target, [provenance(repeat, repeat_id)])
         target.importance = max(target.importance, repeat.importance)
         target.pinned = target.pinned or repeat.pinned
         target.tags = list(dict.fromkeys([*target.tags, *repeat.tags]))

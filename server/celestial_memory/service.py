@@ -46,6 +46,7 @@ from celestial_memory.domain.zones import Zone, ZoneTable
 from celestial_memory.embedding import Embedder
 from celestial_memory.errors import FailedPrecondition, InvalidArgument
 from celestial_memory.listing import Listing
+from celestial_memory.paging import ENVELOPE_BYTES
 from celestial_memory.placement import Placement
 from celestial_memory.prompt_context import Assembler, ContextBlock, token_counter
 from celestial_memory.rebalancer import Rebalancer
@@ -212,11 +213,14 @@ class MemoryService:
                 if not out:
                     m.zone = Zone(zone_of[m.id])
             found_in = [m.zone for m in mems]
+            keep = list(range(len(mems)))
             if q.select is not None:
                 keep = q.select(mems, [None if a else z for z, a in zip(found_in, archived,
                                                                         strict=True)])
-                mems, ranked = [mems[i] for i in keep], [ranked[i] for i in keep]
-                archived, found_in = [archived[i] for i in keep], [found_in[i] for i in keep]
+            if q.fit is not None:  # only what the answer can carry is returned and reinforced
+                keep = keep[:q.fit([mems[i] for i in keep])]
+            mems, ranked = [mems[i] for i in keep], [ranked[i] for i in keep]
+            archived, found_in = [archived[i] for i in keep], [found_in[i] for i in keep]
             cs = [max(context.get(m.id, 0.0), 0.0) for m in mems]
             if q.reinforce:
                 cancel.check("the recall")
@@ -241,7 +245,10 @@ class MemoryService:
         if not 0 < max_tokens <= self.settings.max_prompt_tokens:
             raise InvalidArgument("max_tokens",
                                   f"must be 1 to {self.settings.max_prompt_tokens}, got {max_tokens}")
-        assembler = Assembler(max_tokens, self.tokens)
+        # The block shares its answer with the ids it lists (each memory's once, 38 bytes).
+        s = self.settings
+        room = s.max_message_bytes - ENVELOPE_BYTES - 40 * s.max_recall_limit
+        assembler = Assembler(max_tokens, self.tokens, room)
         self.recall(tenant, replace(q, select=assembler.select,
                                     limit=q.limit or min(30, self.settings.max_recall_limit)),
                     cancel)

@@ -29,7 +29,7 @@ from celestial_memory.embedding import Embedder
 from celestial_memory.errors import AlreadyExists, InvalidArgument
 from celestial_memory.placement import Placement
 from celestial_memory.rebalancer import event_id
-from celestial_memory.repeats import MAX_KEPT, Repeats
+from celestial_memory.repeats import Repeats
 from celestial_memory.retrieval import Retrieval
 from celestial_memory.store.repository import MemoryRepository
 
@@ -327,8 +327,7 @@ class Storing:
                 for o in others:
                     if self._repeats.fold(target, o, o.id) is not None:
                         folded.append(o)
-                        if len(target.merged) < MAX_KEPT:
-                            target.merged.extend(o.merged[:MAX_KEPT - len(target.merged)])
+                        self._repeats.keep(target, o.merged)
                 if folded:
                     target.recall_count += sum(o.recall_count + 1 for o in folded) - 1
                     merges.append((target, folded))

@@ -102,6 +102,7 @@ class Transfer:
         check.label(m.session_id, s, f"{p}memory.session_id")
         check.label(m.agent_id, s, f"{p}memory.agent_id")
         check.metadata(m.metadata, s, f"{p}memory.metadata")
+        m.merged = check.merged(m.merged, s, f"{p}memory.merged")
         assert m.vector is not None
         vec = check.vector(m.vector, self._store.dimension, f"{p}vector")
         ctx = (check.vector(it.context_vector, self._store.dimension, f"{p}context_vector")

@@ -13,6 +13,10 @@ from celestial_memory.domain.zones import Zone
 Vector = npt.NDArray[np.float32]
 
 
+# Repeats whose wording and provenance a memory keeps (repeats.py); later ones count as mentions.
+MAX_KEPT = 64
+
+
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -34,6 +38,12 @@ class Provenance:
         return {"content": self.content, "created_at": self.created_at, "id": self.id,
                 "session_id": self.session_id, "agent_id": self.agent_id,
                 "metadata": dict(self.metadata), "context": self.context}
+
+    def size(self) -> int:
+        """About what the entry takes in an answer: its texts in UTF-8, a little framing each."""
+        texts = [self.content, self.context, self.id, self.session_id, self.agent_id,
+                 *self.metadata, *self.metadata.values()]
+        return sum(len(t.encode()) + 8 for t in texts) + 32
 
     @staticmethod
     def from_dict(d: dict[str, object]) -> Provenance:

@@ -43,6 +43,9 @@ class RecallQuery:
     # Picks which of the ranked memories (with the zone each was found in, None for the
     # archive) are returned and reinforced, in rank order: a Context block's budget.
     select: Callable[[Sequence[Memory], Sequence[Zone | None]], list[int]] | None = None
+    # How many of the memories to return, from the first, fit one answer (the front end's
+    # message limit): the rest are neither returned nor reinforced.
+    fit: Callable[[Sequence[Memory]], int] | None = None
 
 
 @dataclass(slots=True)

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 from celestial_memory.config import Settings
-from celestial_memory.domain.models import MemoryFilter, Vector
+from celestial_memory.domain.models import MAX_KEPT, MemoryFilter, Provenance, Vector
 from celestial_memory.errors import InvalidArgument
 
 # google.protobuf.Timestamp's range (0001-01-01 to 9999-12-31): every time the service keeps
@@ -80,14 +80,19 @@ def memory_id(value: str, field: str = "id") -> str:
 
 
 def vector(values: Sequence[float] | Vector, dimension: int, field: str) -> Vector:
-    v = np.asarray(values, dtype=np.float32)
+    """A vector of the store's dimension, finite in float32, scaled to unit length. Vectors are
+    compared by cosine, so the scale carries nothing; scaling here (in float64) keeps a vector
+    of huge or tiny components from overflowing or underflowing the engine's float32 norm,
+    which would store it as all zeros."""
+    v = np.asarray(values, dtype=np.float64)
     if v.ndim != 1 or v.shape[0] != dimension:
         raise InvalidArgument(field, f"must have {dimension} dimensions, got {v.size}")
-    if not np.all(np.isfinite(v)):
-        raise InvalidArgument(field, "contains NaN or infinity")
-    if not np.any(v):
+    if not np.all(np.isfinite(v.astype(np.float32))):
+        raise InvalidArgument(field, "contains NaN or infinity (or a value beyond float32)")
+    norm = float(np.linalg.norm(v))
+    if norm == 0.0:
         raise InvalidArgument(field, "is all zeros")
-    return v
+    return (v / norm).astype(np.float32)
 
 
 def label(value: str, s: Settings, field: str) -> str:
@@ -141,3 +146,25 @@ def memory_filter(flt: MemoryFilter, s: Settings, field: str = "filter") -> Memo
         if lo is not None and hi is not None and lo >= hi:
             raise InvalidArgument(f"{field}.{name}_after", f"must be before {field}.{name}_before")
     return flt
+
+
+def merged(entries: Sequence[Provenance], s: Settings, field: str) -> list[Provenance]:
+    """The repeats an imported memory says were merged into it: what a merge itself could have
+    kept (repeats.py), each entry checked as a stored memory's own fields are."""
+    if len(entries) > MAX_KEPT:
+        raise InvalidArgument(field, f"more than {MAX_KEPT} entries")
+    size = 0
+    for i, p in enumerate(entries):
+        f = f"{field}[{i}]"
+        if p.id:
+            p.id = memory_id(p.id, f"{f}.id")
+        content(p.content, s, f"{f}.content")
+        p.context = context(p.context, s, f"{f}.context")
+        label(p.session_id, s, f"{f}.session_id")
+        label(p.agent_id, s, f"{f}.agent_id")
+        metadata(p.metadata, s, f"{f}.metadata")
+        timestamp(p.created_at, f"{f}.created_at")
+        size += p.size()
+        if size > s.max_merged_bytes:
+            raise InvalidArgument(field, f"more than {s.max_merged_bytes} bytes of wording")
+    return list(entries)

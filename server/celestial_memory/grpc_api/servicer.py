@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import grpc
@@ -21,7 +22,7 @@ from celestial_memory.access.roles import CALLER, Role
 from celestial_memory.cancellation import Cancellation, InFlight
 from celestial_memory.domain.models import AdminEvent, ZoneEvent
 from celestial_memory.domain.requests import Imported, NewMemory
-from celestial_memory.errors import DeadlineExceeded, InvalidArgument
+from celestial_memory.errors import DeadlineExceeded, InvalidArgument, TooManyCalls
 from celestial_memory.grpc_api import converters as cv
 from celestial_memory.grpc_api.observer import TENANT
 from celestial_memory.grpc_api.status import mapped, mapped_stream
@@ -38,6 +39,9 @@ RECENT_PAGE = PageSize(10, 1000)
 LIST_PAGE = PageSize(100, 1000)
 LEDGER_PAGE = PageSize(100, 1000)
 LEDGER_LIMIT = 10_000  # the deprecated Ledger limit's old bound
+# What a recall result adds to its memory: zone, relevance, breakdown, and the counts a
+# reinforcement may lengthen by a byte or two.
+RESULT_EXTRA_BYTES = 128
 Context = grpc.aio.ServicerContext[Any, Any]
 RpcContext = Context
 
@@ -46,11 +50,13 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     def __init__(self, service: MemoryService) -> None:
         self._service = service
         self.inflight = InFlight()
+        self._streams: dict[str, int] = {}  # client streams open per caller (the loop's own)
 
     def _tenant(self, requested: str) -> str:
         """The tenant the caller may use (its key decides; access/roles.py); the access log
         names it (observer.py)."""
-        tenant = CALLER.get().tenant(requested, self._service.settings.default_tenant)
+        s = self._service.settings
+        tenant = CALLER.get().tenant(requested, s.default_tenant, s.max_tenant_chars)
         TENANT.set(tenant)
         return tenant
 
@@ -75,14 +81,28 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             raise
 
     @contextlib.asynccontextmanager
-    async def _stream_limit(self, method: str) -> AsyncIterator[None]:
-        """A client stream may take at most ``max_stream_s``, however slowly it sends."""
-        limit = self._service.settings.max_stream_s
+    async def _client_stream(
+        self, method: str, requests: AsyncIterator[T], context: Context
+    ) -> AsyncIterator[AsyncIterator[T]]:
+        """A client stream's items, within its bounds: at most ``max_streams_per_caller`` open
+        at once per key (or, without keys, per address), at most ``max_stream_s`` in all, and
+        ended when it sends nothing for ``stream_idle_s``. Streams opened and left idle would
+        otherwise hold the server's call slots for as long as their callers like."""
+        s = self._service.settings
+        caller = CALLER.get().key_id or context.peer().rpartition(":")[0]
+        if self._streams.get(caller, 0) >= s.max_streams_per_caller:
+            raise TooManyCalls(f"{s.max_streams_per_caller} streams are open already for this "
+                               "caller; close one first")
+        self._streams[caller] = self._streams.get(caller, 0) + 1
         try:
-            async with asyncio.timeout(limit):
-                yield
+            async with asyncio.timeout(s.max_stream_s):
+                yield _items_until_idle(requests, method, s.stream_idle_s)
         except TimeoutError:
-            raise DeadlineExceeded(f"{method} took longer than {limit:g} s") from None
+            raise DeadlineExceeded(f"{method} took longer than {s.max_stream_s:g} s") from None
+        finally:
+            self._streams[caller] -= 1
+            if not self._streams[caller]:
+                del self._streams[caller]
 
     async def _admin(self, context: Context, tenant: str, method: str) -> None:
         """Admin calls, once admitted to their tenant, go to the audit log and into the ledger
@@ -110,8 +130,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     async def StoreBatch(
         self, request_iterator: AsyncIterator[pb.StoreRequest], context: Context
     ) -> pb.StoreBatchResponse:
-        async with self._stream_limit("StoreBatch"):
-            return await self._store_batch(request_iterator, context)
+        async with self._client_stream("StoreBatch", request_iterator, context) as requests:
+            return await self._store_batch(requests, context)
 
     async def _store_batch(
         self, request_iterator: AsyncIterator[pb.StoreRequest], context: Context
@@ -142,9 +162,15 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         return pb.StoreBatchResponse(ids=[m.id for m in out.memories], stored=len(out.memories),
                                      existing=out.created.count(False) - merged, merged=merged)
 
+    def _fit(self, mems: Sequence[Any]) -> int:
+        """How many recalled memories, from the first, one answer can carry: a memory is always
+        under the message limit (config.py), a list of them may not be."""
+        return paging.fitting([self._memory(m) for m in mems], self._page_budget(),
+                              RESULT_EXTRA_BYTES)
+
     @mapped
     async def Recall(self, request: pb.RecallRequest, context: Context) -> pb.RecallResponse:
-        q = cv.recall_query_from_pb(request)
+        q = replace(cv.recall_query_from_pb(request), fit=self._fit)
         if q.reinforce:
             CALLER.get().require(Role.WRITE, "Recall with reinforcement")
         results = await self._run(context, self._service.recall, self._tenant(request.tenant), q,
@@ -304,8 +330,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     async def Import(
         self, request_iterator: AsyncIterator[pb.ExportedMemory], context: Context
     ) -> pb.ImportResponse:
-        async with self._stream_limit("Import"):
-            return await self._import(request_iterator, context)
+        async with self._client_stream("Import", request_iterator, context) as requests:
+            return await self._import(requests, context)
 
     async def _import(
         self, request_iterator: AsyncIterator[pb.ExportedMemory], context: Context
@@ -347,3 +373,19 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         return pb.ContextResponse(text=b.text, tokens=b.tokens, tokenizer=b.tokenizer,
                                   included_ids=b.included, folded_ids=b.folded,
                                   omitted_ids=b.omitted)
+
+
+async def _items_until_idle(requests: AsyncIterator[T], method: str, idle_s: float
+                            ) -> AsyncIterator[T]:
+    """The stream's items, ending it with DEADLINE_EXCEEDED once it sends nothing for
+    ``idle_s`` (only the wait for the next item counts, not the work done between items)."""
+    items = aiter(requests)
+    while True:
+        try:
+            async with asyncio.timeout(idle_s):
+                item = await anext(items)
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            raise DeadlineExceeded(f"{method} sent nothing for {idle_s:g} s") from None
+        yield item
