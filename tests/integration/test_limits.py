@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -80,6 +81,18 @@ async def _health(port: int) -> int:
         return int(out.status)
 
 
+async def _open_streams(srv: MemoryServer, stub: pb_grpc.MemoryServiceStub, n: int) -> list[Any]:
+    """``n`` StoreBatch streams that sent one item each, once the server runs them all."""
+    held = []
+    for i in range(n):
+        call = stub.StoreBatch()
+        await call.write(pb.StoreRequest(tenant="t", content=f"left open {i}"))
+        held.append(call)
+    while srv.calls.running < n:
+        await asyncio.sleep(0.01)
+    return held
+
+
 async def test_streams_left_open_and_idle_neither_hold_the_server_nor_its_health(
     tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
 ) -> None:
@@ -92,13 +105,7 @@ async def test_streams_left_open_and_idle_neither_hold_the_server_nor_its_health
         grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
     ):
         stub = pb_grpc.MemoryServiceStub(ch)
-        held = []
-        for i in range(3):
-            call = stub.StoreBatch()
-            await call.write(pb.StoreRequest(tenant="t", content=f"left open {i}"))
-            held.append(call)
-        while srv.calls.running < 3:
-            await asyncio.sleep(0.01)
+        held = await _open_streams(srv, stub, 3)
         extra = stub.StoreBatch()
         await extra.write(pb.StoreRequest(tenant="t", content="one too many"))
         with pytest.raises(grpc.aio.AioRpcError) as refused:
@@ -124,13 +131,7 @@ async def test_health_answers_on_the_main_port_when_every_call_slot_is_taken(
         grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
     ):
         stub = pb_grpc.MemoryServiceStub(ch)
-        held = []
-        for i in range(4):
-            call = stub.StoreBatch()
-            await call.write(pb.StoreRequest(tenant="t", content=f"slot {i}"))
-            held.append(call)
-        while srv.calls.running < 4:
-            await asyncio.sleep(0.01)
+        held = await _open_streams(srv, stub, 4)
         with pytest.raises(grpc.aio.AioRpcError) as busy:
             await stub.Stats(pb.StatsRequest(tenant="t"))
         assert busy.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
