@@ -13,16 +13,22 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from celestial_client.types import (
     AdminEvent,
     Consolidation,
+    Entity,
+    EntityProfile,
     ExportedMemory,
+    Hop,
     LedgerPage,
     Memory,
     MergedRepeat,
     PromptContext,
     RebalanceReport,
     RecallResult,
+    RelatedMemory,
+    Relation,
     ScoreBreakdown,
     Stats,
     StoreItem,
+    Via,
     Zone,
     ZoneEvent,
     ZoneStats,
@@ -90,6 +96,7 @@ def recall_request(
     recalled_before: TimeLike | None = None,
     min_importance: float | None = None,
     metadata: Mapping[str, str] | None = None,
+    entities_any: Sequence[str] = (),
     reinforce: bool = True,
     context: str = "",
     query_vector: Sequence[float] | None = None,
@@ -97,10 +104,12 @@ def recall_request(
     ignore_zones: bool = False,
     include_archived: bool = False,
     deep: bool | None = None,
+    expand: int | None = None,
 ) -> pb.RecallRequest:
     f = pb.RecallFilter(
         zones=[zone_to_pb(z) for z in zones], tags_any=tags_any, tags_all=tags_all,
         session_id=session_id, agent_id=agent_id, metadata=dict(metadata or {}),
+        entities_any=entities_any,
     )
     for name, value in (
         ("created_after", created_after), ("created_before", created_before),
@@ -119,6 +128,8 @@ def recall_request(
         req.min_relevance = min_relevance
     if deep is not None:
         req.deep = deep
+    if expand is not None:  # 0 is sent: it turns expansion off, unlike leaving it out
+        req.expand = expand
     return req
 
 
@@ -151,6 +162,10 @@ def breakdown(b: pb.ScoreBreakdown) -> ScoreBreakdown:
     return ScoreBreakdown(b.recall, b.freshness, b.importance, b.context, b.total)
 
 
+def relation(r: pb.Relation) -> Relation:
+    return Relation(r.id, r.relation, r.weight, r.made_by, to_datetime(r.created_at), r.outgoing)
+
+
 def memory(m: pb.Memory) -> Memory:
     return Memory(
         id=m.id, tenant=m.tenant, content=m.content, zone=zone_from_pb(m.zone), score=m.score,
@@ -162,15 +177,33 @@ def memory(m: pb.Memory) -> Memory:
         archived_at=to_datetime(m.archived_at) if m.HasField("archived_at") else None,
         merged=[MergedRepeat(r.content, to_datetime(r.created_at), r.id, r.session_id,
                              r.agent_id, dict(r.metadata), r.context) for r in m.merged],
+        relations=[relation(r) for r in m.relations], entities=list(m.entities),
     )
 
 
 def recall_results(resp: pb.RecallResponse) -> list[RecallResult]:
     return [
         RecallResult(memory(r.memory), zone_from_pb(r.found_in), r.relevance,
-                     breakdown(r.breakdown), r.archived)
+                     breakdown(r.breakdown), r.archived,
+                     Via(r.via.from_id, r.via.relation, r.via.weight, r.via.hops)
+                     if r.HasField("via") else None)
         for r in resp.results
     ]
+
+
+def related(resp: pb.RelatedResponse) -> list[RelatedMemory]:
+    return [RelatedMemory(memory(r.memory), [Hop(h.from_id, h.to_id, h.relation, h.weight)
+                                             for h in r.path])
+            for r in resp.memories]
+
+
+def entity(e: pb.Entity) -> Entity:
+    return Entity(e.id, e.kind, e.key, e.mentions)
+
+
+def entity_profile(p: pb.EntityProfile) -> EntityProfile:
+    return EntityProfile(entity(p.entity), to_datetime(p.first_seen), to_datetime(p.last_seen),
+                         [memory(m) for m in p.most_recalled])
 
 
 def stats(resp: pb.StatsResponse) -> Stats:
@@ -187,7 +220,7 @@ def stats(resp: pb.StatsResponse) -> Stats:
 
 def consolidation(resp: pb.ConsolidateResponse) -> Consolidation:
     return Consolidation([(m.into, list(m.ids)) for m in resp.merges], resp.scanned,
-                         resp.dry_run)
+                         resp.dry_run, resp.unlisted)
 
 
 def rebalance(resp: pb.RebalanceResponse) -> RebalanceReport:
@@ -257,7 +290,11 @@ def exported_record(e: ExportedMemory | pb.ExportedMemory) -> pb.ExportedMemory:
             merged=[pb.MergedRepeat(content=r.content, created_at=timestamp(r.created_at),
                                     id=r.id, session_id=r.session_id, agent_id=r.agent_id,
                                     metadata=r.metadata, context=r.context)
-                    for r in m.merged]),
+                    for r in m.merged],
+            relations=[pb.Relation(id=r.id, relation=r.relation, weight=r.weight,
+                                   made_by=r.made_by, created_at=timestamp(r.created_at),
+                                   outgoing=r.outgoing) for r in m.relations],
+            entities=m.entities),
         vector=e.vector, context_vector=e.context_vector, context_score=e.context_score,
         written_at=timestamp(e.written_at))
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from celestial_client.client import CelestialClient
-from celestial_client.types import Memory, RecallResult, Zone
+from celestial_client.types import Memory, RecallResult, RelatedMemory, Zone
 
 ZONES = [z.value for z in Zone]
 
@@ -186,6 +186,28 @@ def _ledger(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
     return ToolOutput("\n".join(lines) or "the ledger is empty", {"events": rows})
 
 
+def related_data(r: RelatedMemory) -> dict[str, Any]:
+    return {**memory_data(r.memory),
+            "path": [{"from_id": h.from_id, "to_id": h.to_id, "relation": h.relation,
+                      "weight": round(h.weight, 4)} for h in r.path]}
+
+
+def _related(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
+    found = c.related(a["id"], a["depth"], a.get("relations", []))
+    # Each step names the relation, and "(back)" when the walk went against its direction, so
+    # the model can tell "X follows Y" from "Y follows X".
+    lines = []
+    for r in found:
+        here, steps = a["id"], []
+        for h in r.path:
+            back = h.from_id != here
+            steps.append(h.relation + (" (back)" if back else ""))
+            here = h.from_id if back else h.to_id
+        lines.append(f"{' > '.join(steps)}: {_line(r.memory)}")
+    return ToolOutput("\n".join(lines) or f"no memory is related to {a['id']}",
+                      {"id": a["id"], "memories": [related_data(r) for r in found]})
+
+
 def _rebalance(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
     r = c.rebalance(dry_run=a["dry_run"])
     moved = {f"{src.value}->{dst.value}": n for (src, dst), n in r.moved.items()}
@@ -259,6 +281,15 @@ TOOLS: tuple[ToolSpec, ...] = (
              _stats),
     ToolSpec("memory_recent", "The newest memories, newest first.",
              _schema(limit=LIMIT, **FILTER_PROPS), _recent),
+    ToolSpec("memory_related", "The memories linked to a memory through relations (either direction): "
+             "what follows or precedes it in its session, or what it was related to. Nearest first, "
+             "each with the relations that lead to it. Reinforces nothing.",
+             _schema("id", id=ID,
+                     depth={"type": "integer", "minimum": 1, "maximum": 3, "default": 1,
+                            "description": "How many steps along relations to walk, 1 to 3."},
+                     relations=_strings("Follow only these relations (e.g. \"follows\", "
+                                        "\"about\"); left out, every relation.")),
+             _related),
     ToolSpec("memory_ledger", "The memory's history: evictions, forgotten, restored and deleted memories, "
              "oldest first.",
              _schema(limit=LIMIT, memory_id=_str("Only this memory's events.")), _ledger),

@@ -7,14 +7,19 @@ memory's context (indexed for search, not part of the content). The server's clo
 sessions (admin SetClock; the server needs CELESTIAL_ADMIN_CLOCK=true). Then, one hour after the
 last session, every category 1-4 question is asked in file order.
 
-Four settings run side by side, each in its own tenant:
+Five settings run side by side, each in its own tenant:
 - ``hybrid``: plain hybrid search, zones ignored, nothing reinforced;
 - ``zones``: zone-ordered recall with reinforcement, rebalanced after every session with
   forgetting off;
 - ``zones+forget``: the same with the server's default forgetting, recalling without the
   archive (deep=False): what forgetting costs when what it takes is out of reach;
 - ``zones+archive``: the same forgetting with the server's default recall, which searches the
-  archive when the zones fall short (deep recall).
+  archive when the zones fall short (deep recall);
+- ``zones+expand``: ``zones`` with one step of graph expansion (the best matches' related
+  memories join the candidates: here the turns before and after each, by session order).
+
+``hybrid`` and ``zones`` ask for no expansion whatever the server's default, so the table shows
+both beside each other; the forgetting settings take the server's default.
 
 A result counts for its own dia_id and for those of the repeats merged into it (the server
 folds a near-duplicate turn into the memory it repeats and keeps its metadata).
@@ -37,7 +42,7 @@ from pathlib import Path
 from celestial_client.client import CelestialClient
 from celestial_client.types import Memory, StoreItem
 
-SETTINGS = ("hybrid", "zones", "zones+forget", "zones+archive")
+SETTINGS = ("hybrid", "zones", "zones+forget", "zones+archive", "zones+expand")
 FORGETTING = ("zones+forget", "zones+archive")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 CONTEXT_TURNS = 2
@@ -127,8 +132,11 @@ def run(
                     t0 = time.perf_counter()
                     if s == "zones+forget":
                         res = c.recall(question, limit, deep=False)
+                    elif s == "zones+archive":
+                        res = c.recall(question, limit)
                     else:
-                        res = c.recall(question, limit, ignore_zones=plain, reinforce=not plain)
+                        res = c.recall(question, limit, ignore_zones=plain, reinforce=not plain,
+                                       expand=1 if s == "zones+expand" else 0)
                     scores[s].recall_ms.append((time.perf_counter() - t0) * 1000)
                     got = [_dia_ids(r.memory) for r in res]
                     for k in ks:
@@ -165,7 +173,7 @@ def report(scores: dict[str, Scores], ks: Sequence[int]) -> str:
                 f"{ms[len(ms) // 2]:.1f}" if ms else "-"]
         rows.append(row)
     n = len(next(iter(scores.values())).hits[ks[0]])
-    from celestial_client.cli import table
+    from celestial_client.cli_output import table
 
     return f"{n} questions\n" + table(head, rows)
 

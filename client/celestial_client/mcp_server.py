@@ -25,8 +25,10 @@ from celestial_client.errors import CelestialClientError
 
 INSTRUCTIONS = (
     "Long-term memory. Save facts worth keeping with memory_save; before answering from past "
-    "conversations, look them up with memory_search. Memories are placed in zones (core to "
-    "cloud) by how often they are recalled, how fresh and how important they are."
+    "conversations, look them up with memory_search, and follow a memory's links (what came "
+    "before or after it in its session, what it was related to) with memory_related. Memories "
+    "are placed in zones (core to cloud) by how often they are recalled, how fresh and how "
+    "important they are."
 )
 
 

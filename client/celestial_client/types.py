@@ -47,6 +47,21 @@ class MergedRepeat:
 
 
 @dataclass(frozen=True, slots=True)
+class Relation:
+    """One relation of a memory as the memory at this end sees it: the memory at the other end
+    (``id``), the relation's name and weight (0 to 1), who made it ("caller", "session": each
+    memory follows the previous one of its session, "repeat": moved from a merged repeat), and
+    whether it points away from this memory (``outgoing``) or to it."""
+
+    id: str
+    relation: str
+    weight: float
+    made_by: str
+    created_at: datetime
+    outgoing: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Memory:
     id: str
     tenant: str
@@ -68,6 +83,19 @@ class Memory:
     archived: bool = False
     archived_at: datetime | None = None
     merged: list[MergedRepeat] = field(default_factory=list)
+    relations: list[Relation] = field(default_factory=list)  # both directions
+    entities: list[str] = field(default_factory=list)  # ids "<kind>:<key>" (see Entity)
+
+
+@dataclass(frozen=True, slots=True)
+class Via:
+    """How a recall's graph expansion reached a result: from the result ``from_id``, along
+    ``relation`` (of ``weight``), ``hops`` steps (1 or 2)."""
+
+    from_id: str
+    relation: str
+    weight: float
+    hops: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +105,7 @@ class RecallResult:
     relevance: float
     breakdown: ScoreBreakdown
     archived: bool = False  # found in the archive by a deep recall; not reinforced
+    via: Via | None = None  # set when reached through a relation of another result
 
     # Shortcuts for the common reads.
     @property
@@ -90,6 +119,61 @@ class RecallResult:
     @property
     def zone(self) -> Zone:
         return self.memory.zone
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    """One step of a walk along relations. A walk may follow a relation backwards, so
+    ``from_id`` and ``to_id`` are the relation's own ends, not the walk's direction."""
+
+    from_id: str
+    to_id: str
+    relation: str
+    weight: float
+
+
+@dataclass(frozen=True, slots=True)
+class RelatedMemory:
+    """A memory that ``related`` reached, and the steps from the start to it (walk order)."""
+
+    memory: Memory
+    path: list[Hop]
+
+    @property
+    def id(self) -> str:
+        return self.memory.id
+
+    @property
+    def content(self) -> str:
+        return self.memory.content
+
+    @property
+    def depth(self) -> int:
+        """How many steps from the start."""
+        return len(self.path)
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    """Something the tenant's memories mention (a name, place, date, number with a unit or
+    quoted title): its id "<kind>:<key>", kind, normalised key and how many live memories
+    mention it."""
+
+    id: str
+    kind: str
+    key: str
+    mentions: int
+
+
+@dataclass(frozen=True, slots=True)
+class EntityProfile:
+    """One entity: the creation times of the first and last memory mentioning it, and its most
+    recalled memories (at most 10), most recalled first."""
+
+    entity: Entity
+    first_seen: datetime
+    last_seen: datetime
+    most_recalled: list[Memory]
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +295,7 @@ class Consolidation:
     merges: list[tuple[str, list[str]]]
     scanned: int
     dry_run: bool
+    unlisted: int = 0  # merges made (or found) beyond what one answer lists
 
 
 @dataclass(frozen=True, slots=True)

@@ -170,6 +170,15 @@ class Settings(BaseSettings):
         True, description="a Store that repeats a live memory reinforces it instead (repeats.py)")
     merge_similarity: float = Field(
         0.9, gt=0, le=1, description="content cosine at or above which a repeat may merge")
+    # Connected memory (graph/; docs/design.md, "Connected memory")
+    max_relations: int = Field(
+        256, gt=0, description="relations one memory may hold (both directions)")
+    session_weight: float = Field(
+        0.5, ge=0, le=1, description="weight of the relation from a memory to its session's previous one")
+    recall_expand: int = Field(
+        0, ge=0, le=2, description="graph expansion of a recall: steps along relations (0: off)")
+    graph_weight: float = Field(
+        0.3, ge=0, le=1, description="share of a neighbour's relevance its seed can lift")
     deep_recall: bool = Field(
         True, description="a recall that finds fewer than its limit also searches the archive")
     # A live result counts toward the limit a deep recall needs only at this relevance: at the

@@ -91,6 +91,34 @@ def decode(
         raise InvalidArgument("page_token", "is not a token this server made") from None
 
 
+def encode_offset(bound: str, offset: int) -> str:
+    """A token for lists the server computes whole per request (a walk, the entities): the
+    position to go on from."""
+    body = json.dumps({"f": bound, "o": offset}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(body.encode()).decode().rstrip("=")
+
+
+def decode_offset(token: str, bound: str) -> int:
+    """The position of a token made by ``encode_offset`` for the same request; 0 for none."""
+    if not token:
+        return 0
+    try:
+        if len(token) > MAX_TOKEN_CHARS:
+            raise ValueError("too long")
+        raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        if raw["f"] != bound:
+            raise InvalidArgument("page_token", "belongs to another request (the fields "
+                                  "besides page_size and page_token must not change)")
+        offset = raw["o"]
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise ValueError("offset")
+        return offset
+    except InvalidArgument:
+        raise
+    except Exception:
+        raise InvalidArgument("page_token", "is not a token this server made") from None
+
+
 def _cursor(raw: Any, by_time: bool) -> Cursor | None:
     if raw is None:
         return None

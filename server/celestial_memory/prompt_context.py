@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from celestial_memory.domain.models import Memory
 from celestial_memory.domain.zones import Zone
-from celestial_memory.repeats import Repeats
+from celestial_memory.repeats import Repeats, same_text
 
 HEADER = "Relevant memories, grouped by zone (core first), most relevant first within a zone:"
 # Bytes a block may take per token of its budget: English runs at about 4-5 UTF-8 bytes a token
@@ -150,7 +150,8 @@ class Assembler:
             text = self._line(m)
             size = len(text.encode()) + 32  # the line and, at worst, its zone's heading
             terms = Repeats.terms(m.content)
-            into = next((t for t in taken if Repeats.nested(terms, t.terms)), None)
+            into = next((t for t in taken if same_text(m.content, t.memory.content)
+                         or Repeats.nested(terms, t.terms)), None)
             if into is not None and terms <= into.terms:  # says nothing more: folded
                 folded.setdefault(into.index, []).append(m.id)
                 continue

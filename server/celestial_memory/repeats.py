@@ -47,6 +47,7 @@ _NEGATIONS = frozenset({
     "couldn", "haven", "hasn", "hadn", "mustn", "안", "못",
 })
 _NEGATING_STEMS = ("않", "없")
+NEAREST = 4  # stored memories a new one is compared with
 # A memory keeps the wording and provenance of its first MAX_KEPT repeats; later ones count as
 # mentions only, so a memory repeated thousands of times stays readable (each entry is its whole
 # text). The entries are bounded by bytes too (``max_merged_bytes``): 64 repeats of a long text
@@ -68,6 +69,7 @@ class Repeats:
         self._threshold = settings.merge_similarity
         self._store = store
         self._max_bytes = settings.max_merged_bytes
+        self._max_tags = settings.max_tags
 
     def keep(self, target: Memory, entries: Sequence[Provenance], first: bool = False) -> None:
         """Add ``entries`` to ``target.merged`` (in front when ``first``) while the list stays
@@ -90,14 +92,19 @@ class Repeats:
     @staticmethod
     def nested(a: frozenset[str], b: frozenset[str]) -> bool:
         """One's words are all words of the other (nothing replaced, only added or dropped),
-        and none of the added words negates."""
+        and none of the added words negates. Texts without a word (emoji, symbols) are never
+        nested: the model reads every emoji as one unknown token, so "👍" and "👎" embed alike,
+        and only the same text repeats them (``same_text``)."""
+        if not a and not b:
+            return False
         if not (a <= b or b <= a):
             return False
         added = a ^ b
         return not (added & _NEGATIONS or any(w.startswith(_NEGATING_STEMS) for w in added))
 
     def same(self, a: str, b: str, cosine: float) -> bool:
-        return cosine >= self._threshold and self.nested(self.terms(a), self.terms(b))
+        return cosine >= self._threshold and (same_text(a, b) or self.nested(self.terms(a),
+                                                                            self.terms(b)))
 
     def find(self, tenant: str, new: Mapping[int, Memory],
              candidates: Sequence[int]) -> list[Repeat]:
@@ -112,17 +119,29 @@ class Repeats:
         cos = unit @ unit.T
         for k, i in enumerate(candidates):
             for k0 in np.flatnonzero(cos[k, :k] >= self._threshold):
-                if self.nested(terms[i], terms[candidates[int(k0)]]):
+                j = candidates[int(k0)]
+                if same_text(new[i].content, new[j].content) or self.nested(terms[i], terms[j]):
                     out.append(Repeat(i, of=candidates[int(k0)]))
                     break
         in_batch = {r.index for r in out}
         rest = [i for i in candidates if i not in in_batch]
-        hits = self._store.nearest_live(tenant, [cast(Vector, new[i].vector) for i in rest], 1)
-        close = {i: hit[0][0] for i, hit in zip(rest, hits, strict=True)
-                 if hit and hit[0][1] >= self._threshold}
-        held = self._store.contents(tenant, sorted(set(close.values())))
-        out += [Repeat(i, into=mid) for i, mid in close.items()
-                if mid in held and self.nested(terms[i], self.terms(held[mid]))]
+        # A few nearest, not one: texts the model cannot tell apart (emoji) tie at the top.
+        hits = self._store.nearest_live(tenant, [cast(Vector, new[i].vector) for i in rest],
+                                        NEAREST)
+        close = {i: [mid for mid, score in hit if score >= self._threshold]
+                 for i, hit in zip(rest, hits, strict=True)}
+        held = self._store.contents(tenant, sorted({m for ms in close.values() for m in ms}))
+        # Texts without a word repeat only as the same text, which their hash finds whatever
+        # the ties among their vectors.
+        wordless = [i for i in rest if not terms[i]]
+        same = self._store.live_by_hash(tenant, [content_hash(new[i].content) for i in wordless])
+        for i, mids in close.items():
+            into = same.get(content_hash(new[i].content)) if not terms[i] else next(
+                (mid for mid in mids if mid in held and (
+                    same_text(new[i].content, held[mid])
+                    or self.nested(terms[i], self.terms(held[mid])))), None)
+            if into is not None:
+                out.append(Repeat(i, into=into))
         return sorted(out, key=lambda r: r.index)
 
     def groups(self, tenant: str) -> tuple[list[tuple[Memory, list[Memory]]], int]:
@@ -140,7 +159,8 @@ class Repeats:
             for m, hit in zip(chunk, hits, strict=True):
                 for mid, score in hit:
                     if (mid != m.id and mid in by_id and score >= self._threshold
-                            and self.nested(terms[m.id], terms[mid])):
+                            and (same_text(m.content, by_id[mid].content)
+                                 or self.nested(terms[m.id], terms[mid]))):
                         near[m.id].add(mid)
                         near[mid].add(m.id)
         taken: set[str] = set()
@@ -163,7 +183,8 @@ class Repeats:
         longer repeats ``target`` (nothing changed); True when ``target`` took its wording (and
         vectors: the point must be written whole)."""
         a, b = self.terms(repeat.content), self.terms(target.content)
-        if not self.nested(a, b) or _cosine(target.vector, repeat.vector) < self._threshold:
+        if not (same_text(repeat.content, target.content) or self.nested(a, b)) or _cosine(
+                target.vector, repeat.vector) < self._threshold:
             return None
         more = a > b
         if more:
@@ -175,8 +196,15 @@ class Repeats:
         self.keep(target, [provenance(repeat, repeat_id)])
         target.importance = max(target.importance, repeat.importance)
         target.pinned = target.pinned or repeat.pinned
-        target.tags = list(dict.fromkeys([*target.tags, *repeat.tags]))
+        # At most max_tags, as a Store allows: a union of every repeat's tags would grow a
+        # memory past what one answer can carry.
+        target.tags = list(dict.fromkeys([*target.tags, *repeat.tags]))[:self._max_tags]
         return more
+
+
+def same_text(a: str, b: str) -> bool:
+    """The same text but for white space."""
+    return a.split() == b.split()
 
 
 def _cosine(a: Vector | None, b: Vector | None) -> float:

@@ -23,16 +23,15 @@ from celestial_memory.config import Settings
 from celestial_memory.domain import validation as check
 from celestial_memory.domain.importance import ImportanceEvaluator
 from celestial_memory.domain.models import (
-    EDITED,
     AdminEvent,
     Memory,
     MemoryFilter,
     RebalanceReport,
     RecallResult,
     Stats,
+    Via,
     ZoneCount,
     ZoneEvent,
-    content_hash,
 )
 from celestial_memory.domain.reinforcing import reinforce
 from celestial_memory.domain.requests import (
@@ -43,8 +42,12 @@ from celestial_memory.domain.requests import (
 )
 from celestial_memory.domain.scoring import MemoryFunction, ScoreBreakdown
 from celestial_memory.domain.zones import Zone, ZoneTable
+from celestial_memory.editing import Editing
 from celestial_memory.embedding import Embedder
 from celestial_memory.errors import FailedPrecondition, InvalidArgument
+from celestial_memory.graph.entity_index import EntityCount, EntityIndex, EntityProfile
+from celestial_memory.graph.expansion import expand
+from celestial_memory.graph.relations import Reached, Relations
 from celestial_memory.listing import Listing
 from celestial_memory.paging import ENVELOPE_BYTES
 from celestial_memory.placement import Placement
@@ -82,10 +85,14 @@ class MemoryService:
         self.placement = Placement(store, self.rebalancer, settings)
         self.transfer = Transfer(settings, store, self.retrieval, self.placement, clock)
         self.listing = Listing(settings, store, self.placement)
+        self.relations = Relations(settings, store, self.placement, clock)
+        self.entities = EntityIndex(store)
         self.storing = Storing(settings, store, embedder, self.retrieval, self.fn, self.zones,
-                               clock, evaluator, self.placement)
+                               clock, evaluator, self.placement, self.relations)
         self.tokens = token_counter(embedder)
         self.archive = Archive(settings, store, self.fn, self.zones, clock, self.placement)
+        self.editing = Editing(settings, store, embedder, self.retrieval, self.fn, self.zones,
+                               clock, self.placement)
 
     def close(self) -> None:
         """Write pending reinforcements, then flush and close the store (and an evaluator that
@@ -176,6 +183,14 @@ class MemoryService:
             # Ranked together: keyword scores are normalised over both sets of candidates.
             with stages("rescoring"):
                 relevance = self.retrieval.relevance(cands.signals, keywords=keywords)
+        hops = s.recall_expand if q.expand is None else check.hops(q.expand)
+        via: dict[str, Via] = {}
+        if hops and cands.ids:
+            with stages("expansion"):
+                grown = expand(self.store, tenant, hq, flt, cands, relevance, limit, hops,
+                               s.graph_weight,
+                               lambda rows: self.retrieval.relevance(rows, keywords=keywords))
+            cands, relevance, via = grown.candidates, grown.relevance, grown.via
         if not cands.ids:
             stages.done()
             return []
@@ -233,15 +248,17 @@ class MemoryService:
                     self.placement.reinforce(tenant, [mems[i] for i in live])
         stages.done()
         return [
-            RecallResult(m, z, r.relevance, b, archived=a)
+            RecallResult(m, z, r.relevance, b, archived=a, via=via.get(m.id))
             for m, z, r, b, a in zip(mems, found_in, ranked, breakdowns, archived, strict=True)
         ]
 
-    def context(self, tenant: str, q: RecallQuery, max_tokens: int,
+    def context(self, tenant: str, q: RecallQuery, max_tokens: int, neighbours: bool = False,
                 cancel: Cancellation = NEVER) -> ContextBlock:
         """The recall's memories as a block for a prompt within ``max_tokens``
         (prompt_context.py); only the memories the block holds are reinforced. ``q.limit`` is
-        how many to consider (0: 30)."""
+        how many to consider (0: 30). ``neighbours``: the memories related to each recalled one
+        (one step) follow it in the ranking the block is filled from, as far as the budget
+        allows; they are shown, not reinforced."""
         if not 0 < max_tokens <= self.settings.max_prompt_tokens:
             raise InvalidArgument("max_tokens",
                                   f"must be 1 to {self.settings.max_prompt_tokens}, got {max_tokens}")
@@ -249,10 +266,32 @@ class MemoryService:
         s = self.settings
         room = s.max_message_bytes - ENVELOPE_BYTES - 40 * s.max_recall_limit
         assembler = Assembler(max_tokens, self.tokens, room)
-        self.recall(tenant, replace(q, select=assembler.select,
+        select = assembler.select
+        if neighbours:
+            def select(mems: Sequence[Memory], zones: Sequence[Zone | None]) -> list[int]:
+                return self._with_neighbours(tenant, assembler, mems, zones)
+        self.recall(tenant, replace(q, select=select,
                                     limit=q.limit or min(30, self.settings.max_recall_limit)),
                     cancel)
         return assembler.block
+
+    def _with_neighbours(self, tenant: str, assembler: Assembler, mems: Sequence[Memory],
+                         zones: Sequence[Zone | None]) -> list[int]:
+        """The block filled from the ranking with each memory's related ones right after it;
+        returns the recalled memories it holds (the recall reinforces only those)."""
+        have = {m.id for m in mems}
+        wanted = list(dict.fromkeys(e.other for m in mems for e in m.edges
+                                    if e.other not in have))
+        found = {mid: m for mid, m in self.store.get(tenant, wanted).items() if not m.archived}
+        order: list[tuple[Memory, Zone | None, int | None]] = []
+        for i, (m, z) in enumerate(zip(mems, zones, strict=True)):
+            order.append((m, z, i))
+            for e in m.edges:
+                if (n := found.pop(e.other, None)) is not None:
+                    order.append((n, n.zone, None))
+        keep = assembler.select([m for m, _, _ in order], [z for _, z, _ in order])
+        recalled = [order[k][2] for k in keep]
+        return [i for i in recalled if i is not None]
 
     # -- get / update / delete -------------------------------------------------------------
 
@@ -271,56 +310,7 @@ class MemoryService:
         return self.store.get_one(tenant, mid)
 
     def update(self, tenant: str, memory_id: str, ch: MemoryChanges) -> Memory:
-        s = self.settings
-        mid = check.memory_id(memory_id)
-        new_content = check.content(ch.content, s) if ch.content is not None else None
-        importance = check.unit_interval(ch.importance, "importance")
-        tags = check.tags(ch.tags, s) if ch.tags is not None else None
-        metadata = check.metadata(ch.metadata, s) if ch.metadata is not None else None
-        vec = None
-        if ch.vector is not None and len(ch.vector) > 0:
-            if new_content is None:
-                raise InvalidArgument("vector", "may only be given with new content")
-            vec = check.vector(ch.vector, self.store.dimension, "vector")
-        if new_content is not None and vec is None:
-            vec = self.embedder.embed([new_content])[0]
-
-        self._flush(tenant)
-        with self.placement.locked(tenant):
-            m = self._find(tenant, mid)
-            if m.archived:
-                raise FailedPrecondition(f"memory {mid} is archived: restore it first")
-            now = self.clock.now()
-            if new_content is not None:
-                m.content = new_content
-                m.content_hash = content_hash(new_content)
-            if tags is not None:
-                m.tags = tags
-            if metadata is not None:
-                m.metadata = metadata
-            if ch.pinned is not None:
-                m.pinned = ch.pinned
-            if importance is not None:
-                # A new importance re-places the memory by its current score.
-                m.importance = importance
-                m.score = float(
-                    self.fn.total(m.recall_count, m.last_recalled_at, importance,
-                                  m.context_score, now)
-                )
-                target = self.zones.zone_of_score(m.score)
-                m.zone = min(m.zone, target) if m.pinned else target
-            m.zone = self.rebalancer.settled_zone(self.rebalancer.stamped(m, now), now)
-            if vec is not None:
-                m.vector = vec
-                m.index = self.retrieval.index_vectors(
-                    [m.content], [m.context], [vec], [ch.vector is None or len(ch.vector) == 0]
-                )[0]
-                self.store.upsert([m])
-                m.vector = m.index = None
-            else:
-                self.store.save(tenant, [m], EDITED)
-            self.placement.enforce(tenant, [m], keep_ids={m.id})
-        return m
+        return self.editing.update(tenant, memory_id, ch)
 
     # -- erasure and the archive (archive.py) ----------------------------------------------------
 
@@ -332,6 +322,24 @@ class MemoryService:
 
     def restore(self, tenant: str, memory_id: str) -> Memory:
         return self.archive.restore(tenant, memory_id)
+
+    # -- relations (graph/) ---------------------------------------------------------------------
+
+    def related(self, tenant: str, memory_id: str, depth: int,
+                relations: Sequence[str] = ()) -> list[tuple[Memory, Reached]]:
+        """The memories a walk from ``memory_id`` reaches, nearest first, with their paths;
+        reads only (graph/relations.py)."""
+        self._flush(tenant)
+        reached = self.relations.walk(tenant, memory_id, depth or 1, relations)
+        found = self.store.get(tenant, [r.id for r in reached])
+        return [(found[r.id], r) for r in reached if r.id in found]
+
+    def entity_list(self, tenant: str) -> list[EntityCount]:
+        return self.entities.listed(tenant)
+
+    def entity_profile(self, tenant: str, entity: str) -> EntityProfile:
+        self._flush(tenant)  # its most recalled, counted as recalls have left them
+        return self.entities.profile(tenant, entity)
 
     # -- stats / rebalance ------------------------------------------------------------------
 

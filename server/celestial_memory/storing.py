@@ -27,6 +27,9 @@ from celestial_memory.domain.scoring import MemoryFunction
 from celestial_memory.domain.zones import ZoneTable
 from celestial_memory.embedding import Embedder
 from celestial_memory.errors import AlreadyExists, InvalidArgument
+from celestial_memory.graph.entities import RuleExtractor
+from celestial_memory.graph.entity_index import ref
+from celestial_memory.graph.relations import Relations
 from celestial_memory.placement import Placement
 from celestial_memory.rebalancer import event_id
 from celestial_memory.repeats import Repeats
@@ -38,7 +41,7 @@ class Storing:
     def __init__(
         self, settings: Settings, store: MemoryRepository, embedder: Embedder,
         retrieval: Retrieval, fn: MemoryFunction, zones: ZoneTable, clock: Clock,
-        evaluator: ImportanceEvaluator, placement: Placement,
+        evaluator: ImportanceEvaluator, placement: Placement, relations: Relations,
     ) -> None:
         self._settings = settings
         self._store = store
@@ -51,6 +54,8 @@ class Storing:
         self._placement = placement
         self._rebalancer = placement.rebalancer
         self._repeats = Repeats(settings, store)
+        self._relations = relations
+        self._entities = RuleExtractor()
 
     def terms(self, text: str) -> frozenset[str]:
         """The words a repeat is compared by (repeats.py)."""
@@ -96,12 +101,25 @@ class Storing:
                 # request_id may (a retry then finds the memory it went into: ``_held``).
                 merged = self._merge_repeats(tenant, memories, [
                     i for i in fresh if not checked[i].id and not checked[i].upsert], ids)
+                # An upsert writes the point whole: the relations it had stay.
+                upserts = [i for i in fresh if checked[i].upsert]
+                kept = self._store.graph.edges_of(tenant, [memories[i].id for i in upserts])
+                for i in upserts:
+                    memories[i].edges = kept.get(memories[i].id, [])
                 # Create-only writes never replace a memory another call created meanwhile, and
                 # an upsert replaces only this tenant's.
                 self._placement.write(
                     tenant, [memories[i] for i in fresh
                              if not checked[i].upsert and i not in merged],
                     replacing=[memories[i] for i in fresh if checked[i].upsert])
+                # A repeat stands in its session where it was said, as the memory it went into.
+                with self._placement.locked(tenant):
+                    linked = self._relations.follow_sessions(tenant, [
+                        replace(merged[i], session_id=checked[i].session_id,
+                                created_at=memories[i].created_at) if i in merged
+                        else memories[i] for i in fresh])
+                for m in [*memories.values(), *merged.values()]:  # answered as now stored
+                    m.edges = linked.get(m.id, m.edges)
         for m in [*memories.values(), *merged.values()]:
             m.vector = m.index = None
         n = len(checked)
@@ -221,6 +239,7 @@ class Storing:
         )
         now = self._clock.now()
         memories: dict[int, Memory] = {}
+        mentions = self._entities.extract_many([it.content for it in new])
         for k, (i, it) in enumerate(zip(fresh, new, strict=True)):
             created = it.created_at if it.created_at is not None else now
             score = float(self._fn.total(0, created, importance[i], 0.0, now))
@@ -232,6 +251,7 @@ class Storing:
                     tags=it.tags, session_id=it.session_id, agent_id=it.agent_id,
                     metadata=it.metadata, pinned=it.pinned, content_hash=content_hash(it.content),
                     vector=dense[k], context=it.context, index=index[k],
+                    entities=list(dict.fromkeys(ref(e) for e in mentions[k])),
                 ), now
             )
         return memories
@@ -350,6 +370,8 @@ class Storing:
                 for t, os in merges for o in os])
             # Written before the repeats go: a crash between leaves a repeat twice, not lost.
             self._store.upsert(targets, tenant=tenant)
+            # The repeats' relations move to the memory they went into, then the repeats go.
+            self._relations.relink(tenant, {o.id: t.id for t, os in merges for o in os})
             self._store.delete(tenant, [o.id for _, os in merges for o in os])
             self._placement.reinforce(tenant, targets)  # supersedes what was queued
             self._placement.enforce(tenant, targets, keep_ids={t.id for t in targets})

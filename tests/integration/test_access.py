@@ -105,6 +105,14 @@ def every_rpc(stub: Stub, tenant: str, memory_id: str, md: Any) -> dict[str, Cal
             pb.UpdateRequest(tenant=tenant, id=memory_id, importance=0.9), metadata=md),
         "Restore": lambda: stub.Restore(pb.RestoreRequest(tenant=tenant, id=memory_id),
                                         metadata=md),
+        # Before Delete, which removes the memory they name.
+        "Relate": lambda: stub.Relate(pb.RelateRequest(
+            tenant=tenant, from_id=memory_id, to_id=SECOND, relation="about"), metadata=md),
+        "Unrelate": lambda: stub.Unrelate(pb.UnrelateRequest(
+            tenant=tenant, from_id=memory_id, to_id=SECOND), metadata=md),
+        "Related": lambda: stub.Related(pb.RelatedRequest(tenant=tenant, id=memory_id),
+                                        metadata=md),
+        "Entities": lambda: stub.Entities(pb.EntitiesRequest(tenant=tenant), metadata=md),
         "Delete": lambda: stub.Delete(pb.DeleteRequest(tenant=tenant, id=memory_id), metadata=md),
         "DeleteByFilter": lambda: stub.DeleteByFilter(
             pb.DeleteByFilterRequest(tenant=tenant, filter=pb.RecallFilter(tags_any=["zz"])),
@@ -127,7 +135,12 @@ def every_rpc(stub: Stub, tenant: str, memory_id: str, md: Any) -> dict[str, Cal
 METHODS = set(pb.DESCRIPTOR.services_by_name["MemoryService"].methods_by_name)
 
 
+# A second memory of tenant a, for relations.
+SECOND = "00000000-0000-4000-8000-0000000000b2"
+
+
 async def _seed(stub: Stub, keys: Keys) -> str:
+    await stub.Store(pb.StoreRequest(content="the harbour", id=SECOND), metadata=auth(keys.a_write))
     reply = await stub.Store(pb.StoreRequest(content="the boat is blue"), metadata=auth(keys.a_write))
     assert reply.memory.tenant == "a"  # the key decided the tenant
     return str(reply.memory.id)
@@ -179,9 +192,11 @@ async def test_another_tenants_key_gets_nothing_in_any_direction(stub: Stub, key
 
 
 ROLE_ALLOWS = {
-    "read": {"RecallRead", "ContextRead", "Get", "Recent", "List", "Stats", "Export", "Ledger"},
+    "read": {"RecallRead", "ContextRead", "Get", "Recent", "List", "Stats", "Export", "Ledger",
+             "Related", "Entities"},
     "write": {"RecallRead", "ContextRead", "Get", "Recent", "List", "Stats", "Export", "Ledger",
-              "Store", "StoreBatch", "Recall", "Context", "Update", "Import", "Delete", "Restore"},
+              "Related", "Entities", "Store", "StoreBatch", "Recall", "Context", "Update",
+              "Import", "Delete", "Restore", "Relate", "Unrelate"},
 }
 
 
@@ -204,7 +219,7 @@ async def test_an_admin_key_reaches_every_tenant_and_every_method(stub: Stub, ke
         for name, call in calls.items():
             code = await code_of(call())
             expected = grpc.StatusCode.NOT_FOUND if tenant == "b" and name in {
-                "Get", "Update", "Restore"} else grpc.StatusCode.OK
+                "Get", "Update", "Restore", "Relate", "Unrelate", "Related"} else grpc.StatusCode.OK
             assert code == expected, (tenant, name, code)
 
 

@@ -220,3 +220,58 @@ async def test_import_checks_the_repeats_a_record_carries(
         ok = _exported_with([pb.MergedRepeat(content="said before",
                                              id="5a8f3c1e-2b4d-4e6f-8a9b-0c1d2e3f4a5b")])
         assert (await stub.Import(iter([ok]))).imported == 1
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+async def test_repeats_add_at_most_max_tags_so_the_memory_stays_readable(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock, engine: str,
+) -> None:
+    async with (
+        running_server(tmp_path, embedder, clock, **ENGINES[engine]) as srv,
+        grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
+    ):
+        stub = pb_grpc.MemoryServiceStub(ch)
+        # 70 repeats of one text, each with 64 tags of 256 four-byte characters of its own:
+        # their union was 4,480 tags (4.5 MB), more than any answer can carry.
+        items = [pb.StoreRequest(tenant=T, content="the same note", tags=[
+            f"{i:02d}{j:02d}" + "😀" * 252 for j in range(64)]) for i in range(70)]
+        out = await stub.StoreBatch(iter(items))
+        assert out.stored == 70 and out.merged == 69
+        [mid] = set(out.ids)
+        got = (await stub.Get(pb.GetRequest(tenant=T, id=mid))).memory
+        assert len(got.tags) == 64 and got.recall_count == 69
+        recalled = await stub.Recall(pb.RecallRequest(tenant=T, query="the same note"))
+        assert [r.memory.id for r in recalled.results] == [mid]
+        assert len([e async for e in stub.Export(pb.ExportRequest(tenant=T))]) == 1
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+async def test_texts_without_words_repeat_only_when_they_are_the_same(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock, engine: str,
+) -> None:
+    async with (
+        running_server(tmp_path, embedder, clock, **ENGINES[engine]) as srv,
+        grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
+    ):
+        stub = pb_grpc.MemoryServiceStub(ch)
+        ids = [(await stub.Store(pb.StoreRequest(tenant=T, content=c))).memory.id
+               for c in ("👍", "👎", "✅", "❌", "😀😀😀", "😀😀😀")]
+        # The model embeds every emoji as one unknown token: only the same text is a repeat.
+        assert len(set(ids[:5])) == 5 and ids[5] == ids[4]
+
+
+async def test_an_import_names_the_record_a_bad_field_is_in(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock,
+) -> None:
+    async with (
+        running_server(tmp_path, embedder, clock) as srv,
+        grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
+    ):
+        stub = pb_grpc.MemoryServiceStub(ch)
+        good = _exported_with([])
+        bad = pb.ExportedMemory(memory=pb.Memory(id="5a8f3c1e-2b4d-4e6f-8a9b-0c1d2e3f4a5b",
+                                                 content="x", zone=99))
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.Import(iter([good, bad]))
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert (err.value.details() or "").startswith("memories[1].memory.zone:")

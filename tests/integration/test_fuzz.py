@@ -109,6 +109,7 @@ def messages(descriptor: Descriptor, depth: int = 0) -> st.SearchStrategy[Any]:
     return _message(descriptor, depth)
 
 
+ID_A, ID_B = "00000000-0000-4000-8000-00000000000a", "00000000-0000-4000-8000-00000000000b"
 # Valid requests to mutate: random messages alone rarely get past validation, so half of the
 # examples are one of these with one or two fields replaced by hostile values.
 VALID: dict[str, Any] = {
@@ -116,6 +117,11 @@ VALID: dict[str, Any] = {
     "RecallRequest": pb.RecallRequest(tenant="fuzz", query="boat", limit=5),
     "UpdateRequest": pb.UpdateRequest(tenant="fuzz", id="00000000-0000-4000-8000-000000000000",
                                       importance=0.5),
+    # Between two memories the harness stores under these ids: relations, walks, entities.
+    "RelateRequest": pb.RelateRequest(tenant="fuzz", from_id=ID_A, to_id=ID_B, relation="about"),
+    "UnrelateRequest": pb.UnrelateRequest(tenant="fuzz", from_id=ID_A, to_id=ID_B),
+    "RelatedRequest": pb.RelatedRequest(tenant="fuzz", id=ID_A, depth=2),
+    "EntitiesRequest": pb.EntitiesRequest(tenant="fuzz", entity="name:alice"),
 }
 
 
@@ -204,6 +210,9 @@ def harness(
     for _ in range(15):
         assert h.call(store, pb.StoreRequest(tenant="fuzz", content="😀" * 32_768,
                                              context="😃" * 32_768).SerializeToString()).name == "OK"
+    for mid, text in ((ID_A, "Alice drinks espresso in Busan"), (ID_B, "Alice met Bob")):
+        assert h.call(store, pb.StoreRequest(tenant="fuzz", id=mid, content=text,
+                                             session_id="s").SerializeToString()).name == "OK"
     for i in range(8):
         assert h.call(store, pb.StoreRequest(
             tenant="fuzz", content=LONG_HANGUL[i:] + LONG_HANGUL[:i]).SerializeToString()).name == "OK"
@@ -267,7 +276,8 @@ def test_the_fuzz_reached_the_service(harness: Harness) -> None:
     print("\n".join(f"{m:<16}{c:<22}{n}" for (m, c), n in sorted(OUTCOMES.items())))
     accepted = {m for (m, c), n in OUTCOMES.items() if c == "OK"}
     refused = {m for (m, c), n in OUTCOMES.items() if c == "INVALID_ARGUMENT"}
-    assert {"Store", "Recall", "Stats", "Recent", "Export", "Ledger"} <= accepted
+    assert {"Store", "Recall", "Stats", "Recent", "Export", "Ledger", "Relate", "Related",
+            "Entities"} <= accepted
     assert {"Store", "StoreBatch", "Recall", "Update", "Import"} <= refused
 
 

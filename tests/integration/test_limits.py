@@ -5,6 +5,7 @@ with its own status and nothing written."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -145,9 +146,11 @@ async def test_hundreds_of_idle_streams_cost_little_memory(
     tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
 ) -> None:
     """512 streams opened at the defaults, one item each, never closed: all but the caller's
-    share are refused at once, and the process's memory barely moves."""
+    share are refused at once, the rest end once idle, and the process's memory barely moves.
+    (On a loaded machine the first streams may end while later ones are still opening, and free
+    their slots: the counts are bounded, not exact.)"""
     async with (
-        running_server(tmp_path, embedder, clock, stream_idle_s=2.0) as srv,
+        running_server(tmp_path, embedder, clock, stream_idle_s=5.0) as srv,
         grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
     ):
         stub = pb_grpc.MemoryServiceStub(ch)
@@ -155,19 +158,18 @@ async def test_hundreds_of_idle_streams_cost_little_memory(
             calls = []
             for i in range(512):
                 call = stub.StoreBatch()
-                await call.write(pb.StoreRequest(tenant="t", content=f"idle {i}"))
+                # A write racing the server's refusal fails in the client; the call's own
+                # status, read below, is what the server answered.
+                with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
+                    await call.write(pb.StoreRequest(tenant="t", content=f"idle {i}"))
                 calls.append(call)
             assert await _health(srv.port) == health_pb2.HealthCheckResponse.SERVING
-            codes = []
-            for call in calls:
-                try:
-                    await call
-                    codes.append(grpc.StatusCode.OK)
-                except grpc.aio.AioRpcError as err:
-                    codes.append(err.code())
-        settings = srv.service.settings
-        assert codes.count(grpc.StatusCode.DEADLINE_EXCEEDED) == settings.max_streams_per_caller
-        assert codes.count(grpc.StatusCode.RESOURCE_EXHAUSTED) == 512 - settings.max_streams_per_caller
+            codes = [await call.code() for call in calls]
+        share = srv.service.settings.max_streams_per_caller
+        assert set(codes) <= {grpc.StatusCode.DEADLINE_EXCEEDED,
+                              grpc.StatusCode.RESOURCE_EXHAUSTED}, set(codes)
+        assert codes.count(grpc.StatusCode.DEADLINE_EXCEEDED) >= share
+        assert codes.count(grpc.StatusCode.RESOURCE_EXHAUSTED) >= 512 - 4 * share
         assert growth[0] < 200 * 2**20, growth
         assert (await stub.Stats(pb.StatsRequest(tenant="t"))).total == 0
 

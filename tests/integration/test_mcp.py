@@ -30,7 +30,7 @@ async def test_mcp_over_stdio_lists_saves_searches_pins_and_reports_errors(
         assert set(tools) == {"memory_save", "memory_search", "memory_context", "memory_get",
                               "memory_update",
                               "memory_pin", "memory_delete", "memory_stats", "memory_recent",
-                              "memory_ledger", "memory_rebalance"}
+                              "memory_related", "memory_ledger", "memory_rebalance"}
         save = tools["memory_save"].input_schema
         assert save["required"] == ["content"]
         assert all(p.get("description") for p in save["properties"].values())

@@ -6,7 +6,8 @@ Histories (hypothesis) store memories with random zones' worth of importance, ta
 agents, metadata, creation times and pins, recall with random filters over zones, tags, times,
 importance and metadata (with and without keywords, reinforcing or not), advance the clock,
 update, delete, delete by filter and rebalance (incremental and full, with forgetting and small
-capacities so that eviction bites). Ids are fixed by the history, so both sides name the same
+capacities so that eviction bites), relate and unrelate memories, walk their relations and
+recall with graph expansion. Ids are fixed by the history, so both sides name the same
 memories; vectors are random, so relevance ties (whose order is the engine's choice) do not
 occur in practice.
 
@@ -36,7 +37,7 @@ from celestial_memory.domain.models import Memory, MemoryFilter
 from celestial_memory.domain.requests import MemoryChanges, NewMemory, RecallQuery
 from celestial_memory.domain.zones import Zone
 from celestial_memory.embedding import SentenceTransformerEmbedder
-from celestial_memory.errors import FailedPrecondition, NotFound
+from celestial_memory.errors import FailedPrecondition, InvalidArgument, NotFound
 from celestial_memory.service import MemoryService
 from celestial_memory.store import open_edge, open_qdrant
 from hypothesis import HealthCheck, Phase, event, given, settings
@@ -88,11 +89,19 @@ store_op = st.tuples(
     tags, st.sampled_from(("", "s1")), metadata, st.floats(0, 2 * DAY), st.booleans(),
 )
 recall_op = st.tuples(st.just("recall"), st.sampled_from(TENANTS), st.integers(0, 5),
-                      st.one_of(st.just(""), texts), filters, st.integers(1, 6), st.booleans())
+                      st.one_of(st.just(""), texts), filters, st.integers(1, 6), st.booleans(),
+                      st.integers(0, 2))
+relate_op = st.tuples(st.just("relate"), st.sampled_from(TENANTS), st.integers(0, 40),
+                      st.integers(0, 40), st.sampled_from(("about", "cause")), st.floats(0, 1))
 # (weight, step): one_of draws its branches unevenly, so the mix is set by weights out of 100.
 STEPS: list[tuple[int, st.SearchStrategy[tuple[Any, ...]]]] = [
-    (32, store_op),
-    (32, recall_op),
+    (28, store_op),
+    (28, recall_op),
+    (4, relate_op),
+    (2, st.tuples(st.just("unrelate"), st.sampled_from(TENANTS), st.integers(0, 40),
+                  st.integers(0, 40))),
+    (2, st.tuples(st.just("related"), st.sampled_from(TENANTS), st.integers(0, 40),
+                  st.integers(1, 3))),
     (8, st.tuples(st.just("advance"), st.floats(0, 0.3 * DAY))),
     (4, st.tuples(st.just("advance"), st.floats(0, 1.5 * DAY))),
     (8, st.tuples(st.just("update"), st.integers(0, 40), st.one_of(st.none(), st.floats(0, 1)),
@@ -134,7 +143,8 @@ def both(embedder: SentenceTransformerEmbedder) -> Iterator[tuple[MemoryService,
 def state(m: Memory) -> tuple[Any, ...]:
     return (m.id, m.tenant, m.content, int(m.zone), m.score, m.importance, m.recall_count,
             m.last_recalled_at, m.created_at, m.context_score, sorted(m.tags), m.session_id,
-            m.metadata, m.pinned)
+            m.metadata, m.pinned, sorted((e.other, e.relation, e.weight, e.made_by, e.outgoing)
+                                         for e in m.edges), sorted(m.entities))
 
 
 def alike(a: Any, b: Any) -> bool:
@@ -156,7 +166,8 @@ def same(a: Any, b: Any, what: str) -> None:
 
 
 def recall_answer(svc: MemoryService, tenant: str, q: RecallQuery) -> list[tuple[Any, ...]]:
-    return [(r.memory.id, int(r.found_in), int(r.memory.zone), r.relevance, r.memory.recall_count)
+    return [(r.memory.id, int(r.found_in), int(r.memory.zone), r.relevance, r.memory.recall_count,
+             None if r.via is None else (r.via.source, r.via.relation, r.via.hops))
             for r in svc.recall(tenant, q)]
 
 
@@ -172,10 +183,22 @@ def run(svc: MemoryService, clock: ManualClock, op: tuple[Any, ...], ids: list[s
                          pinned=pinned)
         return state(svc.store_memory(tenant, item))
     if kind == "recall":
-        _, tenant, v, text, flt, limit, reinforce = op
+        _, tenant, v, text, flt, limit, reinforce, hops = op
         q = RecallQuery(query=text, query_vector=CENTRES[v].tolist(), limit=limit, filter=flt,
-                        reinforce=reinforce, min_relevance=0.3)
+                        reinforce=reinforce, min_relevance=0.3, expand=hops)
         return recall_answer(svc, tenant, q)
+    if kind == "relate" and ids:
+        _, tenant, i, j, relation, weight = op
+        edge, created = svc.relations.relate(tenant, ids[i % len(ids)], ids[j % len(ids)],
+                                             relation, weight)
+        return edge.other, edge.relation, edge.weight, created
+    if kind == "unrelate" and ids:
+        _, tenant, i, j = op
+        return svc.relations.unrelate(tenant, ids[i % len(ids)], ids[j % len(ids)])
+    if kind == "related" and ids:
+        _, tenant, i, depth = op
+        return [(m.id, [(h.source, h.target, h.relation, h.weight) for h in r.path])
+                for m, r in svc.related(tenant, ids[i % len(ids)], depth)]
     if kind == "update" and ids:
         _, i, importance, pinned, tg = op
         mid = ids[i % len(ids)]
@@ -232,7 +255,8 @@ def test_random_histories_answer_alike_on_both_engines(
             for svc in (edge, qdrant):
                 try:
                     answers.append(run(svc, clock, op, ids))
-                except (NotFound, FailedPrecondition) as exc:  # e.g. updating an archived memory
+                except (NotFound, FailedPrecondition, InvalidArgument) as exc:
+                    # e.g. updating an archived memory, relating a memory to itself
                     answers.append((type(exc).__name__, str(exc)))
                 # Capacity after a recall waits for the flusher's tick (placement.py): settle
                 # it now on both sides, so that no step depends on that thread's timing.

@@ -7,9 +7,10 @@ import inspect
 import celestial_client
 from celestial_client import AsyncCelestialClient, CelestialClient
 
-METHODS = ["close", "consolidate", "context", "delete", "export", "get", "import_memories", "iter_memories",
-           "ledger", "ledger_page", "list_page", "rebalance", "recall", "recent", "recent_page",
-           "restore", "set_clock", "stats", "store", "store_batch", "update", "with_options"]
+METHODS = ["close", "consolidate", "context", "delete", "entities", "entity", "export", "get",
+           "import_memories", "iter_memories", "ledger", "ledger_page", "list_page", "rebalance",
+           "recall", "recent", "recent_page", "relate", "related", "restore", "set_clock", "stats",
+           "store", "store_batch", "unrelate", "update", "with_options"]
 
 
 def test_exports_are_pinned() -> None:
@@ -24,9 +25,12 @@ def test_exports_are_pinned() -> None:
         "Consolidation",
         "DataLossError",
         "DeadlineExceededError",
+        "Entity",
+        "EntityProfile",
         "ExportedMemory",
         "FailedPreconditionError",
         "FieldViolation",
+        "Hop",
         "ImportResult",
         "InternalError",
         "InvalidArgumentError",
@@ -40,6 +44,8 @@ def test_exports_are_pinned() -> None:
         "PromptContext",
         "RebalanceReport",
         "RecallResult",
+        "RelatedMemory",
+        "Relation",
         "ResourceExhaustedError",
         "RetryPolicy",
         "ScoreBreakdown",
@@ -50,6 +56,7 @@ def test_exports_are_pinned() -> None:
         "UnavailableError",
         "UnimplementedError",
         "UnknownError",
+        "Via",
         "Zone",
         "ZoneEvent",
         "ZoneStats",

@@ -69,7 +69,7 @@ class ScoreBreakdown(_message.Message):
     def __init__(self, recall: _Optional[float] = ..., freshness: _Optional[float] = ..., importance: _Optional[float] = ..., context: _Optional[float] = ..., total: _Optional[float] = ...) -> None: ...
 
 class Memory(_message.Message):
-    __slots__ = ("id", "tenant", "content", "zone", "score", "importance", "recall_count", "created_at", "last_recalled_at", "tags", "session_id", "agent_id", "metadata", "pinned", "breakdown", "context", "archived", "archived_at", "merged")
+    __slots__ = ("id", "tenant", "content", "zone", "score", "importance", "recall_count", "created_at", "last_recalled_at", "tags", "session_id", "agent_id", "metadata", "pinned", "breakdown", "context", "archived", "archived_at", "merged", "relations", "entities")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -96,6 +96,8 @@ class Memory(_message.Message):
     ARCHIVED_FIELD_NUMBER: _ClassVar[int]
     ARCHIVED_AT_FIELD_NUMBER: _ClassVar[int]
     MERGED_FIELD_NUMBER: _ClassVar[int]
+    RELATIONS_FIELD_NUMBER: _ClassVar[int]
+    ENTITIES_FIELD_NUMBER: _ClassVar[int]
     id: str
     tenant: str
     content: str
@@ -115,7 +117,25 @@ class Memory(_message.Message):
     archived: bool
     archived_at: _timestamp_pb2.Timestamp
     merged: _containers.RepeatedCompositeFieldContainer[MergedRepeat]
-    def __init__(self, id: _Optional[str] = ..., tenant: _Optional[str] = ..., content: _Optional[str] = ..., zone: _Optional[_Union[Zone, str]] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., recall_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_recalled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., pinned: _Optional[bool] = ..., breakdown: _Optional[_Union[ScoreBreakdown, _Mapping]] = ..., context: _Optional[str] = ..., archived: _Optional[bool] = ..., archived_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., merged: _Optional[_Iterable[_Union[MergedRepeat, _Mapping]]] = ...) -> None: ...
+    relations: _containers.RepeatedCompositeFieldContainer[Relation]
+    entities: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, id: _Optional[str] = ..., tenant: _Optional[str] = ..., content: _Optional[str] = ..., zone: _Optional[_Union[Zone, str]] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., recall_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_recalled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., pinned: _Optional[bool] = ..., breakdown: _Optional[_Union[ScoreBreakdown, _Mapping]] = ..., context: _Optional[str] = ..., archived: _Optional[bool] = ..., archived_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., merged: _Optional[_Iterable[_Union[MergedRepeat, _Mapping]]] = ..., relations: _Optional[_Iterable[_Union[Relation, _Mapping]]] = ..., entities: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class Relation(_message.Message):
+    __slots__ = ("id", "relation", "weight", "made_by", "created_at", "outgoing")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    RELATION_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    MADE_BY_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    OUTGOING_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    relation: str
+    weight: float
+    made_by: str
+    created_at: _timestamp_pb2.Timestamp
+    outgoing: bool
+    def __init__(self, id: _Optional[str] = ..., relation: _Optional[str] = ..., weight: _Optional[float] = ..., made_by: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., outgoing: _Optional[bool] = ...) -> None: ...
 
 class MergedRepeat(_message.Message):
     __slots__ = ("content", "created_at", "id", "session_id", "agent_id", "metadata", "context")
@@ -204,7 +224,7 @@ class StoreBatchResponse(_message.Message):
     def __init__(self, ids: _Optional[_Iterable[str]] = ..., stored: _Optional[int] = ..., existing: _Optional[int] = ..., merged: _Optional[int] = ...) -> None: ...
 
 class RecallFilter(_message.Message):
-    __slots__ = ("zones", "tags_any", "tags_all", "session_id", "agent_id", "created_after", "created_before", "recalled_after", "recalled_before", "min_importance", "metadata")
+    __slots__ = ("zones", "tags_any", "tags_all", "session_id", "agent_id", "created_after", "created_before", "recalled_after", "recalled_before", "min_importance", "metadata", "entities_any")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -223,6 +243,7 @@ class RecallFilter(_message.Message):
     RECALLED_BEFORE_FIELD_NUMBER: _ClassVar[int]
     MIN_IMPORTANCE_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    ENTITIES_ANY_FIELD_NUMBER: _ClassVar[int]
     zones: _containers.RepeatedScalarFieldContainer[Zone]
     tags_any: _containers.RepeatedScalarFieldContainer[str]
     tags_all: _containers.RepeatedScalarFieldContainer[str]
@@ -234,10 +255,11 @@ class RecallFilter(_message.Message):
     recalled_before: _timestamp_pb2.Timestamp
     min_importance: float
     metadata: _containers.ScalarMap[str, str]
-    def __init__(self, zones: _Optional[_Iterable[_Union[Zone, str]]] = ..., tags_any: _Optional[_Iterable[str]] = ..., tags_all: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., recalled_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., recalled_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., min_importance: _Optional[float] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    entities_any: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, zones: _Optional[_Iterable[_Union[Zone, str]]] = ..., tags_any: _Optional[_Iterable[str]] = ..., tags_all: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., recalled_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., recalled_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., min_importance: _Optional[float] = ..., metadata: _Optional[_Mapping[str, str]] = ..., entities_any: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RecallRequest(_message.Message):
-    __slots__ = ("tenant", "query", "limit", "filter", "no_reinforce", "context", "query_vector", "min_relevance", "ignore_zones", "include_archived", "deep")
+    __slots__ = ("tenant", "query", "limit", "filter", "no_reinforce", "context", "query_vector", "min_relevance", "ignore_zones", "include_archived", "deep", "expand")
     TENANT_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
@@ -249,6 +271,7 @@ class RecallRequest(_message.Message):
     IGNORE_ZONES_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_ARCHIVED_FIELD_NUMBER: _ClassVar[int]
     DEEP_FIELD_NUMBER: _ClassVar[int]
+    EXPAND_FIELD_NUMBER: _ClassVar[int]
     tenant: str
     query: str
     limit: int
@@ -260,21 +283,36 @@ class RecallRequest(_message.Message):
     ignore_zones: bool
     include_archived: bool
     deep: bool
-    def __init__(self, tenant: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filter: _Optional[_Union[RecallFilter, _Mapping]] = ..., no_reinforce: _Optional[bool] = ..., context: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., min_relevance: _Optional[float] = ..., ignore_zones: _Optional[bool] = ..., include_archived: _Optional[bool] = ..., deep: _Optional[bool] = ...) -> None: ...
+    expand: int
+    def __init__(self, tenant: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filter: _Optional[_Union[RecallFilter, _Mapping]] = ..., no_reinforce: _Optional[bool] = ..., context: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., min_relevance: _Optional[float] = ..., ignore_zones: _Optional[bool] = ..., include_archived: _Optional[bool] = ..., deep: _Optional[bool] = ..., expand: _Optional[int] = ...) -> None: ...
 
 class RecallResult(_message.Message):
-    __slots__ = ("memory", "found_in", "relevance", "breakdown", "archived")
+    __slots__ = ("memory", "found_in", "relevance", "breakdown", "archived", "via")
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     FOUND_IN_FIELD_NUMBER: _ClassVar[int]
     RELEVANCE_FIELD_NUMBER: _ClassVar[int]
     BREAKDOWN_FIELD_NUMBER: _ClassVar[int]
     ARCHIVED_FIELD_NUMBER: _ClassVar[int]
+    VIA_FIELD_NUMBER: _ClassVar[int]
     memory: Memory
     found_in: Zone
     relevance: float
     breakdown: ScoreBreakdown
     archived: bool
-    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., found_in: _Optional[_Union[Zone, str]] = ..., relevance: _Optional[float] = ..., breakdown: _Optional[_Union[ScoreBreakdown, _Mapping]] = ..., archived: _Optional[bool] = ...) -> None: ...
+    via: Via
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., found_in: _Optional[_Union[Zone, str]] = ..., relevance: _Optional[float] = ..., breakdown: _Optional[_Union[ScoreBreakdown, _Mapping]] = ..., archived: _Optional[bool] = ..., via: _Optional[_Union[Via, _Mapping]] = ...) -> None: ...
+
+class Via(_message.Message):
+    __slots__ = ("from_id", "relation", "weight", "hops")
+    FROM_ID_FIELD_NUMBER: _ClassVar[int]
+    RELATION_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    HOPS_FIELD_NUMBER: _ClassVar[int]
+    from_id: str
+    relation: str
+    weight: float
+    hops: int
+    def __init__(self, from_id: _Optional[str] = ..., relation: _Optional[str] = ..., weight: _Optional[float] = ..., hops: _Optional[int] = ...) -> None: ...
 
 class RecallResponse(_message.Message):
     __slots__ = ("results",)
@@ -283,12 +321,14 @@ class RecallResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[RecallResult, _Mapping]]] = ...) -> None: ...
 
 class ContextRequest(_message.Message):
-    __slots__ = ("recall", "max_tokens")
+    __slots__ = ("recall", "max_tokens", "neighbours")
     RECALL_FIELD_NUMBER: _ClassVar[int]
     MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    NEIGHBOURS_FIELD_NUMBER: _ClassVar[int]
     recall: RecallRequest
     max_tokens: int
-    def __init__(self, recall: _Optional[_Union[RecallRequest, _Mapping]] = ..., max_tokens: _Optional[int] = ...) -> None: ...
+    neighbours: bool
+    def __init__(self, recall: _Optional[_Union[RecallRequest, _Mapping]] = ..., max_tokens: _Optional[int] = ..., neighbours: _Optional[bool] = ...) -> None: ...
 
 class ContextResponse(_message.Message):
     __slots__ = ("text", "tokens", "tokenizer", "included_ids", "folded_ids", "omitted_ids")
@@ -396,14 +436,16 @@ class Merge(_message.Message):
     def __init__(self, into: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ConsolidateResponse(_message.Message):
-    __slots__ = ("merges", "scanned", "dry_run")
+    __slots__ = ("merges", "scanned", "dry_run", "unlisted")
     MERGES_FIELD_NUMBER: _ClassVar[int]
     SCANNED_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    UNLISTED_FIELD_NUMBER: _ClassVar[int]
     merges: _containers.RepeatedCompositeFieldContainer[Merge]
     scanned: int
     dry_run: bool
-    def __init__(self, merges: _Optional[_Iterable[_Union[Merge, _Mapping]]] = ..., scanned: _Optional[int] = ..., dry_run: _Optional[bool] = ...) -> None: ...
+    unlisted: int
+    def __init__(self, merges: _Optional[_Iterable[_Union[Merge, _Mapping]]] = ..., scanned: _Optional[int] = ..., dry_run: _Optional[bool] = ..., unlisted: _Optional[int] = ...) -> None: ...
 
 class DeleteRequest(_message.Message):
     __slots__ = ("tenant", "id")
@@ -674,3 +716,133 @@ class ImportResponse(_message.Message):
     imported: int
     skipped: int
     def __init__(self, imported: _Optional[int] = ..., skipped: _Optional[int] = ...) -> None: ...
+
+class RelateRequest(_message.Message):
+    __slots__ = ("tenant", "from_id", "to_id", "relation", "weight")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    FROM_ID_FIELD_NUMBER: _ClassVar[int]
+    TO_ID_FIELD_NUMBER: _ClassVar[int]
+    RELATION_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    from_id: str
+    to_id: str
+    relation: str
+    weight: float
+    def __init__(self, tenant: _Optional[str] = ..., from_id: _Optional[str] = ..., to_id: _Optional[str] = ..., relation: _Optional[str] = ..., weight: _Optional[float] = ...) -> None: ...
+
+class RelateResponse(_message.Message):
+    __slots__ = ("created", "relation")
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    RELATION_FIELD_NUMBER: _ClassVar[int]
+    created: bool
+    relation: Relation
+    def __init__(self, created: _Optional[bool] = ..., relation: _Optional[_Union[Relation, _Mapping]] = ...) -> None: ...
+
+class UnrelateRequest(_message.Message):
+    __slots__ = ("tenant", "from_id", "to_id", "relation")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    FROM_ID_FIELD_NUMBER: _ClassVar[int]
+    TO_ID_FIELD_NUMBER: _ClassVar[int]
+    RELATION_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    from_id: str
+    to_id: str
+    relation: str
+    def __init__(self, tenant: _Optional[str] = ..., from_id: _Optional[str] = ..., to_id: _Optional[str] = ..., relation: _Optional[str] = ...) -> None: ...
+
+class UnrelateResponse(_message.Message):
+    __slots__ = ("removed",)
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    removed: int
+    def __init__(self, removed: _Optional[int] = ...) -> None: ...
+
+class RelatedRequest(_message.Message):
+    __slots__ = ("tenant", "id", "depth", "relations", "page_size", "page_token")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    DEPTH_FIELD_NUMBER: _ClassVar[int]
+    RELATIONS_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    id: str
+    depth: int
+    relations: _containers.RepeatedScalarFieldContainer[str]
+    page_size: int
+    page_token: str
+    def __init__(self, tenant: _Optional[str] = ..., id: _Optional[str] = ..., depth: _Optional[int] = ..., relations: _Optional[_Iterable[str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class Hop(_message.Message):
+    __slots__ = ("from_id", "to_id", "relation", "weight")
+    FROM_ID_FIELD_NUMBER: _ClassVar[int]
+    TO_ID_FIELD_NUMBER: _ClassVar[int]
+    RELATION_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    from_id: str
+    to_id: str
+    relation: str
+    weight: float
+    def __init__(self, from_id: _Optional[str] = ..., to_id: _Optional[str] = ..., relation: _Optional[str] = ..., weight: _Optional[float] = ...) -> None: ...
+
+class RelatedMemory(_message.Message):
+    __slots__ = ("memory", "path")
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    memory: Memory
+    path: _containers.RepeatedCompositeFieldContainer[Hop]
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., path: _Optional[_Iterable[_Union[Hop, _Mapping]]] = ...) -> None: ...
+
+class RelatedResponse(_message.Message):
+    __slots__ = ("memories", "next_page_token")
+    MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    memories: _containers.RepeatedCompositeFieldContainer[RelatedMemory]
+    next_page_token: str
+    def __init__(self, memories: _Optional[_Iterable[_Union[RelatedMemory, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class EntitiesRequest(_message.Message):
+    __slots__ = ("tenant", "entity", "page_size", "page_token")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    entity: str
+    page_size: int
+    page_token: str
+    def __init__(self, tenant: _Optional[str] = ..., entity: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class Entity(_message.Message):
+    __slots__ = ("id", "kind", "key", "mentions")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    MENTIONS_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    kind: str
+    key: str
+    mentions: int
+    def __init__(self, id: _Optional[str] = ..., kind: _Optional[str] = ..., key: _Optional[str] = ..., mentions: _Optional[int] = ...) -> None: ...
+
+class EntityProfile(_message.Message):
+    __slots__ = ("entity", "first_seen", "last_seen", "most_recalled")
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SEEN_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEEN_FIELD_NUMBER: _ClassVar[int]
+    MOST_RECALLED_FIELD_NUMBER: _ClassVar[int]
+    entity: Entity
+    first_seen: _timestamp_pb2.Timestamp
+    last_seen: _timestamp_pb2.Timestamp
+    most_recalled: _containers.RepeatedCompositeFieldContainer[Memory]
+    def __init__(self, entity: _Optional[_Union[Entity, _Mapping]] = ..., first_seen: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_seen: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., most_recalled: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ...) -> None: ...
+
+class EntitiesResponse(_message.Message):
+    __slots__ = ("entities", "next_page_token", "profile")
+    ENTITIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
+    entities: _containers.RepeatedCompositeFieldContainer[Entity]
+    next_page_token: str
+    profile: EntityProfile
+    def __init__(self, entities: _Optional[_Iterable[_Union[Entity, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., profile: _Optional[_Union[EntityProfile, _Mapping]] = ...) -> None: ...

@@ -125,6 +125,26 @@ class MemoryServiceStub:
                 request_serializer=celestial_dot_v1_dot_memory__pb2.SetClockRequest.SerializeToString,
                 response_deserializer=celestial_dot_v1_dot_memory__pb2.SetClockResponse.FromString,
                 _registered_method=True)
+        self.Relate = channel.unary_unary(
+                '/celestial.v1.MemoryService/Relate',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.RelateRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.RelateResponse.FromString,
+                _registered_method=True)
+        self.Unrelate = channel.unary_unary(
+                '/celestial.v1.MemoryService/Unrelate',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.UnrelateRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.UnrelateResponse.FromString,
+                _registered_method=True)
+        self.Related = channel.unary_unary(
+                '/celestial.v1.MemoryService/Related',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.RelatedRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.RelatedResponse.FromString,
+                _registered_method=True)
+        self.Entities = channel.unary_unary(
+                '/celestial.v1.MemoryService/Entities',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.EntitiesRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.EntitiesResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -295,6 +315,41 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Relate(self, request, context):
+        """Relates two memories of a tenant: a directed, named, weighted edge from from_id to to_id.
+        Idempotent: relating the same pair with the same relation again sets its weight. Each
+        memory holds at most the server's cap of relations (RESOURCE_EXHAUSTED beyond).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Unrelate(self, request, context):
+        """Removes the relation from from_id to to_id (every relation between them in that direction
+        when relation is empty). Idempotent: removing what is not there removes nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Related(self, request, context):
+        """The memories a walk of 1 to 3 steps along relations reaches from a memory (either
+        direction), nearest first, each with the path that reached it; a page at a time. Reads
+        only: nothing is reinforced.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Entities(self, request, context):
+        """The entities a tenant's memories mention (names, places, dates, numbers with units, quoted
+        titles), most mentioned first, a page at a time; or, with entity set, one entity's
+        profile.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -387,6 +442,26 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.SetClock,
                     request_deserializer=celestial_dot_v1_dot_memory__pb2.SetClockRequest.FromString,
                     response_serializer=celestial_dot_v1_dot_memory__pb2.SetClockResponse.SerializeToString,
+            ),
+            'Relate': grpc.unary_unary_rpc_method_handler(
+                    servicer.Relate,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.RelateRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.RelateResponse.SerializeToString,
+            ),
+            'Unrelate': grpc.unary_unary_rpc_method_handler(
+                    servicer.Unrelate,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.UnrelateRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.UnrelateResponse.SerializeToString,
+            ),
+            'Related': grpc.unary_unary_rpc_method_handler(
+                    servicer.Related,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.RelatedRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.RelatedResponse.SerializeToString,
+            ),
+            'Entities': grpc.unary_unary_rpc_method_handler(
+                    servicer.Entities,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.EntitiesRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.EntitiesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -876,6 +951,114 @@ class MemoryService:
             '/celestial.v1.MemoryService/SetClock',
             celestial_dot_v1_dot_memory__pb2.SetClockRequest.SerializeToString,
             celestial_dot_v1_dot_memory__pb2.SetClockResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Relate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/celestial.v1.MemoryService/Relate',
+            celestial_dot_v1_dot_memory__pb2.RelateRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.RelateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Unrelate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/celestial.v1.MemoryService/Unrelate',
+            celestial_dot_v1_dot_memory__pb2.UnrelateRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.UnrelateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Related(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/celestial.v1.MemoryService/Related',
+            celestial_dot_v1_dot_memory__pb2.RelatedRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.RelatedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Entities(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/celestial.v1.MemoryService/Entities',
+            celestial_dot_v1_dot_memory__pb2.EntitiesRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.EntitiesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -29,9 +29,10 @@ class Role(IntEnum):
 # Recall and Context need WRITE when they reinforce; the servicer checks that, as it depends on the request.
 METHOD_ROLES: dict[str, Role] = {
     "Get": Role.READ, "Recall": Role.READ, "Context": Role.READ, "Recent": Role.READ, "Stats": Role.READ,
-    "Export": Role.READ, "Ledger": Role.READ, "List": Role.READ,
+    "Export": Role.READ, "Ledger": Role.READ, "List": Role.READ, "Related": Role.READ,
+    "Entities": Role.READ,
     "Store": Role.WRITE, "StoreBatch": Role.WRITE, "Update": Role.WRITE, "Delete": Role.WRITE,
-    "Import": Role.WRITE, "Restore": Role.WRITE,
+    "Import": Role.WRITE, "Restore": Role.WRITE, "Relate": Role.WRITE, "Unrelate": Role.WRITE,
     "Rebalance": Role.ADMIN, "Consolidate": Role.ADMIN, "DeleteByFilter": Role.ADMIN,
     "SetClock": Role.ADMIN,
 }

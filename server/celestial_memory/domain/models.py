@@ -57,6 +57,30 @@ class Provenance:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """One end of a relation, as the memory at this end keeps it (graph/relations.py): the
+    memory at the other end, the relation's name and weight, who made it and when, and whether
+    it points from this memory (``outgoing``) or to it."""
+
+    other: str
+    relation: str
+    weight: float
+    made_by: str  # caller, session, repeat or derived
+    at: float
+    outgoing: bool = True
+
+    def to_dict(self) -> dict[str, object]:
+        return {"id": self.other, "rel": self.relation, "w": self.weight, "by": self.made_by,
+                "at": self.at, "out": int(self.outgoing)}
+
+    @staticmethod
+    def from_dict(d: dict[str, object]) -> Edge:
+        return Edge(str(d["id"]), str(d["rel"]), float(d["w"]),  # type: ignore[arg-type]
+                    str(d.get("by", "caller")), float(d.get("at", 0.0)),  # type: ignore[arg-type]
+                    bool(d.get("out", 1)))
+
+
 @dataclass(slots=True)
 class Memory:
     """One memory: what Qdrant keeps as one point's payload (plus, optionally, its vector)."""
@@ -87,6 +111,8 @@ class Memory:
     # When forgetting moved it out of the zones into the archive (rebalancer.py); None: live.
     archived_at: float | None = None
     merged: list[Provenance] = field(default_factory=list)  # repeats merged into it
+    edges: list[Edge] = field(default_factory=list)  # its relations, both ways
+    entities: list[str] = field(default_factory=list)  # keys of what it mentions (graph/)
 
     @property
     def archived(self) -> bool:
@@ -147,11 +173,12 @@ class MemoryFilter:
     recalled_before: float | None = None
     min_importance: float | None = None
     metadata: dict[str, str] = field(default_factory=dict)
+    entities_any: list[str] = field(default_factory=list)  # ids "<kind>:<key>" (graph/)
 
     def is_empty(self) -> bool:
         return not (
             self.zones or self.tags_any or self.tags_all or self.session_id or self.agent_id
-            or self.metadata or self.min_importance is not None
+            or self.metadata or self.entities_any or self.min_importance is not None
             or any(t is not None for t in (
                 self.created_after, self.created_before, self.recalled_after, self.recalled_before
             ))
@@ -165,6 +192,17 @@ class RecallResult:
     relevance: float
     breakdown: ScoreBreakdown
     archived: bool = False  # found in the archive (a deep recall), not reinforced
+    via: Via | None = None  # reached through a relation of another result (graph expansion)
+
+
+@dataclass(frozen=True, slots=True)
+class Via:
+    """How graph expansion reached a result: from which result, along which relation."""
+
+    source: str
+    relation: str
+    weight: float
+    hops: int = 1
 
 
 @dataclass(slots=True)

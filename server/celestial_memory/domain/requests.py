@@ -40,6 +40,7 @@ class RecallQuery:
     ignore_zones: bool = False  # rank by relevance alone (plain hybrid search)
     include_archived: bool = False  # search the archive too, always
     deep: bool | None = None  # the archive when the zones fall short; None: the server's default
+    expand: int | None = None  # graph expansion, hops (0-2); None: the server's default
     # Picks which of the ranked memories (with the zone each was found in, None for the
     # archive) are returned and reinforced, in rank order: a Context block's budget.
     select: Callable[[Sequence[Memory], Sequence[Zone | None]], list[int]] | None = None

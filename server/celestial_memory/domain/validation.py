@@ -72,6 +72,13 @@ def limit(value: int, s: Settings) -> int:
     return value
 
 
+def hops(value: int, field: str = "expand") -> int:
+    """Steps of graph expansion along relations: 0 (off) to 2."""
+    if not 0 <= value <= 2:
+        raise InvalidArgument(field, f"must be 0 to 2, got {value}")
+    return value
+
+
 def memory_id(value: str, field: str = "id") -> str:
     try:
         return str(uuid.UUID(value))
@@ -140,6 +147,7 @@ def memory_filter(flt: MemoryFilter, s: Settings, field: str = "filter") -> Memo
     metadata(flt.metadata, s, f"{field}.metadata")
     label(flt.session_id, s, f"{field}.session_id")
     label(flt.agent_id, s, f"{field}.agent_id")
+    tags(flt.entities_any, s, f"{field}.entities_any")  # labels too, at most max_tags
     for name in ("created", "recalled"):
         lo = timestamp(getattr(flt, f"{name}_after"), f"{field}.{name}_after")
         hi = timestamp(getattr(flt, f"{name}_before"), f"{field}.{name}_before")

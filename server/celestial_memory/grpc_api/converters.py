@@ -9,6 +9,7 @@ import numpy as np
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_memory.domain.models import (
     AdminEvent,
+    Edge,
     Memory,
     MemoryFilter,
     Provenance,
@@ -21,6 +22,7 @@ from celestial_memory.domain.requests import Imported, MemoryChanges, NewMemory,
 from celestial_memory.domain.scoring import ScoreBreakdown
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import InvalidArgument
+from celestial_memory.graph.entity_index import EntityCount
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -80,7 +82,18 @@ def memory_to_pb(m: Memory, b: ScoreBreakdown) -> pb.Memory:
         merged=[pb.MergedRepeat(content=p.content, created_at=ts_to_pb(p.created_at), id=p.id,
                                 session_id=p.session_id, agent_id=p.agent_id,
                                 metadata=p.metadata, context=p.context) for p in m.merged],
+        relations=[relation_to_pb(e) for e in m.edges], entities=m.entities,
     )
+
+
+def relation_to_pb(e: Edge) -> pb.Relation:
+    return pb.Relation(id=e.other, relation=e.relation, weight=e.weight, made_by=e.made_by,
+                       created_at=ts_to_pb(e.at), outgoing=e.outgoing)
+
+
+def relation_from_pb(r: pb.Relation, field: str) -> Edge:
+    return Edge(r.id, r.relation, r.weight, r.made_by or "caller",
+                ts_from_pb(r, "created_at", f"{field}.created_at") or 0.0, r.outgoing)
 
 
 def new_memory_from_pb(r: pb.StoreRequest) -> NewMemory:
@@ -104,7 +117,7 @@ def filter_from_pb(f: pb.RecallFilter, prefix: str = "filter") -> MemoryFilter:
         recalled_after=ts_from_pb(f, "recalled_after", f"{prefix}.recalled_after"),
         recalled_before=ts_from_pb(f, "recalled_before", f"{prefix}.recalled_before"),
         min_importance=f.min_importance if f.HasField("min_importance") else None,
-        metadata=dict(f.metadata),
+        metadata=dict(f.metadata), entities_any=list(f.entities_any),
     )
 
 
@@ -116,6 +129,7 @@ def recall_query_from_pb(r: pb.RecallRequest) -> RecallQuery:
         min_relevance=r.min_relevance if r.HasField("min_relevance") else None,
         ignore_zones=r.ignore_zones, include_archived=r.include_archived,
         deep=r.deep if r.HasField("deep") else None,
+        expand=r.expand if r.HasField("expand") else None,
     )
 
 
@@ -123,6 +137,8 @@ def recall_result_to_pb(r: RecallResult, now_breakdown: ScoreBreakdown) -> pb.Re
     return pb.RecallResult(
         memory=memory_to_pb(r.memory, now_breakdown), found_in=zone_to_pb(r.found_in),
         relevance=r.relevance, breakdown=breakdown_to_pb(r.breakdown), archived=r.archived,
+        via=None if r.via is None else pb.Via(from_id=r.via.source, relation=r.via.relation,
+                                               weight=r.via.weight, hops=r.via.hops),
     )
 
 
@@ -213,6 +229,12 @@ def imported_from_pb(e: pb.ExportedMemory) -> Imported:
                                                                     "memory.merged.created_at")
                            or 0.0, id=r.id, session_id=r.session_id, agent_id=r.agent_id,
                            metadata=dict(r.metadata), context=r.context) for r in pm.merged],
+        edges=[relation_from_pb(r, f"memory.relations[{i}]") for i, r in enumerate(pm.relations)],
+        entities=list(pm.entities),
     )
     ctx = np.asarray(e.context_vector, dtype=np.float32) if len(e.context_vector) else None
     return Imported(m, ctx)
+
+
+def entity_to_pb(e: EntityCount) -> pb.Entity:
+    return pb.Entity(id=e.id, kind=e.kind, key=e.key, mentions=e.mentions)

@@ -213,9 +213,9 @@ class MemoryServer:
             try:
                 for tenant in await asyncio.to_thread(self.service.tenants):
                     rep = await asyncio.to_thread(self.service.rebalance, tenant)
-                    log.info(
-                        "rebalance %s: %d scanned, %d moved",
-                        tenant, rep.scanned, sum(rep.moved.values()),
+                    log.info(  # quoted: a tenant's name must not forge a log line
+                        "rebalance %r: %d scanned, %d moved",
+                        tenant[:256], rep.scanned, sum(rep.moved.values()),
                     )
             except Exception:
                 log.exception("periodic rebalance failed")

@@ -24,6 +24,7 @@ from celestial_memory.domain.models import AdminEvent, ZoneEvent
 from celestial_memory.domain.requests import Imported, NewMemory
 from celestial_memory.errors import DeadlineExceeded, InvalidArgument, TooManyCalls
 from celestial_memory.grpc_api import converters as cv
+from celestial_memory.grpc_api.graph_rpcs import GraphRpcs
 from celestial_memory.grpc_api.observer import TENANT
 from celestial_memory.grpc_api.status import mapped, mapped_stream
 from celestial_memory.paging import PageSize
@@ -46,7 +47,7 @@ Context = grpc.aio.ServicerContext[Any, Any]
 RpcContext = Context
 
 
-class MemoryServicer(pb_grpc.MemoryServiceServicer):
+class MemoryServicer(GraphRpcs, pb_grpc.MemoryServiceServicer):
     def __init__(self, service: MemoryService) -> None:
         self._service = service
         self.inflight = InFlight()
@@ -221,9 +222,10 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         await self._admin(context, tenant, "Consolidate")
         merges, scanned = await self._run(context, self._service.consolidate, tenant,
                                           request.dry_run)
-        return pb.ConsolidateResponse(
-            merges=[pb.Merge(into=into, ids=ids) for into, ids in merges], scanned=scanned,
-            dry_run=request.dry_run)
+        listed = [pb.Merge(into=into, ids=ids) for into, ids in merges]
+        n = paging.fitting(listed, self._page_budget()) if listed else 0
+        return pb.ConsolidateResponse(merges=listed[:n], scanned=scanned,
+                                      dry_run=request.dry_run, unlisted=len(listed) - n)
 
     @mapped
     async def Rebalance(
@@ -353,7 +355,10 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                 tenant, replace = self._tenant(e.tenant), e.replace
             elif e.tenant and self._tenant(e.tenant) != tenant:
                 raise InvalidArgument(f"memories[{seen}].tenant", "differs within an import")
-            batch.append(cv.imported_from_pb(e))
+            try:
+                batch.append(cv.imported_from_pb(e))
+            except InvalidArgument as exc:  # named by its place in the whole import
+                raise InvalidArgument(f"memories[{seen}].{exc.field}", exc.problem) from None
             seen += 1
             if len(batch) == IMPORT_BATCH:
                 await write()
@@ -369,7 +374,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         if q.reinforce:
             CALLER.get().require(Role.WRITE, "Context with reinforcement")
         b = await self._run(context, self._service.context, self._tenant(request.recall.tenant),
-                            q, request.max_tokens, cancellable=True)
+                            q, request.max_tokens, request.neighbours, cancellable=True)
         return pb.ContextResponse(text=b.text, tokens=b.tokens, tokenizer=b.tokenizer,
                                   included_ids=b.included, folded_ids=b.folded,
                                   omitted_ids=b.omitted)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from celestial_memory.domain.models import (
     AdminEvent,
+    Edge,
     IndexVectors,
     Memory,
     MemoryFilter,
@@ -81,6 +82,10 @@ INDEXES: dict[str, str] = {
     "drop_belt": "float",
     "archived_at": "float",
     "repeat_ids": "keyword",
+    # Connected memory (graph/): the memories at the other end of its relations, either way
+    # (erasure finds what points at a deleted memory), and what it mentions.
+    "edge_ids": "keyword",
+    "entities": "keyword",
 }
 LEDGER_INDEXES: dict[str, str] = {
     "tenant": "tenant",
@@ -120,7 +125,15 @@ def to_payload(m: Memory) -> dict[str, Any]:
             # Indexed: a retried Store finds the memory its request_id was merged into.
             "repeat_ids": [p.id for p in m.merged if p.id],
         }),
+        **edge_fields(m.edges),
+        **({} if not m.entities else {"entities": list(m.entities)}),
     }
+
+
+def edge_fields(edges: Sequence[Edge]) -> dict[str, Any]:
+    """A memory's relations as payload: each end's record, and the other ends, indexed."""
+    return {"edges": [e.to_dict() for e in edges],
+            "edge_ids": sorted({e.other for e in edges})} if edges else {}
 
 
 def from_payload(point_id: object, p: dict[str, Any], vector: Any = None) -> Memory:
@@ -153,6 +166,8 @@ def from_payload(point_id: object, p: dict[str, Any], vector: Any = None) -> Mem
         ),
         archived_at=float(p["archived_at"]) if archived and "archived_at" in p else None,
         merged=[Provenance.from_dict(d) for d in p.get("merged") or []],
+        edges=[Edge.from_dict(d) for d in p.get("edges") or []],
+        entities=list(p.get("entities") or []),
     )
 
 
@@ -167,6 +182,9 @@ def payload_fields(m: Memory, attributes: Sequence[str]) -> dict[str, Any]:
         elif a == "merged":  # written even when empty: a repeat may have been erased
             out["merged"] = p.get("merged", [])
             out["repeat_ids"] = p.get("repeat_ids", [])
+        elif a == "edges":  # written even when empty: the last relation may have gone
+            out["edges"] = p.get("edges", [])
+            out["edge_ids"] = p.get("edge_ids", [])
         elif a in p:
             out[a] = p[a]
         else:  # a name that is no payload field would silently never be saved
@@ -270,6 +288,8 @@ def conditions(
     if flt.min_importance is not None:
         out.append(Between("importance", gte=flt.min_importance))
     out.extend(Eq(f"metadata.{k}", v) for k, v in sorted(flt.metadata.items()))
+    if flt.entities_any:
+        out.append(AnyOf("entities", tuple(flt.entities_any)))
     return out
 
 

@@ -13,56 +13,41 @@ suites in
 from __future__ import annotations
 
 import logging
-import math
-import uuid
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from celestial_memory.domain.models import (
-    AdminEvent,
     HybridQuery,
     Memory,
     MemoryFilter,
     Sparse,
     Vector,
-    ZoneEvent,
 )
 from celestial_memory.domain.selection import Members, Selection
-from celestial_memory.domain.validation import MAX_TIME, MIN_TIME
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import NotFound
-from celestial_memory.paging import Cursor
 from celestial_memory.store.engine import (
     LEDGER,
     MEMORIES,
     Engine,
     Hit,
-    Order,
-    Part,
     Point,
-    Record,
 )
+from celestial_memory.store.graph_store import GraphStore
+from celestial_memory.store.ledger_records import LedgerRecords
+from celestial_memory.store.pages import readable
 from celestial_memory.store.payload import (
     ARCHIVE_ZONE,
-    CONTEXT_DENSE,
     DENSE,
     MEMBER_FIELDS,
     SIGNALS,
     AnyOf,
-    Between,
     Condition,
-    Either,
     Eq,
-    admin_from_payload,
-    admin_payload,
     conditions,
-    event_from_payload,
-    event_payload,
-    exported_memory,
-    from_payload,
     ledger_conditions,
     members,
     payload_fields,
@@ -72,23 +57,6 @@ from celestial_memory.store.payload import (
 )
 
 log = logging.getLogger(__name__)
-
-
-def readable(records: Iterable[Record], vectors: bool = False) -> Iterator[Memory]:
-    """The records as memories, skipping (and logging, by id) any that cannot be read back or
-    sent: one bad record, written by an older version or by hand, must not fail its tenant."""
-    for r in records:
-        try:
-            m = (exported_memory(r.id, r.payload, r.vectors) if vectors
-                 else from_payload(r.id, r.payload))
-            times = (m.created_at, m.last_recalled_at)
-            if not all(math.isfinite(t) and MIN_TIME <= t <= MAX_TIME for t in times) or not (
-                    math.isfinite(m.score) and math.isfinite(m.importance)):
-                raise ValueError("a time or number out of range")
-        except (KeyError, ValueError, TypeError, OverflowError) as exc:
-            log.warning("skipping unreadable memory %s: %s", r.id, exc)
-            continue
-        yield m
 
 
 @dataclass(slots=True)
@@ -126,16 +94,16 @@ def _settled(signals: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return np.nan_to_num(signals, nan=0.0)
 
 
-def _singleton_id(name: str) -> str:
-    """The fixed ledger point of a lease or marker."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"celestial-lease:{name}"))
+class MemoryRepository(LedgerRecords):
+    """Memories, recall candidates and selections here; pages of lists and exports
+    (store/pages.py) and the ledger, leases and markers (store/ledger_records.py) as mixins
+    over the same engine."""
 
-
-class MemoryRepository:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.backend_name = engine.name
         self.dimension = engine.dimension
+        self.graph = GraphStore(engine)  # relations and entities (graph/)
 
     # -- memories ----------------------------------------------------------------------------
 
@@ -187,6 +155,19 @@ class MemoryRepository:
                     out[p.id] = m
         return out
 
+    def live_by_hash(self, tenant: str, hashes: Sequence[str]) -> dict[str, str]:
+        """A live memory of ``tenant`` for each content hash that one has (the indexed
+        ``content_hash``)."""
+        if not hashes:
+            return {}
+        records, _ = self.engine.scroll(
+            MEMORIES, conditions(tenant, extra=[AnyOf("content_hash", tuple(set(hashes)))],
+                                 archive=False), 4 * len(hashes), None, payload=["content_hash"])
+        out: dict[str, str] = {}
+        for r in records:
+            out.setdefault(str(r.payload.get("content_hash", "")), r.id)
+        return out
+
     def owners(self, ids: Sequence[str]) -> dict[str, str]:
         """The tenant of each id that exists, whatever its tenant."""
         records = self.engine.retrieve(MEMORIES, ids, payload=["tenant"])
@@ -228,17 +209,21 @@ class MemoryRepository:
 
     def delete(self, tenant: str, ids: Sequence[str]) -> int:
         """Delete memories of ``tenant`` (live or archived; points, vectors and all); returns
-        how many existed."""
-        return self._delete(conditions(tenant, ids=ids)) if ids else 0
+        how many existed. Relations other memories hold to them go first."""
+        if not ids:
+            return 0
+        self.graph.unlink(tenant, ids)
+        return self._delete(conditions(tenant, ids=ids))
 
     def delete_by_filter(self, tenant: str, flt: MemoryFilter) -> int:
-        return self._delete(conditions(tenant, flt))
+        return self.delete(tenant, list(self.matching(tenant, flt)))
 
     def matching(self, tenant: str, flt: MemoryFilter | None = None,
-                 ids: Sequence[str] = ()) -> dict[str, Zone]:
-        """The ids of ``tenant`` (live or archived) that ``flt`` or ``ids`` name, with the zone
-        each is in (an archived one left the cloud)."""
-        where = conditions(tenant, flt, ids=ids)
+                 ids: Sequence[str] = (), archive: bool | None = None) -> dict[str, Zone]:
+        """The ids of ``tenant`` (live or archived; ``archive`` as ``conditions`` takes it)
+        that ``flt`` or ``ids`` name, with the zone each is in (an archived one left the
+        cloud)."""
+        where = conditions(tenant, flt, ids=ids, archive=archive)
         out: dict[str, Zone] = {}
         offset: str | None = None
         while True:
@@ -351,110 +336,6 @@ class MemoryRepository:
         """Every tenant that has at least one memory."""
         return sorted(str(v) for v, _ in self.engine.facet(MEMORIES, "tenant", [], 1_000_000))
 
-    def scan(self, tenant: str, flt: MemoryFilter, page_size: int = 1024) -> Iterator[list[Memory]]:
-        """Every matching memory of ``tenant`` (without vectors), page by page."""
-        offset: str | None = None
-        where = conditions(tenant, flt, archive=False)
-        while True:
-            records, offset = self.engine.scroll(MEMORIES, where, page_size, offset)
-            if page := list(readable(records)):
-                yield page
-            if offset is None:
-                return
-
-    def recent_page(
-        self, tenant: str, flt: MemoryFilter, size: int, cursor: Cursor | None,
-        archived: bool = False,
-    ) -> tuple[list[Memory], bool]:
-        """Memories matching ``flt`` (live ones, or the archive's), newest first (equal times in
-        id order), after ``cursor``, and whether more may follow."""
-        records, more = self._time_page(MEMORIES, conditions(tenant, flt, archive=archived),
-                                        "created_at", True, size, cursor)
-        return list(readable(records)), more
-
-    def list_page(
-        self, tenant: str, flt: MemoryFilter, size: int, after_id: str | None,
-        archived: bool = False,
-    ) -> tuple[list[Memory], bool]:
-        """Memories matching ``flt`` (live ones, or the archive's) in id order, after
-        ``after_id``, and whether more may follow."""
-        records, more = self._id_page(MEMORIES, conditions(tenant, flt, archive=archived), size,
-                                      after_id)
-        return list(readable(records)), more
-
-    def _id_page(
-        self, part: Part, where: Sequence[Condition], size: int, after: str | None
-    ) -> tuple[list[Record], bool]:
-        # The scroll offset is inclusive: one more, for the id already sent.
-        records, offset = self.engine.scroll(part, where, size + 1 if after else size, after)
-        page = [r for r in records if r.id != after][:size]
-        return page, offset is not None or len(records) > len(page) + (after is not None)
-
-    def _time_page(
-        self, part: Part, where: Sequence[Condition], field: str, descending: bool, size: int,
-        cursor: Cursor | None,
-    ) -> tuple[list[Record], bool]:
-        """Records in ``field`` order, equal times in id order, after ``cursor`` (the time and
-        id of the last record sent). The engine orders by the field alone, so the last time of
-        a page is read again in id order: a page may then end inside a group of equal times
-        and the next one goes on from its last id."""
-        out: list[Record] = []
-        if cursor is not None:
-            at, after = cursor
-            assert at is not None
-            out = self._tied(part, where, field, at, after, size)
-            if len(out) == size:
-                return out, True
-            beyond = (Between(field, lt=at) if descending
-                      else Between(field, gte=math.nextafter(at, math.inf)))
-            where = [*where, beyond]
-        want = size - len(out)
-        records, _ = self.engine.scroll(part, where, want, order=Order(field, descending))
-        for r in records:  # times as the index holds them: cursors and windows must match it
-            if r.order_value is not None:
-                r.payload[field] = r.order_value
-        sign = -1.0 if descending else 1.0
-
-        def key(r: Record) -> tuple[float, str]:
-            return sign * float(r.payload[field]), r.id
-
-        if len(records) < want:  # the rest, whole groups of equal times
-            return out + sorted(records, key=key), False
-        last = float(records[-1].payload[field])
-        whole = sorted((r for r in records if float(r.payload[field]) != last), key=key)
-        tied = self._tied(part, where, field, last, None, want - len(whole))
-        return out + whole + tied, True
-
-    def _tied(
-        self, part: Part, where: Sequence[Condition], field: str, at: float, after: str | None,
-        size: int,
-    ) -> list[Record]:
-        """Up to ``size`` records whose ``field`` is exactly ``at``, in id order after ``after``."""
-        exact = Between(field, gte=at, lt=math.nextafter(at, math.inf))
-        records = self._id_page(part, [*where, exact], size, after)[0]
-        for r in records:
-            r.payload[field] = at  # the indexed time, which the window matched exactly
-        return records
-
-    def export_pages(
-        self, tenant: str, after_id: str = "", page_size: int = 512, live_only: bool = False
-    ) -> Iterator[list[Memory]]:
-        """Every memory of a tenant (archived ones too, unless ``live_only``) in id order, after
-        ``after_id``, with ``vector`` and ``index.context_dense`` set (keyword vectors are
-        rebuilt from the text on import)."""
-        offset: str | None = after_id or None
-        where = conditions(tenant, archive=False if live_only else None)
-        while True:
-            # The scroll offset is inclusive: one more when it is the id already sent.
-            limit = page_size + 1 if offset == after_id else page_size
-            records, offset = self.engine.scroll(MEMORIES, where, limit, offset,
-                                                 vectors=[DENSE, CONTEXT_DENSE])
-            page = list(readable((r for r in records if r.id != after_id), vectors=True))
-            if page:
-                yield page
-            if offset is None:
-                return
-
     # -- selections, for the rebalancer ----------------------------------------------------
 
     def count(self, tenant: str, sel: Selection) -> int:
@@ -471,64 +352,6 @@ class MemoryRepository:
             rows += [(r.id, r.payload) for r in records]
             if offset is None:
                 return members(rows)
-
-    # -- the ledger (append-only), the rebalance lease and markers, beside the memories -----
-
-    def append_events(self, events: Sequence[ZoneEvent]) -> None:
-        """Write events; an event id already present is left as it is (replaying an event, from
-        two replicas or a retried batch, keeps the first)."""
-        self.engine.upsert(LEDGER, [Point(e.id, {}, event_payload(e)) for e in events],
-                           insert_only=True)
-
-    def read_events(
-        self, tenant: str, since: float | None, size: int, memory_id: str = "",
-        cursor: Cursor | None = None,
-    ) -> tuple[list[ZoneEvent], bool]:
-        """Events of ``tenant`` at or after ``since``, oldest first (equal times in id order),
-        after ``cursor``, and whether more may follow."""
-        records, more = self._time_page(
-            LEDGER, conditions(tenant, extra=ledger_conditions("event", since, memory_id)),
-            "at", False, size, cursor)
-        return [event_from_payload(r.id, r.payload) for r in records], more
-
-    def append_admin(self, event: AdminEvent) -> None:
-        self.engine.upsert(LEDGER, [Point(event.id, {}, admin_payload(event))], insert_only=True)
-
-    def read_admin(
-        self, tenant: str, since: float | None, size: int, cursor: Cursor | None = None
-    ) -> tuple[list[AdminEvent], bool]:
-        """Admin events naming ``tenant`` at or after ``since``, as ``read_events``."""
-        records, more = self._time_page(
-            LEDGER, conditions(tenant, extra=ledger_conditions("admin", since)), "at", False,
-            size, cursor)
-        return [admin_from_payload(r.id, r.payload) for r in records], more
-
-    def acquire_lease(self, name: str, holder: str, now: float, ttl: float) -> str:
-        """Take or renew the lease ``name`` unless another holder's is unexpired; returns the
-        holder after the attempt (``holder`` itself on success). Two conditional writes, each
-        atomic in the engine: create it if absent, then take it if expired or already ours."""
-        pid = _singleton_id(name)
-        point = Point(pid, {}, {"kind": "lease", "tenant": "", "holder": holder,
-                                "expires_at": now + ttl})
-        self.engine.upsert(LEDGER, [point], insert_only=True)
-        free_or_mine = Either((Between("expires_at", lt=now), Eq("holder", holder)))
-        self.engine.upsert(LEDGER, [point], only_if=[free_or_mine])
-        (rec,) = self.engine.retrieve(LEDGER, [pid])
-        return str(rec.payload.get("holder", ""))
-
-    def release_lease(self, name: str, holder: str) -> None:
-        point = Point(_singleton_id(name), {}, {"kind": "lease", "tenant": "", "holder": "",
-                                                "expires_at": 0.0})
-        self.engine.upsert(LEDGER, [point], only_if=[Eq("holder", holder)])
-
-    def read_marker(self, name: str) -> float | None:
-        """A named number kept beside the memories (e.g. when a tenant was last rebalanced)."""
-        recs = self.engine.retrieve(LEDGER, [_singleton_id(f"marker:{name}")])
-        return float(recs[0].payload["value"]) if recs and "value" in recs[0].payload else None
-
-    def write_marker(self, name: str, value: float) -> None:
-        self.engine.upsert(LEDGER, [Point(_singleton_id(f"marker:{name}"), {},
-                                          {"kind": "marker", "tenant": "", "value": float(value)})])
 
     # -- engine upkeep -----------------------------------------------------------------------
 

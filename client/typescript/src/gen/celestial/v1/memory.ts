@@ -329,11 +329,36 @@ export interface Memory {
     | undefined;
   /** Repeats merged into this memory instead of being stored as copies, oldest first. */
   merged: MergedRepeat[];
+  /** Its relations to other memories, both directions (Relate, session order). */
+  relations: Relation[];
+  /** The entities it mentions, as ids "<kind>:<key>" (see Entities). */
+  entities: string[];
 }
 
 export interface Memory_MetadataEntry {
   key: string;
   value: string;
+}
+
+/** One relation of a memory, as the memory at this end sees it. */
+export interface Relation {
+  /** The memory at the other end. */
+  id: string;
+  /** Its name: 1 to 64 lower-case letters, digits, '_' or '-' (e.g. "follows", "about"). */
+  relation: string;
+  /** In [0, 1]. */
+  weight: number;
+  /**
+   * Who made it: "caller" (Relate), "session" (each memory follows the previous one of its
+   * session), "repeat" (moved from a repeat merged into this memory).
+   */
+  madeBy: string;
+  /** When it was made. */
+  createdAt:
+    | Date
+    | undefined;
+  /** True when it points from this memory to id, false when from id to this memory. */
+  outgoing: boolean;
 }
 
 /**
@@ -505,6 +530,8 @@ export interface RecallFilter {
     | undefined;
   /** Every key equals its value in the memory's metadata. */
   metadata: { [key: string]: string };
+  /** The memory mentions at least one of these entities (ids "<kind>:<key>", see Entities). */
+  entitiesAny: string[];
 }
 
 export interface RecallFilter_MetadataEntry {
@@ -552,7 +579,15 @@ export interface RecallRequest {
    * (relevance at least the server's deep gate, 0.75 by default, and the gate). Absent: the
    * server's default (on unless CELESTIAL_DEEP_RECALL=false).
    */
-  deep?: boolean | undefined;
+  deep?:
+    | boolean
+    | undefined;
+  /**
+   * Graph expansion: memories 1 or 2 steps along relations from the best matches join the
+   * candidates, ranked by a relevance made from their seed's, the relation's weight and their
+   * own (RecallResult.via says which). 0 turns it off. Absent: the server's default.
+   */
+  expand?: number | undefined;
 }
 
 /** One recalled memory. */
@@ -571,6 +606,20 @@ export interface RecallResult {
     | undefined;
   /** Found in the archive (found_in is then ZONE_CLOUD). Not reinforced: Restore brings it back. */
   archived: boolean;
+  /** Set when it was reached through a relation of another result (graph expansion). */
+  via: Via | undefined;
+}
+
+/** How graph expansion reached a recall result. */
+export interface Via {
+  /** The result it was reached from. */
+  fromId: string;
+  /** The relation followed. */
+  relation: string;
+  /** Its weight. */
+  weight: number;
+  /** Steps from that result (1 or 2). */
+  hops: number;
 }
 
 /** Response of Recall. */
@@ -593,6 +642,11 @@ export interface ContextRequest {
    * by default). Required.
    */
   maxTokens: number;
+  /**
+   * Each recalled memory's related memories (one step along relations) follow it in the
+   * order the block is filled, as far as the budget allows; they are shown, not reinforced.
+   */
+  neighbours: boolean;
 }
 
 /** Response of Context. */
@@ -719,6 +773,8 @@ export interface ConsolidateResponse {
   scanned: number;
   /** Whether this was a dry run (nothing written). */
   dryRun: boolean;
+  /** Merges made (or found, in a dry run) but not listed: the list holds what fits one answer. */
+  unlisted: number;
 }
 
 /** Request of Delete. */
@@ -1073,6 +1129,147 @@ export interface ImportResponse {
   skipped: number;
 }
 
+/** Request of Relate. */
+export interface RelateRequest {
+  /** Tenant that owns both memories. */
+  tenant: string;
+  /** The memory the relation starts at. */
+  fromId: string;
+  /** The memory it points to (another memory of the tenant). */
+  toId: string;
+  /** Its name: 1 to 64 lower-case letters, digits, '_' or '-'. */
+  relation: string;
+  /** In [0, 1]. Absent: 1. */
+  weight?: number | undefined;
+}
+
+/** Response of Relate. */
+export interface RelateResponse {
+  /** False when the relation was there already (its weight is set again). */
+  created: boolean;
+  /** The relation as from_id holds it. */
+  relation: Relation | undefined;
+}
+
+/** Request of Unrelate. */
+export interface UnrelateRequest {
+  /** Tenant that owns both memories. */
+  tenant: string;
+  /** The memory the relation starts at. */
+  fromId: string;
+  /** The memory it points to. */
+  toId: string;
+  /** Empty: every relation from from_id to to_id. */
+  relation: string;
+}
+
+/** Response of Unrelate. */
+export interface UnrelateResponse {
+  /** How many relations were removed. */
+  removed: number;
+}
+
+/** Request of Related. */
+export interface RelatedRequest {
+  /** Tenant that owns the memory. */
+  tenant: string;
+  /** Where the walk starts. */
+  id: string;
+  /** Steps: 1 to 3; 0 means 1. */
+  depth: number;
+  /** Follow only these relations; empty: every relation. */
+  relations: string[];
+  /** Memories per page: 0 means 50, at most 500. */
+  pageSize: number;
+  /** next_page_token of the previous page; empty for the first page. */
+  pageToken: string;
+}
+
+/**
+ * One step of a walk, from_id to to_id along a relation (in its own direction: a walk may
+ * follow a relation backwards).
+ */
+export interface Hop {
+  /** Where the relation starts. */
+  fromId: string;
+  /** Where it points. */
+  toId: string;
+  /** Its name. */
+  relation: string;
+  /** Its weight. */
+  weight: number;
+}
+
+/** A memory a walk reached. */
+export interface RelatedMemory {
+  /** The memory reached (not reinforced). */
+  memory:
+    | Memory
+    | undefined;
+  /** The steps from the start to it, in walk order (the first step leaves the start). */
+  path: Hop[];
+}
+
+/** Response of Related. */
+export interface RelatedResponse {
+  /** Nearest first (fewest steps), then by the product of the path's weights, highest first. */
+  memories: RelatedMemory[];
+  /** Token for the next page; empty when there is none. */
+  nextPageToken: string;
+}
+
+/** Request of Entities. */
+export interface EntitiesRequest {
+  /** Tenant to read. */
+  tenant: string;
+  /** An entity id ("<kind>:<key>"): answer its profile instead of the list. */
+  entity: string;
+  /** Entities per page: 0 means 100, at most 1000. */
+  pageSize: number;
+  /** next_page_token of the previous page; empty for the first page. */
+  pageToken: string;
+}
+
+/** An entity and how many live memories mention it. */
+export interface Entity {
+  /** "<kind>:<key>", e.g. "name:caroline", "date:2023-05-07". */
+  id: string;
+  /** name (a person's, a place's, any proper name), date, number (with a unit) or title. */
+  kind: string;
+  /** Its normalised form, e.g. "caroline", "2023-05-07", "10 km". */
+  key: string;
+  /** How many live memories mention it. */
+  mentions: number;
+}
+
+/** One entity's profile. */
+export interface EntityProfile {
+  /** The entity and its mentions. */
+  entity:
+    | Entity
+    | undefined;
+  /** When the first memory mentioning it was created. */
+  firstSeen:
+    | Date
+    | undefined;
+  /** When the last one was. */
+  lastSeen:
+    | Date
+    | undefined;
+  /** Its most recalled memories (at most 10), most recalled first. */
+  mostRecalled: Memory[];
+}
+
+/** Response of Entities. */
+export interface EntitiesResponse {
+  /** Most mentioned first (ties by id). */
+  entities: Entity[];
+  /** Token for the next page; empty when there is none. */
+  nextPageToken: string;
+  /** With EntitiesRequest.entity: its profile (NOT_FOUND when no memory mentions it). */
+  profile: EntityProfile | undefined;
+}
+
 function createBaseScoreBreakdown(): ScoreBreakdown {
   return { recall: 0, freshness: 0, importance: 0, context: 0, total: 0 };
 }
@@ -1227,6 +1424,8 @@ function createBaseMemory(): Memory {
     archived: false,
     archivedAt: undefined,
     merged: [],
+    relations: [],
+    entities: [],
   };
 }
 
@@ -1288,6 +1487,12 @@ export const Memory: MessageFns<Memory> = {
     }
     for (const v of message.merged) {
       MergedRepeat.encode(v!, writer.uint32(154).fork()).join();
+    }
+    for (const v of message.relations) {
+      Relation.encode(v!, writer.uint32(162).fork()).join();
+    }
+    for (const v of message.entities) {
+      writer.uint32(170).string(v!);
     }
     return writer;
   },
@@ -1460,6 +1665,22 @@ export const Memory: MessageFns<Memory> = {
             message.merged.push(MergedRepeat.decode(reader, reader.uint32()));
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.relations.push(Relation.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.entities.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1532,6 +1753,12 @@ export const Memory: MessageFns<Memory> = {
       merged: globalThis.Array.isArray(object?.merged)
         ? object.merged.map((e: any) => MergedRepeat.fromJSON(e))
         : [],
+      relations: globalThis.Array.isArray(object?.relations)
+        ? object.relations.map((e: any) => Relation.fromJSON(e))
+        : [],
+      entities: globalThis.Array.isArray(object?.entities)
+        ? object.entities.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -1600,6 +1827,12 @@ export const Memory: MessageFns<Memory> = {
     if (message.merged?.length) {
       obj.merged = message.merged.map((e) => MergedRepeat.toJSON(e));
     }
+    if (message.relations?.length) {
+      obj.relations = message.relations.map((e) => Relation.toJSON(e));
+    }
+    if (message.entities?.length) {
+      obj.entities = message.entities;
+    }
     return obj;
   },
 
@@ -1637,6 +1870,8 @@ export const Memory: MessageFns<Memory> = {
     message.archived = object.archived ?? false;
     message.archivedAt = object.archivedAt ?? undefined;
     message.merged = object.merged?.map((e) => MergedRepeat.fromPartial(e)) || [];
+    message.relations = object.relations?.map((e) => Relation.fromPartial(e)) || [];
+    message.entities = object.entities?.map((e) => e) || [];
     return message;
   },
 };
@@ -1722,6 +1957,163 @@ export const Memory_MetadataEntry: MessageFns<Memory_MetadataEntry> = {
     const message = createBaseMemory_MetadataEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseRelation(): Relation {
+  return { id: "", relation: "", weight: 0, madeBy: "", createdAt: undefined, outgoing: false };
+}
+
+export const Relation: MessageFns<Relation> = {
+  encode(message: Relation, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.relation !== "") {
+      writer.uint32(18).string(message.relation);
+    }
+    if (message.weight !== 0) {
+      writer.uint32(25).double(message.weight);
+    }
+    if (message.madeBy !== "") {
+      writer.uint32(34).string(message.madeBy);
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(42).fork()).join();
+    }
+    if (message.outgoing !== false) {
+      writer.uint32(48).bool(message.outgoing);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Relation {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRelation();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.relation = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 25) {
+              break;
+            }
+
+            message.weight = reader.double();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.madeBy = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.outgoing = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Relation {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      relation: isSet(object.relation) ? globalThis.String(object.relation) : "",
+      weight: isSet(object.weight) ? globalThis.Number(object.weight) : 0,
+      madeBy: isSet(object.madeBy)
+        ? globalThis.String(object.madeBy)
+        : isSet(object.made_by)
+        ? globalThis.String(object.made_by)
+        : "",
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+      outgoing: isSet(object.outgoing) ? globalThis.Boolean(object.outgoing) : false,
+    };
+  },
+
+  toJSON(message: Relation): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.relation !== "") {
+      obj.relation = message.relation;
+    }
+    if (message.weight !== 0) {
+      obj.weight = floatToJson(message.weight);
+    }
+    if (message.madeBy !== "") {
+      obj.madeBy = message.madeBy;
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    if (message.outgoing !== false) {
+      obj.outgoing = message.outgoing;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Relation>, I>>(base?: I): Relation {
+    return Relation.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Relation>, I>>(object: I): Relation {
+    const message = createBaseRelation();
+    message.id = object.id ?? "";
+    message.relation = object.relation ?? "";
+    message.weight = object.weight ?? 0;
+    message.madeBy = object.madeBy ?? "";
+    message.createdAt = object.createdAt ?? undefined;
+    message.outgoing = object.outgoing ?? false;
     return message;
   },
 };
@@ -2694,6 +3086,7 @@ function createBaseRecallFilter(): RecallFilter {
     recalledBefore: undefined,
     minImportance: undefined,
     metadata: {},
+    entitiesAny: [],
   };
 }
 
@@ -2736,6 +3129,9 @@ export const RecallFilter: MessageFns<RecallFilter> = {
     globalThis.Object.entries(message.metadata).forEach(([key, value]: [string, string]) => {
       RecallFilter_MetadataEntry.encode({ key: key as any, value }, writer.uint32(90).fork()).join();
     });
+    for (const v of message.entitiesAny) {
+      writer.uint32(98).string(v!);
+    }
     return writer;
   },
 
@@ -2853,6 +3249,14 @@ export const RecallFilter: MessageFns<RecallFilter> = {
             }
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.entitiesAny.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2927,6 +3331,11 @@ export const RecallFilter: MessageFns<RecallFilter> = {
           {},
         )
         : {},
+      entitiesAny: globalThis.Array.isArray(object?.entitiesAny)
+        ? object.entitiesAny.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.entities_any)
+        ? object.entities_any.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -2971,6 +3380,9 @@ export const RecallFilter: MessageFns<RecallFilter> = {
         });
       }
     }
+    if (message.entitiesAny?.length) {
+      obj.entitiesAny = message.entitiesAny;
+    }
     return obj;
   },
 
@@ -2998,6 +3410,7 @@ export const RecallFilter: MessageFns<RecallFilter> = {
       },
       {},
     );
+    message.entitiesAny = object.entitiesAny?.map((e) => e) || [];
     return message;
   },
 };
@@ -3100,6 +3513,7 @@ function createBaseRecallRequest(): RecallRequest {
     ignoreZones: false,
     includeArchived: false,
     deep: undefined,
+    expand: undefined,
   };
 }
 
@@ -3141,6 +3555,9 @@ export const RecallRequest: MessageFns<RecallRequest> = {
     }
     if (message.deep !== undefined) {
       writer.uint32(88).bool(message.deep);
+    }
+    if (message.expand !== undefined) {
+      writer.uint32(96).int32(message.expand);
     }
     return writer;
   },
@@ -3256,6 +3673,14 @@ export const RecallRequest: MessageFns<RecallRequest> = {
             message.deep = reader.bool();
             continue;
           }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.expand = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3301,6 +3726,7 @@ export const RecallRequest: MessageFns<RecallRequest> = {
         ? globalThis.Boolean(object.include_archived)
         : false,
       deep: isSet(object.deep) ? globalThis.Boolean(object.deep) : undefined,
+      expand: isSet(object.expand) ? globalThis.Number(object.expand) : undefined,
     };
   },
 
@@ -3339,6 +3765,9 @@ export const RecallRequest: MessageFns<RecallRequest> = {
     if (message.deep !== undefined) {
       obj.deep = message.deep;
     }
+    if (message.expand !== undefined) {
+      obj.expand = Math.round(message.expand);
+    }
     return obj;
   },
 
@@ -3360,12 +3789,13 @@ export const RecallRequest: MessageFns<RecallRequest> = {
     message.ignoreZones = object.ignoreZones ?? false;
     message.includeArchived = object.includeArchived ?? false;
     message.deep = object.deep ?? undefined;
+    message.expand = object.expand ?? undefined;
     return message;
   },
 };
 
 function createBaseRecallResult(): RecallResult {
-  return { memory: undefined, foundIn: 0, relevance: 0, breakdown: undefined, archived: false };
+  return { memory: undefined, foundIn: 0, relevance: 0, breakdown: undefined, archived: false, via: undefined };
 }
 
 export const RecallResult: MessageFns<RecallResult> = {
@@ -3384,6 +3814,9 @@ export const RecallResult: MessageFns<RecallResult> = {
     }
     if (message.archived !== false) {
       writer.uint32(40).bool(message.archived);
+    }
+    if (message.via !== undefined) {
+      Via.encode(message.via, writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -3441,6 +3874,14 @@ export const RecallResult: MessageFns<RecallResult> = {
             message.archived = reader.bool();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.via = Via.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3464,6 +3905,7 @@ export const RecallResult: MessageFns<RecallResult> = {
       relevance: isSet(object.relevance) ? globalThis.Number(object.relevance) : 0,
       breakdown: isSet(object.breakdown) ? ScoreBreakdown.fromJSON(object.breakdown) : undefined,
       archived: isSet(object.archived) ? globalThis.Boolean(object.archived) : false,
+      via: isSet(object.via) ? Via.fromJSON(object.via) : undefined,
     };
   },
 
@@ -3484,6 +3926,9 @@ export const RecallResult: MessageFns<RecallResult> = {
     if (message.archived !== false) {
       obj.archived = message.archived;
     }
+    if (message.via !== undefined) {
+      obj.via = Via.toJSON(message.via);
+    }
     return obj;
   },
 
@@ -3501,6 +3946,128 @@ export const RecallResult: MessageFns<RecallResult> = {
       ? ScoreBreakdown.fromPartial(object.breakdown)
       : undefined;
     message.archived = object.archived ?? false;
+    message.via = (object.via !== undefined && object.via !== null) ? Via.fromPartial(object.via) : undefined;
+    return message;
+  },
+};
+
+function createBaseVia(): Via {
+  return { fromId: "", relation: "", weight: 0, hops: 0 };
+}
+
+export const Via: MessageFns<Via> = {
+  encode(message: Via, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.fromId !== "") {
+      writer.uint32(10).string(message.fromId);
+    }
+    if (message.relation !== "") {
+      writer.uint32(18).string(message.relation);
+    }
+    if (message.weight !== 0) {
+      writer.uint32(25).double(message.weight);
+    }
+    if (message.hops !== 0) {
+      writer.uint32(32).int32(message.hops);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Via {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseVia();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.fromId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.relation = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 25) {
+              break;
+            }
+
+            message.weight = reader.double();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.hops = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Via {
+    return {
+      fromId: isSet(object.fromId)
+        ? globalThis.String(object.fromId)
+        : isSet(object.from_id)
+        ? globalThis.String(object.from_id)
+        : "",
+      relation: isSet(object.relation) ? globalThis.String(object.relation) : "",
+      weight: isSet(object.weight) ? globalThis.Number(object.weight) : 0,
+      hops: isSet(object.hops) ? globalThis.Number(object.hops) : 0,
+    };
+  },
+
+  toJSON(message: Via): unknown {
+    const obj: any = {};
+    if (message.fromId !== "") {
+      obj.fromId = message.fromId;
+    }
+    if (message.relation !== "") {
+      obj.relation = message.relation;
+    }
+    if (message.weight !== 0) {
+      obj.weight = floatToJson(message.weight);
+    }
+    if (message.hops !== 0) {
+      obj.hops = Math.round(message.hops);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Via>, I>>(base?: I): Via {
+    return Via.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Via>, I>>(object: I): Via {
+    const message = createBaseVia();
+    message.fromId = object.fromId ?? "";
+    message.relation = object.relation ?? "";
+    message.weight = object.weight ?? 0;
+    message.hops = object.hops ?? 0;
     return message;
   },
 };
@@ -3577,7 +4144,7 @@ export const RecallResponse: MessageFns<RecallResponse> = {
 };
 
 function createBaseContextRequest(): ContextRequest {
-  return { recall: undefined, maxTokens: 0 };
+  return { recall: undefined, maxTokens: 0, neighbours: false };
 }
 
 export const ContextRequest: MessageFns<ContextRequest> = {
@@ -3587,6 +4154,9 @@ export const ContextRequest: MessageFns<ContextRequest> = {
     }
     if (message.maxTokens !== 0) {
       writer.uint32(16).int32(message.maxTokens);
+    }
+    if (message.neighbours !== false) {
+      writer.uint32(24).bool(message.neighbours);
     }
     return writer;
   },
@@ -3620,6 +4190,14 @@ export const ContextRequest: MessageFns<ContextRequest> = {
             message.maxTokens = reader.int32();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.neighbours = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3640,6 +4218,7 @@ export const ContextRequest: MessageFns<ContextRequest> = {
         : isSet(object.max_tokens)
         ? globalThis.Number(object.max_tokens)
         : 0,
+      neighbours: isSet(object.neighbours) ? globalThis.Boolean(object.neighbours) : false,
     };
   },
 
@@ -3650,6 +4229,9 @@ export const ContextRequest: MessageFns<ContextRequest> = {
     }
     if (message.maxTokens !== 0) {
       obj.maxTokens = Math.round(message.maxTokens);
+    }
+    if (message.neighbours !== false) {
+      obj.neighbours = message.neighbours;
     }
     return obj;
   },
@@ -3663,6 +4245,7 @@ export const ContextRequest: MessageFns<ContextRequest> = {
       ? RecallRequest.fromPartial(object.recall)
       : undefined;
     message.maxTokens = object.maxTokens ?? 0;
+    message.neighbours = object.neighbours ?? false;
     return message;
   },
 };
@@ -4841,7 +5424,7 @@ export const Merge: MessageFns<Merge> = {
 };
 
 function createBaseConsolidateResponse(): ConsolidateResponse {
-  return { merges: [], scanned: 0, dryRun: false };
+  return { merges: [], scanned: 0, dryRun: false, unlisted: 0 };
 }
 
 export const ConsolidateResponse: MessageFns<ConsolidateResponse> = {
@@ -4854,6 +5437,9 @@ export const ConsolidateResponse: MessageFns<ConsolidateResponse> = {
     }
     if (message.dryRun !== false) {
       writer.uint32(24).bool(message.dryRun);
+    }
+    if (message.unlisted !== 0) {
+      writer.uint32(32).int64(message.unlisted);
     }
     return writer;
   },
@@ -4895,6 +5481,14 @@ export const ConsolidateResponse: MessageFns<ConsolidateResponse> = {
             message.dryRun = reader.bool();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.unlisted = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4916,6 +5510,7 @@ export const ConsolidateResponse: MessageFns<ConsolidateResponse> = {
         : isSet(object.dry_run)
         ? globalThis.Boolean(object.dry_run)
         : false,
+      unlisted: isSet(object.unlisted) ? globalThis.Number(object.unlisted) : 0,
     };
   },
 
@@ -4930,6 +5525,9 @@ export const ConsolidateResponse: MessageFns<ConsolidateResponse> = {
     if (message.dryRun !== false) {
       obj.dryRun = message.dryRun;
     }
+    if (message.unlisted !== 0) {
+      obj.unlisted = Math.round(message.unlisted);
+    }
     return obj;
   },
 
@@ -4941,6 +5539,7 @@ export const ConsolidateResponse: MessageFns<ConsolidateResponse> = {
     message.merges = object.merges?.map((e) => Merge.fromPartial(e)) || [];
     message.scanned = object.scanned ?? 0;
     message.dryRun = object.dryRun ?? false;
+    message.unlisted = object.unlisted ?? 0;
     return message;
   },
 };
@@ -7780,6 +8379,1368 @@ export const ImportResponse: MessageFns<ImportResponse> = {
   },
 };
 
+function createBaseRelateRequest(): RelateRequest {
+  return { tenant: "", fromId: "", toId: "", relation: "", weight: undefined };
+}
+
+export const RelateRequest: MessageFns<RelateRequest> = {
+  encode(message: RelateRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenant !== "") {
+      writer.uint32(10).string(message.tenant);
+    }
+    if (message.fromId !== "") {
+      writer.uint32(18).string(message.fromId);
+    }
+    if (message.toId !== "") {
+      writer.uint32(26).string(message.toId);
+    }
+    if (message.relation !== "") {
+      writer.uint32(34).string(message.relation);
+    }
+    if (message.weight !== undefined) {
+      writer.uint32(41).double(message.weight);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RelateRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRelateRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenant = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.fromId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.toId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.relation = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 41) {
+              break;
+            }
+
+            message.weight = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RelateRequest {
+    return {
+      tenant: isSet(object.tenant) ? globalThis.String(object.tenant) : "",
+      fromId: isSet(object.fromId)
+        ? globalThis.String(object.fromId)
+        : isSet(object.from_id)
+        ? globalThis.String(object.from_id)
+        : "",
+      toId: isSet(object.toId)
+        ? globalThis.String(object.toId)
+        : isSet(object.to_id)
+        ? globalThis.String(object.to_id)
+        : "",
+      relation: isSet(object.relation) ? globalThis.String(object.relation) : "",
+      weight: isSet(object.weight) ? globalThis.Number(object.weight) : undefined,
+    };
+  },
+
+  toJSON(message: RelateRequest): unknown {
+    const obj: any = {};
+    if (message.tenant !== "") {
+      obj.tenant = message.tenant;
+    }
+    if (message.fromId !== "") {
+      obj.fromId = message.fromId;
+    }
+    if (message.toId !== "") {
+      obj.toId = message.toId;
+    }
+    if (message.relation !== "") {
+      obj.relation = message.relation;
+    }
+    if (message.weight !== undefined) {
+      obj.weight = floatToJson(message.weight);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RelateRequest>, I>>(base?: I): RelateRequest {
+    return RelateRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RelateRequest>, I>>(object: I): RelateRequest {
+    const message = createBaseRelateRequest();
+    message.tenant = object.tenant ?? "";
+    message.fromId = object.fromId ?? "";
+    message.toId = object.toId ?? "";
+    message.relation = object.relation ?? "";
+    message.weight = object.weight ?? undefined;
+    return message;
+  },
+};
+
+function createBaseRelateResponse(): RelateResponse {
+  return { created: false, relation: undefined };
+}
+
+export const RelateResponse: MessageFns<RelateResponse> = {
+  encode(message: RelateResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.created !== false) {
+      writer.uint32(8).bool(message.created);
+    }
+    if (message.relation !== undefined) {
+      Relation.encode(message.relation, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RelateResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRelateResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.created = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.relation = Relation.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RelateResponse {
+    return {
+      created: isSet(object.created) ? globalThis.Boolean(object.created) : false,
+      relation: isSet(object.relation) ? Relation.fromJSON(object.relation) : undefined,
+    };
+  },
+
+  toJSON(message: RelateResponse): unknown {
+    const obj: any = {};
+    if (message.created !== false) {
+      obj.created = message.created;
+    }
+    if (message.relation !== undefined) {
+      obj.relation = Relation.toJSON(message.relation);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RelateResponse>, I>>(base?: I): RelateResponse {
+    return RelateResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RelateResponse>, I>>(object: I): RelateResponse {
+    const message = createBaseRelateResponse();
+    message.created = object.created ?? false;
+    message.relation = (object.relation !== undefined && object.relation !== null)
+      ? Relation.fromPartial(object.relation)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseUnrelateRequest(): UnrelateRequest {
+  return { tenant: "", fromId: "", toId: "", relation: "" };
+}
+
+export const UnrelateRequest: MessageFns<UnrelateRequest> = {
+  encode(message: UnrelateRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenant !== "") {
+      writer.uint32(10).string(message.tenant);
+    }
+    if (message.fromId !== "") {
+      writer.uint32(18).string(message.fromId);
+    }
+    if (message.toId !== "") {
+      writer.uint32(26).string(message.toId);
+    }
+    if (message.relation !== "") {
+      writer.uint32(34).string(message.relation);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UnrelateRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUnrelateRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenant = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.fromId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.toId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.relation = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UnrelateRequest {
+    return {
+      tenant: isSet(object.tenant) ? globalThis.String(object.tenant) : "",
+      fromId: isSet(object.fromId)
+        ? globalThis.String(object.fromId)
+        : isSet(object.from_id)
+        ? globalThis.String(object.from_id)
+        : "",
+      toId: isSet(object.toId)
+        ? globalThis.String(object.toId)
+        : isSet(object.to_id)
+        ? globalThis.String(object.to_id)
+        : "",
+      relation: isSet(object.relation) ? globalThis.String(object.relation) : "",
+    };
+  },
+
+  toJSON(message: UnrelateRequest): unknown {
+    const obj: any = {};
+    if (message.tenant !== "") {
+      obj.tenant = message.tenant;
+    }
+    if (message.fromId !== "") {
+      obj.fromId = message.fromId;
+    }
+    if (message.toId !== "") {
+      obj.toId = message.toId;
+    }
+    if (message.relation !== "") {
+      obj.relation = message.relation;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UnrelateRequest>, I>>(base?: I): UnrelateRequest {
+    return UnrelateRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UnrelateRequest>, I>>(object: I): UnrelateRequest {
+    const message = createBaseUnrelateRequest();
+    message.tenant = object.tenant ?? "";
+    message.fromId = object.fromId ?? "";
+    message.toId = object.toId ?? "";
+    message.relation = object.relation ?? "";
+    return message;
+  },
+};
+
+function createBaseUnrelateResponse(): UnrelateResponse {
+  return { removed: 0 };
+}
+
+export const UnrelateResponse: MessageFns<UnrelateResponse> = {
+  encode(message: UnrelateResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.removed !== 0) {
+      writer.uint32(8).int32(message.removed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UnrelateResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUnrelateResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.removed = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UnrelateResponse {
+    return { removed: isSet(object.removed) ? globalThis.Number(object.removed) : 0 };
+  },
+
+  toJSON(message: UnrelateResponse): unknown {
+    const obj: any = {};
+    if (message.removed !== 0) {
+      obj.removed = Math.round(message.removed);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UnrelateResponse>, I>>(base?: I): UnrelateResponse {
+    return UnrelateResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UnrelateResponse>, I>>(object: I): UnrelateResponse {
+    const message = createBaseUnrelateResponse();
+    message.removed = object.removed ?? 0;
+    return message;
+  },
+};
+
+function createBaseRelatedRequest(): RelatedRequest {
+  return { tenant: "", id: "", depth: 0, relations: [], pageSize: 0, pageToken: "" };
+}
+
+export const RelatedRequest: MessageFns<RelatedRequest> = {
+  encode(message: RelatedRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenant !== "") {
+      writer.uint32(10).string(message.tenant);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    if (message.depth !== 0) {
+      writer.uint32(24).int32(message.depth);
+    }
+    for (const v of message.relations) {
+      writer.uint32(34).string(v!);
+    }
+    if (message.pageSize !== 0) {
+      writer.uint32(40).int32(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(50).string(message.pageToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RelatedRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRelatedRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenant = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.depth = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.relations.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.pageSize = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RelatedRequest {
+    return {
+      tenant: isSet(object.tenant) ? globalThis.String(object.tenant) : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      depth: isSet(object.depth) ? globalThis.Number(object.depth) : 0,
+      relations: globalThis.Array.isArray(object?.relations)
+        ? object.relations.map((e: any) => globalThis.String(e))
+        : [],
+      pageSize: isSet(object.pageSize)
+        ? globalThis.Number(object.pageSize)
+        : isSet(object.page_size)
+        ? globalThis.Number(object.page_size)
+        : 0,
+      pageToken: isSet(object.pageToken)
+        ? globalThis.String(object.pageToken)
+        : isSet(object.page_token)
+        ? globalThis.String(object.page_token)
+        : "",
+    };
+  },
+
+  toJSON(message: RelatedRequest): unknown {
+    const obj: any = {};
+    if (message.tenant !== "") {
+      obj.tenant = message.tenant;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.depth !== 0) {
+      obj.depth = Math.round(message.depth);
+    }
+    if (message.relations?.length) {
+      obj.relations = message.relations;
+    }
+    if (message.pageSize !== 0) {
+      obj.pageSize = Math.round(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      obj.pageToken = message.pageToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RelatedRequest>, I>>(base?: I): RelatedRequest {
+    return RelatedRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RelatedRequest>, I>>(object: I): RelatedRequest {
+    const message = createBaseRelatedRequest();
+    message.tenant = object.tenant ?? "";
+    message.id = object.id ?? "";
+    message.depth = object.depth ?? 0;
+    message.relations = object.relations?.map((e) => e) || [];
+    message.pageSize = object.pageSize ?? 0;
+    message.pageToken = object.pageToken ?? "";
+    return message;
+  },
+};
+
+function createBaseHop(): Hop {
+  return { fromId: "", toId: "", relation: "", weight: 0 };
+}
+
+export const Hop: MessageFns<Hop> = {
+  encode(message: Hop, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.fromId !== "") {
+      writer.uint32(10).string(message.fromId);
+    }
+    if (message.toId !== "") {
+      writer.uint32(18).string(message.toId);
+    }
+    if (message.relation !== "") {
+      writer.uint32(26).string(message.relation);
+    }
+    if (message.weight !== 0) {
+      writer.uint32(33).double(message.weight);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Hop {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHop();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.fromId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.toId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.relation = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 33) {
+              break;
+            }
+
+            message.weight = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Hop {
+    return {
+      fromId: isSet(object.fromId)
+        ? globalThis.String(object.fromId)
+        : isSet(object.from_id)
+        ? globalThis.String(object.from_id)
+        : "",
+      toId: isSet(object.toId)
+        ? globalThis.String(object.toId)
+        : isSet(object.to_id)
+        ? globalThis.String(object.to_id)
+        : "",
+      relation: isSet(object.relation) ? globalThis.String(object.relation) : "",
+      weight: isSet(object.weight) ? globalThis.Number(object.weight) : 0,
+    };
+  },
+
+  toJSON(message: Hop): unknown {
+    const obj: any = {};
+    if (message.fromId !== "") {
+      obj.fromId = message.fromId;
+    }
+    if (message.toId !== "") {
+      obj.toId = message.toId;
+    }
+    if (message.relation !== "") {
+      obj.relation = message.relation;
+    }
+    if (message.weight !== 0) {
+      obj.weight = floatToJson(message.weight);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Hop>, I>>(base?: I): Hop {
+    return Hop.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Hop>, I>>(object: I): Hop {
+    const message = createBaseHop();
+    message.fromId = object.fromId ?? "";
+    message.toId = object.toId ?? "";
+    message.relation = object.relation ?? "";
+    message.weight = object.weight ?? 0;
+    return message;
+  },
+};
+
+function createBaseRelatedMemory(): RelatedMemory {
+  return { memory: undefined, path: [] };
+}
+
+export const RelatedMemory: MessageFns<RelatedMemory> = {
+  encode(message: RelatedMemory, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.memory !== undefined) {
+      Memory.encode(message.memory, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.path) {
+      Hop.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RelatedMemory {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRelatedMemory();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.memory = Memory.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.path.push(Hop.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RelatedMemory {
+    return {
+      memory: isSet(object.memory) ? Memory.fromJSON(object.memory) : undefined,
+      path: globalThis.Array.isArray(object?.path) ? object.path.map((e: any) => Hop.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: RelatedMemory): unknown {
+    const obj: any = {};
+    if (message.memory !== undefined) {
+      obj.memory = Memory.toJSON(message.memory);
+    }
+    if (message.path?.length) {
+      obj.path = message.path.map((e) => Hop.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RelatedMemory>, I>>(base?: I): RelatedMemory {
+    return RelatedMemory.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RelatedMemory>, I>>(object: I): RelatedMemory {
+    const message = createBaseRelatedMemory();
+    message.memory = (object.memory !== undefined && object.memory !== null)
+      ? Memory.fromPartial(object.memory)
+      : undefined;
+    message.path = object.path?.map((e) => Hop.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseRelatedResponse(): RelatedResponse {
+  return { memories: [], nextPageToken: "" };
+}
+
+export const RelatedResponse: MessageFns<RelatedResponse> = {
+  encode(message: RelatedResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.memories) {
+      RelatedMemory.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(18).string(message.nextPageToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RelatedResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRelatedResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.memories.push(RelatedMemory.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RelatedResponse {
+    return {
+      memories: globalThis.Array.isArray(object?.memories)
+        ? object.memories.map((e: any) => RelatedMemory.fromJSON(e))
+        : [],
+      nextPageToken: isSet(object.nextPageToken)
+        ? globalThis.String(object.nextPageToken)
+        : isSet(object.next_page_token)
+        ? globalThis.String(object.next_page_token)
+        : "",
+    };
+  },
+
+  toJSON(message: RelatedResponse): unknown {
+    const obj: any = {};
+    if (message.memories?.length) {
+      obj.memories = message.memories.map((e) => RelatedMemory.toJSON(e));
+    }
+    if (message.nextPageToken !== "") {
+      obj.nextPageToken = message.nextPageToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RelatedResponse>, I>>(base?: I): RelatedResponse {
+    return RelatedResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RelatedResponse>, I>>(object: I): RelatedResponse {
+    const message = createBaseRelatedResponse();
+    message.memories = object.memories?.map((e) => RelatedMemory.fromPartial(e)) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
+    return message;
+  },
+};
+
+function createBaseEntitiesRequest(): EntitiesRequest {
+  return { tenant: "", entity: "", pageSize: 0, pageToken: "" };
+}
+
+export const EntitiesRequest: MessageFns<EntitiesRequest> = {
+  encode(message: EntitiesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenant !== "") {
+      writer.uint32(10).string(message.tenant);
+    }
+    if (message.entity !== "") {
+      writer.uint32(18).string(message.entity);
+    }
+    if (message.pageSize !== 0) {
+      writer.uint32(24).int32(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(34).string(message.pageToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EntitiesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEntitiesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenant = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.entity = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.pageSize = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EntitiesRequest {
+    return {
+      tenant: isSet(object.tenant) ? globalThis.String(object.tenant) : "",
+      entity: isSet(object.entity) ? globalThis.String(object.entity) : "",
+      pageSize: isSet(object.pageSize)
+        ? globalThis.Number(object.pageSize)
+        : isSet(object.page_size)
+        ? globalThis.Number(object.page_size)
+        : 0,
+      pageToken: isSet(object.pageToken)
+        ? globalThis.String(object.pageToken)
+        : isSet(object.page_token)
+        ? globalThis.String(object.page_token)
+        : "",
+    };
+  },
+
+  toJSON(message: EntitiesRequest): unknown {
+    const obj: any = {};
+    if (message.tenant !== "") {
+      obj.tenant = message.tenant;
+    }
+    if (message.entity !== "") {
+      obj.entity = message.entity;
+    }
+    if (message.pageSize !== 0) {
+      obj.pageSize = Math.round(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      obj.pageToken = message.pageToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EntitiesRequest>, I>>(base?: I): EntitiesRequest {
+    return EntitiesRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EntitiesRequest>, I>>(object: I): EntitiesRequest {
+    const message = createBaseEntitiesRequest();
+    message.tenant = object.tenant ?? "";
+    message.entity = object.entity ?? "";
+    message.pageSize = object.pageSize ?? 0;
+    message.pageToken = object.pageToken ?? "";
+    return message;
+  },
+};
+
+function createBaseEntity(): Entity {
+  return { id: "", kind: "", key: "", mentions: 0 };
+}
+
+export const Entity: MessageFns<Entity> = {
+  encode(message: Entity, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.kind !== "") {
+      writer.uint32(18).string(message.kind);
+    }
+    if (message.key !== "") {
+      writer.uint32(26).string(message.key);
+    }
+    if (message.mentions !== 0) {
+      writer.uint32(32).int64(message.mentions);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Entity {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEntity();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.mentions = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Entity {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      mentions: isSet(object.mentions) ? globalThis.Number(object.mentions) : 0,
+    };
+  },
+
+  toJSON(message: Entity): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.mentions !== 0) {
+      obj.mentions = Math.round(message.mentions);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Entity>, I>>(base?: I): Entity {
+    return Entity.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Entity>, I>>(object: I): Entity {
+    const message = createBaseEntity();
+    message.id = object.id ?? "";
+    message.kind = object.kind ?? "";
+    message.key = object.key ?? "";
+    message.mentions = object.mentions ?? 0;
+    return message;
+  },
+};
+
+function createBaseEntityProfile(): EntityProfile {
+  return { entity: undefined, firstSeen: undefined, lastSeen: undefined, mostRecalled: [] };
+}
+
+export const EntityProfile: MessageFns<EntityProfile> = {
+  encode(message: EntityProfile, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.entity !== undefined) {
+      Entity.encode(message.entity, writer.uint32(10).fork()).join();
+    }
+    if (message.firstSeen !== undefined) {
+      Timestamp.encode(toTimestamp(message.firstSeen), writer.uint32(18).fork()).join();
+    }
+    if (message.lastSeen !== undefined) {
+      Timestamp.encode(toTimestamp(message.lastSeen), writer.uint32(26).fork()).join();
+    }
+    for (const v of message.mostRecalled) {
+      Memory.encode(v!, writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EntityProfile {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEntityProfile();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.entity = Entity.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.firstSeen = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.lastSeen = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.mostRecalled.push(Memory.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EntityProfile {
+    return {
+      entity: isSet(object.entity) ? Entity.fromJSON(object.entity) : undefined,
+      firstSeen: isSet(object.firstSeen)
+        ? fromJsonTimestamp(object.firstSeen)
+        : isSet(object.first_seen)
+        ? fromJsonTimestamp(object.first_seen)
+        : undefined,
+      lastSeen: isSet(object.lastSeen)
+        ? fromJsonTimestamp(object.lastSeen)
+        : isSet(object.last_seen)
+        ? fromJsonTimestamp(object.last_seen)
+        : undefined,
+      mostRecalled: globalThis.Array.isArray(object?.mostRecalled)
+        ? object.mostRecalled.map((e: any) => Memory.fromJSON(e))
+        : globalThis.Array.isArray(object?.most_recalled)
+        ? object.most_recalled.map((e: any) => Memory.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: EntityProfile): unknown {
+    const obj: any = {};
+    if (message.entity !== undefined) {
+      obj.entity = Entity.toJSON(message.entity);
+    }
+    if (message.firstSeen !== undefined) {
+      obj.firstSeen = message.firstSeen.toISOString();
+    }
+    if (message.lastSeen !== undefined) {
+      obj.lastSeen = message.lastSeen.toISOString();
+    }
+    if (message.mostRecalled?.length) {
+      obj.mostRecalled = message.mostRecalled.map((e) => Memory.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EntityProfile>, I>>(base?: I): EntityProfile {
+    return EntityProfile.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EntityProfile>, I>>(object: I): EntityProfile {
+    const message = createBaseEntityProfile();
+    message.entity = (object.entity !== undefined && object.entity !== null)
+      ? Entity.fromPartial(object.entity)
+      : undefined;
+    message.firstSeen = object.firstSeen ?? undefined;
+    message.lastSeen = object.lastSeen ?? undefined;
+    message.mostRecalled = object.mostRecalled?.map((e) => Memory.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseEntitiesResponse(): EntitiesResponse {
+  return { entities: [], nextPageToken: "", profile: undefined };
+}
+
+export const EntitiesResponse: MessageFns<EntitiesResponse> = {
+  encode(message: EntitiesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.entities) {
+      Entity.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(18).string(message.nextPageToken);
+    }
+    if (message.profile !== undefined) {
+      EntityProfile.encode(message.profile, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EntitiesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEntitiesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.entities.push(Entity.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.profile = EntityProfile.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EntitiesResponse {
+    return {
+      entities: globalThis.Array.isArray(object?.entities) ? object.entities.map((e: any) => Entity.fromJSON(e)) : [],
+      nextPageToken: isSet(object.nextPageToken)
+        ? globalThis.String(object.nextPageToken)
+        : isSet(object.next_page_token)
+        ? globalThis.String(object.next_page_token)
+        : "",
+      profile: isSet(object.profile) ? EntityProfile.fromJSON(object.profile) : undefined,
+    };
+  },
+
+  toJSON(message: EntitiesResponse): unknown {
+    const obj: any = {};
+    if (message.entities?.length) {
+      obj.entities = message.entities.map((e) => Entity.toJSON(e));
+    }
+    if (message.nextPageToken !== "") {
+      obj.nextPageToken = message.nextPageToken;
+    }
+    if (message.profile !== undefined) {
+      obj.profile = EntityProfile.toJSON(message.profile);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EntitiesResponse>, I>>(base?: I): EntitiesResponse {
+    return EntitiesResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EntitiesResponse>, I>>(object: I): EntitiesResponse {
+    const message = createBaseEntitiesResponse();
+    message.entities = object.entities?.map((e) => Entity.fromPartial(e)) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
+    message.profile = (object.profile !== undefined && object.profile !== null)
+      ? EntityProfile.fromPartial(object.profile)
+      : undefined;
+    return message;
+  },
+};
+
 /** The memory service. */
 export type MemoryServiceService = typeof MemoryServiceService;
 export const MemoryServiceService = {
@@ -8033,6 +9994,61 @@ export const MemoryServiceService = {
     responseSerialize: (value: SetClockResponse): Buffer => Buffer.from(SetClockResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): SetClockResponse => SetClockResponse.decode(value),
   },
+  /**
+   * Relates two memories of a tenant: a directed, named, weighted edge from from_id to to_id.
+   * Idempotent: relating the same pair with the same relation again sets its weight. Each
+   * memory holds at most the server's cap of relations (RESOURCE_EXHAUSTED beyond).
+   */
+  relate: {
+    path: "/celestial.v1.MemoryService/Relate" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RelateRequest): Buffer => Buffer.from(RelateRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RelateRequest => RelateRequest.decode(value),
+    responseSerialize: (value: RelateResponse): Buffer => Buffer.from(RelateResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RelateResponse => RelateResponse.decode(value),
+  },
+  /**
+   * Removes the relation from from_id to to_id (every relation between them in that direction
+   * when relation is empty). Idempotent: removing what is not there removes nothing.
+   */
+  unrelate: {
+    path: "/celestial.v1.MemoryService/Unrelate" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UnrelateRequest): Buffer => Buffer.from(UnrelateRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UnrelateRequest => UnrelateRequest.decode(value),
+    responseSerialize: (value: UnrelateResponse): Buffer => Buffer.from(UnrelateResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UnrelateResponse => UnrelateResponse.decode(value),
+  },
+  /**
+   * The memories a walk of 1 to 3 steps along relations reaches from a memory (either
+   * direction), nearest first, each with the path that reached it; a page at a time. Reads
+   * only: nothing is reinforced.
+   */
+  related: {
+    path: "/celestial.v1.MemoryService/Related" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RelatedRequest): Buffer => Buffer.from(RelatedRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RelatedRequest => RelatedRequest.decode(value),
+    responseSerialize: (value: RelatedResponse): Buffer => Buffer.from(RelatedResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RelatedResponse => RelatedResponse.decode(value),
+  },
+  /**
+   * The entities a tenant's memories mention (names, places, dates, numbers with units, quoted
+   * titles), most mentioned first, a page at a time; or, with entity set, one entity's
+   * profile.
+   */
+  entities: {
+    path: "/celestial.v1.MemoryService/Entities" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: EntitiesRequest): Buffer => Buffer.from(EntitiesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): EntitiesRequest => EntitiesRequest.decode(value),
+    responseSerialize: (value: EntitiesResponse): Buffer => Buffer.from(EntitiesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): EntitiesResponse => EntitiesResponse.decode(value),
+  },
 } as const;
 
 export interface MemoryServiceServer extends UntypedServiceImplementation {
@@ -8140,6 +10156,29 @@ export interface MemoryServiceServer extends UntypedServiceImplementation {
    * rebalance off so that the replay decides when to rebalance.
    */
   setClock: handleUnaryCall<SetClockRequest, SetClockResponse>;
+  /**
+   * Relates two memories of a tenant: a directed, named, weighted edge from from_id to to_id.
+   * Idempotent: relating the same pair with the same relation again sets its weight. Each
+   * memory holds at most the server's cap of relations (RESOURCE_EXHAUSTED beyond).
+   */
+  relate: handleUnaryCall<RelateRequest, RelateResponse>;
+  /**
+   * Removes the relation from from_id to to_id (every relation between them in that direction
+   * when relation is empty). Idempotent: removing what is not there removes nothing.
+   */
+  unrelate: handleUnaryCall<UnrelateRequest, UnrelateResponse>;
+  /**
+   * The memories a walk of 1 to 3 steps along relations reaches from a memory (either
+   * direction), nearest first, each with the path that reached it; a page at a time. Reads
+   * only: nothing is reinforced.
+   */
+  related: handleUnaryCall<RelatedRequest, RelatedResponse>;
+  /**
+   * The entities a tenant's memories mention (names, places, dates, numbers with units, quoted
+   * titles), most mentioned first, a page at a time; or, with entity set, one entity's
+   * profile.
+   */
+  entities: handleUnaryCall<EntitiesRequest, EntitiesResponse>;
 }
 
 export interface MemoryServiceClient extends Client {
@@ -8485,6 +10524,85 @@ export interface MemoryServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SetClockResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Relates two memories of a tenant: a directed, named, weighted edge from from_id to to_id.
+   * Idempotent: relating the same pair with the same relation again sets its weight. Each
+   * memory holds at most the server's cap of relations (RESOURCE_EXHAUSTED beyond).
+   */
+  relate(
+    request: RelateRequest,
+    callback: (error: ServiceError | null, response: RelateResponse) => void,
+  ): ClientUnaryCall;
+  relate(
+    request: RelateRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RelateResponse) => void,
+  ): ClientUnaryCall;
+  relate(
+    request: RelateRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RelateResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Removes the relation from from_id to to_id (every relation between them in that direction
+   * when relation is empty). Idempotent: removing what is not there removes nothing.
+   */
+  unrelate(
+    request: UnrelateRequest,
+    callback: (error: ServiceError | null, response: UnrelateResponse) => void,
+  ): ClientUnaryCall;
+  unrelate(
+    request: UnrelateRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UnrelateResponse) => void,
+  ): ClientUnaryCall;
+  unrelate(
+    request: UnrelateRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UnrelateResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The memories a walk of 1 to 3 steps along relations reaches from a memory (either
+   * direction), nearest first, each with the path that reached it; a page at a time. Reads
+   * only: nothing is reinforced.
+   */
+  related(
+    request: RelatedRequest,
+    callback: (error: ServiceError | null, response: RelatedResponse) => void,
+  ): ClientUnaryCall;
+  related(
+    request: RelatedRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RelatedResponse) => void,
+  ): ClientUnaryCall;
+  related(
+    request: RelatedRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RelatedResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The entities a tenant's memories mention (names, places, dates, numbers with units, quoted
+   * titles), most mentioned first, a page at a time; or, with entity set, one entity's
+   * profile.
+   */
+  entities(
+    request: EntitiesRequest,
+    callback: (error: ServiceError | null, response: EntitiesResponse) => void,
+  ): ClientUnaryCall;
+  entities(
+    request: EntitiesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: EntitiesResponse) => void,
+  ): ClientUnaryCall;
+  entities(
+    request: EntitiesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: EntitiesResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -1,0 +1,245 @@
+"""Relations between memories of one tenant: directed, named, weighted edges (docs/design.md,
+"Connected memory").
+
+Each relation is kept at both ends, as payload of the two memories it joins (``Memory.edges``:
+the other end, the name, the weight, who made it, when, and which way it points), with the other
+ends' ids in an indexed field. So a memory's neighbours come with its payload (no second lookup),
+a walk reads one batch of payloads per step, and an erasure finds every memory that points at a
+deleted one with one filtered scan. Writes are read-modify-write of both ends under the tenant's
+lock (placement.py).
+
+Made here: by the caller (Relate), by session order (each new memory follows the latest earlier
+memory of its session), and by repeats (a repeat merged into a memory hands it its relations).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from celestial_memory.clock import Clock
+from celestial_memory.config import Settings
+from celestial_memory.domain import validation as check
+from celestial_memory.domain.models import Edge, Memory
+from celestial_memory.errors import InvalidArgument, NotFound, ResourceExhausted
+from celestial_memory.placement import Placement
+from celestial_memory.store.repository import MemoryRepository
+
+FOLLOWS = "follows"  # a memory follows the previous one of its session
+_RELATION = re.compile(r"[a-z0-9_-]{1,64}")
+MAX_DEPTH = 3
+MAX_REACHED = 2000  # memories one walk may visit: a bound on its work, whatever the graph
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    """One step of a walk, in the relation's own direction (a walk may go against it)."""
+
+    source: str
+    target: str
+    relation: str
+    weight: float
+
+
+@dataclass(slots=True)
+class Reached:
+    """A memory a walk reached, and the steps that led there."""
+
+    id: str
+    path: list[Hop]
+
+    @property
+    def strength(self) -> float:
+        out = 1.0
+        for h in self.path:
+            out *= h.weight
+        return out
+
+
+def relation_name(value: str, field: str = "relation") -> str:
+    if not _RELATION.fullmatch(value):
+        raise InvalidArgument(field, "must be 1 to 64 lower-case letters, digits, '_' or '-'")
+    return value
+
+
+def with_edge(edges: Iterable[Edge], edge: Edge) -> tuple[list[Edge], bool]:
+    """``edges`` with ``edge`` set (one per other end, name and direction); and whether it
+    is new."""
+    out, new = [], True
+    for e in edges:
+        if (e.other, e.relation, e.outgoing) == (edge.other, edge.relation, edge.outgoing):
+            new = False
+            continue
+        out.append(e)
+    out.append(edge)
+    return out, new
+
+
+class Relations:
+    def __init__(self, settings: Settings, store: MemoryRepository, placement: Placement,
+                 clock: Clock) -> None:
+        self._settings = settings
+        self._store = store
+        self._graph = store.graph
+        self._placement = placement
+        self._clock = clock
+
+    # -- the caller's relations ---------------------------------------------------------------
+
+    def relate(self, tenant: str, source: str, target: str, relation: str,
+               weight: float | None = None) -> tuple[Edge, bool]:
+        """Relate ``source`` to ``target`` (both the tenant's, live or archived): the edge as
+        ``source`` holds it, and whether it is new (else its weight was set again)."""
+        source, target = check.memory_id(source, "from_id"), check.memory_id(target, "to_id")
+        if source == target:
+            raise InvalidArgument("to_id", "must differ from from_id")
+        relation = relation_name(relation)
+        w = check.unit_interval(weight, "weight")
+        w = 1.0 if w is None else w
+        with self._placement.locked(tenant):
+            edges = self._edges(tenant, [source, target])
+            now = self._clock.now()
+            out = Edge(target, relation, w, "caller", now, True)
+            edges[source], new = with_edge(edges[source], out)
+            edges[target], _ = with_edge(edges[target], replace(out, other=source,
+                                                                outgoing=False))
+            cap = self._settings.max_relations
+            for mid in (source, target):
+                if len(edges[mid]) > cap:
+                    raise ResourceExhausted(f"memory {mid} holds {cap} relations already")
+            self._graph.write_edges(tenant, edges)
+        return out, new
+
+    def unrelate(self, tenant: str, source: str, target: str, relation: str = "") -> int:
+        """Remove the relations from ``source`` to ``target`` (named ``relation``, or all);
+        how many there were."""
+        source, target = check.memory_id(source, "from_id"), check.memory_id(target, "to_id")
+        if relation:
+            relation_name(relation)
+        with self._placement.locked(tenant):
+            edges = self._graph.edges_of(tenant, [source, target])
+            if source not in edges:
+                raise NotFound(f"memory {source} not found")
+
+            def gone(e: Edge, other: str, outgoing: bool) -> bool:
+                return (e.other == other and e.outgoing == outgoing
+                        and (not relation or e.relation == relation))
+
+            kept = {source: [e for e in edges[source] if not gone(e, target, True)]}
+            if target in edges:
+                kept[target] = [e for e in edges[target] if not gone(e, source, False)]
+            removed = len(edges[source]) - len(kept[source])
+            if removed:
+                self._graph.write_edges(tenant, kept)
+        return removed
+
+    def _edges(self, tenant: str, ids: Sequence[str]) -> dict[str, list[Edge]]:
+        edges = self._graph.edges_of(tenant, ids)
+        for mid in ids:
+            if mid not in edges:
+                raise NotFound(f"memory {mid} not found")
+        return edges
+
+    # -- walks --------------------------------------------------------------------------------
+
+    def walk(self, tenant: str, start: str, depth: int,
+             relations: Sequence[str] = ()) -> list[Reached]:
+        """Every memory within ``depth`` steps of ``start`` (either direction, only the named
+        relations when given), nearest first, then strongest path (product of weights), then
+        id; each reached once, by its strongest shortest path. One payload read per step."""
+        start = check.memory_id(start)
+        if not 1 <= depth <= MAX_DEPTH:
+            raise InvalidArgument("depth", f"must be 1 to {MAX_DEPTH}, got {depth}")
+        names = {relation_name(r, "relations") for r in relations}
+        frontier = {start: Reached(start, [])}
+        edges = self._edges(tenant, [start])
+        seen = {start}
+        out: list[Reached] = []
+        for _ in range(depth):
+            found: dict[str, Reached] = {}
+            for mid, here in frontier.items():
+                for e in edges.get(mid, []):
+                    if e.other in seen or (names and e.relation not in names):
+                        continue
+                    hop = (Hop(mid, e.other, e.relation, e.weight) if e.outgoing
+                           else Hop(e.other, mid, e.relation, e.weight))
+                    cand = Reached(e.other, [*here.path, hop])
+                    if e.other not in found or cand.strength > found[e.other].strength:
+                        found[e.other] = cand
+            if not found:
+                break
+            # Only memories that still exist in the tenant count (an edge may outlive an
+            # import's missing end); their relations lead on.
+            edges = self._graph.edges_of(tenant, sorted(found))
+            level = sorted((r for r in found.values() if r.id in edges),
+                           key=lambda r: (-r.strength, r.id))
+            out += level[:MAX_REACHED - len(out)]
+            seen.update(found)
+            frontier = {r.id: r for r in level}
+            if len(out) >= MAX_REACHED:
+                break
+        return out
+
+    # -- relations made by the service ----------------------------------------------------------
+
+    def follow_sessions(self, tenant: str, memories: Sequence[Memory]) -> dict[str, list[Edge]]:
+        """Each new memory (or the memory a new repeat merged into) follows the latest earlier
+        memory of its session: within the batch by creation time, and the batch's first of a
+        session follows that session's latest stored before it. Called under the tenant's lock
+        once the memories are written. Returns the relations each of them now has."""
+        by_session: dict[str, list[Memory]] = {}
+        for m in memories:
+            if m.session_id:
+                by_session.setdefault(m.session_id, []).append(m)
+        if not by_session:
+            return {}
+        now = self._clock.now()
+        pairs: list[tuple[str, str]] = []
+        for session, items in by_session.items():
+            items = sorted(items, key=lambda m: (m.created_at, m.id))
+            before = self._graph.latest_before(tenant, session, items[0].created_at)
+            chain = ([before] if before else []) + [m.id for m in items]
+            pairs += [(a, b) for a, b in itertools.pairwise(chain) if a != b]
+        ids = sorted({mid for p in pairs for mid in p})
+        edges = self._graph.edges_of(tenant, ids)
+        w = self._settings.session_weight
+        for prev, nxt in pairs:
+            if prev in edges and nxt in edges:
+                edges[nxt], _ = with_edge(edges[nxt], Edge(prev, FOLLOWS, w, "session", now, True))
+                edges[prev], _ = with_edge(edges[prev], Edge(nxt, FOLLOWS, w, "session", now,
+                                                             False))
+        edges = {mid: es[-self._settings.max_relations:] for mid, es in edges.items()}
+        self._graph.write_edges(tenant, edges)
+        return edges
+
+    def relink(self, tenant: str, moved: Mapping[str, str | None]) -> int:
+        """Point every relation at a memory in ``moved`` to its new id instead (a repeat
+        consolidated into another memory), or remove it (None: an erased memory); the moved
+        memories' own relations go with them when they have a new id. Returns how many
+        memories changed. Called under the tenant's lock."""
+        if not moved:
+            return 0
+        holders = self._graph.pointing_at(tenant, list(moved))
+        own = {mid: holders.pop(mid) for mid in list(holders) if mid in moved}
+        targets = {t for t in moved.values() if t is not None}
+        holders.update({t: es for t, es in self._graph.edges_of(tenant, sorted(targets)).items()
+                        if t not in holders})
+        for old, new in moved.items():
+            if new is not None:
+                holders[new] = holders.get(new, []) + [
+                    replace(e, made_by="repeat" if e.made_by == "caller" else e.made_by)
+                    for e in own.get(old, [])]
+        changed: dict[str, list[Edge]] = {}
+        for mid, es in holders.items():
+            out: list[Edge] = []
+            for e in es:
+                other = moved.get(e.other, e.other) if e.other in moved else e.other
+                if other is None or other == mid:
+                    continue
+                out, _ = with_edge(out, replace(e, other=other))
+            if out != es:
+                changed[mid] = out[-self._settings.max_relations:]
+        self._graph.write_edges(tenant, changed)
+        return len(changed)

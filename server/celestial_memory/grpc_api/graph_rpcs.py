@@ -1,0 +1,89 @@
+"""The connected-memory methods of the servicer (Relate, Unrelate, Related, Entities): a mixin
+of ``MemoryServicer``, the same thin translation over the service's relations and entities
+(graph/)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import grpc
+from celestial_client.v1 import memory_pb2 as pb
+from celestial_memory import paging
+from celestial_memory.grpc_api import converters as cv
+from celestial_memory.grpc_api.status import mapped
+from celestial_memory.paging import PageSize
+from celestial_memory.service import MemoryService
+
+T = TypeVar("T")
+Context = grpc.aio.ServicerContext[Any, Any]
+RELATED_PAGE = PageSize(50, 500)
+ENTITIES_PAGE = PageSize(100, 1000)
+
+
+class GraphRpcs:
+    _service: MemoryService
+
+    # MemoryServicer's own, which come first in its method order.
+    def _tenant(self, requested: str) -> str:
+        raise NotImplementedError
+
+    async def _run(self, context: Context, fn: Callable[..., T], *args: Any,
+                   cancellable: bool = False) -> T:
+        raise NotImplementedError
+
+    def _memory(self, m: Any) -> pb.Memory:
+        raise NotImplementedError
+
+    def _page_budget(self) -> int:
+        raise NotImplementedError
+
+    @mapped
+    async def Relate(self, request: pb.RelateRequest, context: Context) -> pb.RelateResponse:
+        weight = request.weight if request.HasField("weight") else None
+        edge, created = await self._run(context, self._service.relations.relate,
+                                        self._tenant(request.tenant), request.from_id,
+                                        request.to_id, request.relation, weight)
+        return pb.RelateResponse(created=created, relation=cv.relation_to_pb(edge))
+
+    @mapped
+    async def Unrelate(self, request: pb.UnrelateRequest, context: Context) -> pb.UnrelateResponse:
+        n = await self._run(context, self._service.relations.unrelate,
+                            self._tenant(request.tenant), request.from_id, request.to_id,
+                            request.relation)
+        return pb.UnrelateResponse(removed=n)
+
+    @mapped
+    async def Related(self, request: pb.RelatedRequest, context: Context) -> pb.RelatedResponse:
+        tenant = self._tenant(request.tenant)
+        size = RELATED_PAGE.of(request.page_size)
+        bound = paging.fingerprint(request, tenant)
+        start = paging.decode_offset(request.page_token, bound)
+        reached = await self._run(context, self._service.related, tenant, request.id,
+                                  request.depth, list(request.relations))
+        page = [pb.RelatedMemory(memory=self._memory(m), path=[
+            pb.Hop(from_id=h.source, to_id=h.target, relation=h.relation, weight=h.weight)
+            for h in r.path]) for m, r in reached[start:start + size]]
+        n = paging.fitting(page, self._page_budget())
+        more = start + n < len(reached)
+        return pb.RelatedResponse(memories=page[:n], next_page_token=paging.encode_offset(
+            bound, start + n) if more else "")
+
+    @mapped
+    async def Entities(self, request: pb.EntitiesRequest, context: Context) -> pb.EntitiesResponse:
+        tenant = self._tenant(request.tenant)
+        if request.entity:
+            p = await self._run(context, self._service.entity_profile, tenant, request.entity)
+            return pb.EntitiesResponse(profile=pb.EntityProfile(
+                entity=cv.entity_to_pb(p.entity), first_seen=cv.ts_to_pb(p.first_seen),
+                last_seen=cv.ts_to_pb(p.last_seen),
+                most_recalled=[self._memory(m) for m in p.most_recalled]))
+        size = ENTITIES_PAGE.of(request.page_size)
+        bound = paging.fingerprint(request, tenant)
+        start = paging.decode_offset(request.page_token, bound)
+        listed = await self._run(context, self._service.entity_list, tenant)
+        page = [cv.entity_to_pb(e) for e in listed[start:start + size]]
+        n = paging.fitting(page, self._page_budget())
+        more = start + n < len(listed)
+        return pb.EntitiesResponse(entities=page[:n], next_page_token=paging.encode_offset(
+            bound, start + n) if more else "")

@@ -1,0 +1,88 @@
+"""The ledger beside the memories (append-only zone events and admin calls), the rebalance
+lease and named markers: a mixin of the repository over its engine (docs/design.md,
+"Durability")."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from celestial_memory.domain.models import AdminEvent, ZoneEvent
+from celestial_memory.paging import Cursor
+from celestial_memory.store.engine import LEDGER, Point
+from celestial_memory.store.pages import PageReads
+from celestial_memory.store.payload import (
+    Between,
+    Either,
+    Eq,
+    admin_from_payload,
+    admin_payload,
+    conditions,
+    event_from_payload,
+    event_payload,
+    ledger_conditions,
+)
+
+
+def _singleton_id(name: str) -> str:
+    """The fixed ledger point of a lease or marker."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"celestial-lease:{name}"))
+
+class LedgerRecords(PageReads):
+    # -- the ledger (append-only), the rebalance lease and markers, beside the memories -----
+
+    def append_events(self, events: Sequence[ZoneEvent]) -> None:
+        """Write events; an event id already present is left as it is (replaying an event, from
+        two replicas or a retried batch, keeps the first)."""
+        self.engine.upsert(LEDGER, [Point(e.id, {}, event_payload(e)) for e in events],
+                           insert_only=True)
+
+    def read_events(
+        self, tenant: str, since: float | None, size: int, memory_id: str = "",
+        cursor: Cursor | None = None,
+    ) -> tuple[list[ZoneEvent], bool]:
+        """Events of ``tenant`` at or after ``since``, oldest first (equal times in id order),
+        after ``cursor``, and whether more may follow."""
+        records, more = self._time_page(
+            LEDGER, conditions(tenant, extra=ledger_conditions("event", since, memory_id)),
+            "at", False, size, cursor)
+        return [event_from_payload(r.id, r.payload) for r in records], more
+
+    def append_admin(self, event: AdminEvent) -> None:
+        self.engine.upsert(LEDGER, [Point(event.id, {}, admin_payload(event))], insert_only=True)
+
+    def read_admin(
+        self, tenant: str, since: float | None, size: int, cursor: Cursor | None = None
+    ) -> tuple[list[AdminEvent], bool]:
+        """Admin events naming ``tenant`` at or after ``since``, as ``read_events``."""
+        records, more = self._time_page(
+            LEDGER, conditions(tenant, extra=ledger_conditions("admin", since)), "at", False,
+            size, cursor)
+        return [admin_from_payload(r.id, r.payload) for r in records], more
+
+    def acquire_lease(self, name: str, holder: str, now: float, ttl: float) -> str:
+        """Take or renew the lease ``name`` unless another holder's is unexpired; returns the
+        holder after the attempt (``holder`` itself on success). Two conditional writes, each
+        atomic in the engine: create it if absent, then take it if expired or already ours."""
+        pid = _singleton_id(name)
+        point = Point(pid, {}, {"kind": "lease", "tenant": "", "holder": holder,
+                                "expires_at": now + ttl})
+        self.engine.upsert(LEDGER, [point], insert_only=True)
+        free_or_mine = Either((Between("expires_at", lt=now), Eq("holder", holder)))
+        self.engine.upsert(LEDGER, [point], only_if=[free_or_mine])
+        (rec,) = self.engine.retrieve(LEDGER, [pid])
+        return str(rec.payload.get("holder", ""))
+
+    def release_lease(self, name: str, holder: str) -> None:
+        point = Point(_singleton_id(name), {}, {"kind": "lease", "tenant": "", "holder": "",
+                                                "expires_at": 0.0})
+        self.engine.upsert(LEDGER, [point], only_if=[Eq("holder", holder)])
+
+    def read_marker(self, name: str) -> float | None:
+        """A named number kept beside the memories (e.g. when a tenant was last rebalanced)."""
+        recs = self.engine.retrieve(LEDGER, [_singleton_id(f"marker:{name}")])
+        return float(recs[0].payload["value"]) if recs and "value" in recs[0].payload else None
+
+    def write_marker(self, name: str, value: float) -> None:
+        self.engine.upsert(LEDGER, [Point(_singleton_id(f"marker:{name}"), {},
+                                          {"kind": "marker", "tenant": "", "value": float(value)})])
