@@ -6,7 +6,7 @@ STAMP   = $(VENV)/.installed-$(shell cat pyproject.toml client/pyproject.toml | 
 export HF_HUB_OFFLINE = 1
 export TOKENIZERS_PARALLELISM = false
 
-.PHONY: install run test lint proto bench-latency bench-rebalance bench-recall bench-migration bench-load \
+.PHONY: install run test lint proto bench-latency bench-rebalance bench-recall bench-graph bench-migration bench-load \
 	bench-peers \
 	dev-secrets fuzz \
 	eval-locomo clean
@@ -45,6 +45,10 @@ bench-rebalance: install
 
 bench-recall: install
 	$(PY) benchmarks/recall_latency.py
+
+# Relations at scale: expansion's cost to a recall, Related walks, bytes per edge.
+bench-graph: install
+	$(PY) benchmarks/graph_latency.py
 
 bench-migration: install
 	$(PY) benchmarks/migration.py
