@@ -12,6 +12,9 @@ import * as cv from "./convert";
 import { CelestialError, toCelestialError } from "./errors";
 import * as pb from "./gen/celestial/v1/memory";
 import type {
+  EntitiesOptions,
+  Entity,
+  EntityProfile,
   Filter,
   LedgerOptions,
   LedgerPage,
@@ -22,6 +25,9 @@ import type {
   RebalanceReport,
   RecallOptions,
   RecallResult,
+  RelatedMemory,
+  RelatedOptions,
+  RelateResult,
   Stats,
   StoreBatchResult,
   StoreItem,
@@ -240,12 +246,86 @@ export class CelestialClient {
 
   /** Every memory `recent` pages through, newest first, fetching a page at a time. */
   recentAll(options: RecentOptions = {}): AsyncGenerator<Memory, void, undefined> {
-    return this.follow(options, (o) => this.recent(o));
+    return this.follow(options.pageToken ?? "", async (pageToken) => {
+      const p = await this.recent({ ...options, pageToken });
+      return [p.memories, p.nextPageToken];
+    });
   }
 
   /** Every memory `list` pages through, in id order, fetching a page at a time. */
   listAll(options: RecentOptions = {}): AsyncGenerator<Memory, void, undefined> {
-    return this.follow(options, (o) => this.list(o));
+    return this.follow(options.pageToken ?? "", async (pageToken) => {
+      const p = await this.list({ ...options, pageToken });
+      return [p.memories, p.nextPageToken];
+    });
+  }
+
+  /**
+   * Relates two memories of the tenant: a directed edge named `relation` (lower-case letters,
+   * digits, '_' or '-') from `fromId` to `toId`, weighing `weight` (0 to 1; absent: 1). Relating
+   * them again sets the weight, so the call is retried (a retry may answer `created: false`).
+   */
+  async relate(
+    fromId: string, toId: string, relation: string, weight?: number,
+  ): Promise<RelateResult> {
+    const req = pb.RelateRequest.fromPartial({ tenant: this.tenant, fromId, toId, relation, weight });
+    const resp = await this.unary(this.stub.relate.bind(this.stub), req, true);
+    return { created: resp.created, relation: cv.relation(resp.relation) };
+  }
+
+  /**
+   * Removes the relation from `fromId` to `toId` (every one in that direction when `relation` is
+   * absent or ""). How many were removed: 0 when none was there.
+   */
+  async unrelate(fromId: string, toId: string, relation = ""): Promise<number> {
+    const req = pb.UnrelateRequest.fromPartial({ tenant: this.tenant, fromId, toId, relation });
+    const resp = await this.unary(this.stub.unrelate.bind(this.stub), req, true);
+    return resp.removed;
+  }
+
+  /**
+   * The memories a walk of `depth` steps (1 to 3) along relations reaches from memory `id`, in
+   * either direction and only along `relations` when given, nearest first, each with its path;
+   * every page, fetched `pageSize` at a time. Nothing is reinforced.
+   */
+  async related(id: string, options: RelatedOptions = {}): Promise<RelatedMemory[]> {
+    const out: RelatedMemory[] = [];
+    for await (const r of this.follow("", async (pageToken) => {
+      const req = pb.RelatedRequest.fromPartial({
+        tenant: this.tenant, id, depth: options.depth, relations: options.relations,
+        pageSize: options.pageSize, pageToken,
+      });
+      const resp = await this.unary(this.stub.related.bind(this.stub), req, true);
+      return [cv.related(resp), resp.nextPageToken];
+    })) {
+      out.push(r);
+    }
+    return out;
+  }
+
+  /**
+   * The entities the tenant's memories mention (names, places, dates, numbers with units,
+   * quoted titles), most mentioned first; every page, fetched `pageSize` at a time.
+   */
+  async entities(options: EntitiesOptions = {}): Promise<Entity[]> {
+    const out: Entity[] = [];
+    for await (const e of this.follow("", async (pageToken) => {
+      const req = pb.EntitiesRequest.fromPartial({
+        tenant: this.tenant, pageSize: options.pageSize, pageToken,
+      });
+      const resp = await this.unary(this.stub.entities.bind(this.stub), req, true);
+      return [resp.entities.map(cv.entity), resp.nextPageToken];
+    })) {
+      out.push(e);
+    }
+    return out;
+  }
+
+  /** One entity's profile, by its id "<kind>:<key>" (NOT_FOUND when no memory mentions it). */
+  async entity(entityId: string): Promise<EntityProfile> {
+    const resp = await this.unary(this.stub.entities.bind(this.stub),
+      pb.EntitiesRequest.fromPartial({ tenant: this.tenant, entity: entityId }), true);
+    return cv.entityProfile(resp.profile);
   }
 
   /** One page of zone events and admin calls, oldest first. */
@@ -276,21 +356,21 @@ export class CelestialClient {
     this.stub.close();
   }
 
-  private async *follow(
-    options: RecentOptions, fetch: (o: RecentOptions) => Promise<MemoryPage>,
-  ): AsyncGenerator<Memory, void, undefined> {
-    let token = options.pageToken ?? "";
+  /** The items of every page from `token` on: `fetch` answers a page's items and next token. */
+  private async *follow<T>(
+    token: string, fetch: (pageToken: string) => Promise<[T[], string]>,
+  ): AsyncGenerator<T, void, undefined> {
     for (;;) {
-      const p = await fetch({ ...options, pageToken: token });
-      yield* p.memories;
-      if (!p.nextPageToken) {
+      const [items, next] = await fetch(token);
+      yield* items;
+      if (!next) {
         return;
       }
-      if (p.nextPageToken === token) {
+      if (next === token) {
         // The same token again would page forever.
         throw new Error("the server answered the page token it was sent as the next one");
       }
-      token = p.nextPageToken;
+      token = next;
     }
   }
 

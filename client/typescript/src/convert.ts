@@ -3,6 +3,8 @@ import type { Duration } from "./gen/google/protobuf/duration";
 import * as pb from "./gen/celestial/v1/memory";
 import {
   type AdminEvent,
+  type Entity,
+  type EntityProfile,
   type LedgerPage,
   type Filter,
   type Memory,
@@ -10,6 +12,8 @@ import {
   type RebalanceReport,
   type RecallOptions,
   type RecallResult,
+  type RelatedMemory,
+  type Relation,
   type ScoreBreakdown,
   type Stats,
   type StorageBackend,
@@ -53,6 +57,16 @@ function breakdown(b: pb.ScoreBreakdown | undefined): ScoreBreakdown | undefined
   };
 }
 
+export function relation(r: pb.Relation | undefined): Relation {
+  if (r === undefined) {
+    throw new Error("the server sent a response without its relation");
+  }
+  return {
+    id: r.id, relation: r.relation, weight: r.weight, madeBy: r.madeBy,
+    createdAt: date(r.createdAt), outgoing: r.outgoing,
+  };
+}
+
 export function memory(m: pb.Memory | undefined): Memory {
   if (m === undefined) {
     throw new Error("the server sent a response without its memory");
@@ -67,6 +81,7 @@ export function memory(m: pb.Memory | undefined): Memory {
       content: r.content, createdAt: date(r.createdAt), id: r.id, sessionId: r.sessionId,
       agentId: r.agentId, metadata: r.metadata, context: r.context,
     })),
+    relations: m.relations.map(relation), entities: m.entities,
   };
   if (m.archivedAt !== undefined) {
     out.archivedAt = date(m.archivedAt);
@@ -93,6 +108,7 @@ export function filter(f: Filter): pb.RecallFilter {
     sessionId: f.sessionId, agentId: f.agentId, createdAfter: f.createdAfter,
     createdBefore: f.createdBefore, recalledAfter: f.recalledAfter,
     recalledBefore: f.recalledBefore, minImportance: f.minImportance, metadata: f.metadata,
+    entitiesAny: f.entitiesAny,
   });
 }
 
@@ -101,6 +117,8 @@ export function recallRequest(tenant: string, query: string, o: RecallOptions): 
     tenant, query, limit: o.limit, filter: filter(o), noReinforce: o.reinforce === false,
     context: o.context, queryVector: vector(o.queryVector), minRelevance: o.minRelevance,
     ignoreZones: o.ignoreZones, includeArchived: o.includeArchived, deep: o.deep,
+    // 0 is sent: it turns expansion off, unlike leaving it out.
+    expand: o.expand,
   });
 }
 
@@ -114,8 +132,39 @@ export function recallResults(r: pb.RecallResponse): RecallResult[] {
     if (b) {
       out.breakdown = b;
     }
+    if (x.via) {
+      out.via = {
+        fromId: x.via.fromId, relation: x.via.relation, weight: x.via.weight, hops: x.via.hops,
+      };
+    }
     return out;
   });
+}
+
+export function related(r: pb.RelatedResponse): RelatedMemory[] {
+  return r.memories.map((x) => ({
+    memory: memory(x.memory),
+    path: x.path.map((h) => ({
+      fromId: h.fromId, toId: h.toId, relation: h.relation, weight: h.weight,
+    })),
+  }));
+}
+
+export function entity(e: pb.Entity | undefined): Entity {
+  if (e === undefined) {
+    throw new Error("the server sent a profile without its entity");
+  }
+  return { id: e.id, kind: e.kind, key: e.key, mentions: e.mentions };
+}
+
+export function entityProfile(p: pb.EntityProfile | undefined): EntityProfile {
+  if (p === undefined) {
+    throw new Error("the server sent a response without the entity's profile");
+  }
+  return {
+    entity: entity(p.entity), firstSeen: date(p.firstSeen), lastSeen: date(p.lastSeen),
+    mostRecalled: p.mostRecalled.map(memory),
+  };
 }
 
 export function updateRequest(tenant: string, id: string, c: UpdateChanges): pb.UpdateRequest {

@@ -43,6 +43,28 @@ export interface Memory {
   archivedAt?: Date;
   /** Near-duplicates merged into this memory instead of stored as copies. */
   merged: MergedRepeat[];
+  /** Its relations to other memories, both directions (relate(), session order, repeats). */
+  relations: Relation[];
+  /** The entities it mentions, as ids "<kind>:<key>" (see entities()). */
+  entities: string[];
+}
+
+/** One relation of a memory, as the memory at this end sees it. */
+export interface Relation {
+  /** The memory at the other end. */
+  id: string;
+  /** Its name: 1 to 64 lower-case letters, digits, '_' or '-' (e.g. "follows", "about"). */
+  relation: string;
+  /** In [0, 1]. */
+  weight: number;
+  /**
+   * Who made it: "caller" (relate()), "session" (each memory follows the previous one of its
+   * session), "repeat" (moved from a repeat merged into this memory).
+   */
+  madeBy: string;
+  createdAt: Date;
+  /** True when it points from this memory to `id`, false when from `id` to this memory. */
+  outgoing: boolean;
 }
 
 export interface MergedRepeat {
@@ -66,6 +88,20 @@ export interface RecallResult {
   breakdown?: ScoreBreakdown;
   /** Found in the archive by a deep recall (not reinforced). */
   archived: boolean;
+  /** Set when graph expansion reached it through a relation of another result. */
+  via?: Via;
+}
+
+/** How a recall's graph expansion reached a result. */
+export interface Via {
+  /** The result it was reached from. */
+  fromId: string;
+  /** The relation followed. */
+  relation: string;
+  /** Its weight. */
+  weight: number;
+  /** Steps from that result (1 or 2). */
+  hops: number;
 }
 
 /** Everything a memory is stored with but its content. */
@@ -130,6 +166,8 @@ export interface Filter {
   minImportance?: number;
   /** Every key equals its value in the memory's metadata. */
   metadata?: Record<string, string>;
+  /** Mentions at least one of these entities (ids "<kind>:<key>", see entities()). */
+  entitiesAny?: string[];
 }
 
 export interface RecallOptions extends Filter {
@@ -149,6 +187,11 @@ export interface RecallOptions extends Filter {
   includeArchived?: boolean;
   /** Search the archive only when the zones fall short; absent: the server's default. */
   deep?: boolean;
+  /**
+   * Graph expansion: memories 1 or 2 steps along relations from the best matches join the
+   * candidates (their `via` says how). 0 turns it off; absent: the server's default.
+   */
+  expand?: number;
 }
 
 export interface UpdateChanges {
@@ -174,6 +217,67 @@ export interface MemoryPage {
   memories: Memory[];
   /** Pass as pageToken for the next page; "" after the last page. */
   nextPageToken: string;
+}
+
+export interface RelateResult {
+  /** False when the relation was there already (its weight was set again). */
+  created: boolean;
+  /** The relation as `fromId` holds it (outgoing). */
+  relation: Relation;
+}
+
+export interface RelatedOptions {
+  /** Steps along relations: 1 to 3; default 1. */
+  depth?: number;
+  /** Follow only these relations; absent or []: every relation. */
+  relations?: string[];
+  /** Memories per page fetched; 0 or absent: the server's default (50); at most 500. */
+  pageSize?: number;
+}
+
+/**
+ * One step of a walk along relations. A walk may follow a relation backwards, so `fromId` and
+ * `toId` are the relation's own ends, not the walk's direction.
+ */
+export interface Hop {
+  fromId: string;
+  toId: string;
+  relation: string;
+  weight: number;
+}
+
+/** A memory a walk reached (not reinforced), with the steps from the start to it. */
+export interface RelatedMemory {
+  memory: Memory;
+  /** In walk order: the first step leaves the start. */
+  path: Hop[];
+}
+
+export interface EntitiesOptions {
+  /** Entities per page fetched; 0 or absent: the server's default (100); at most 1000. */
+  pageSize?: number;
+}
+
+/** Something the tenant's memories mention: a name, place, date, number with a unit or title. */
+export interface Entity {
+  /** "<kind>:<key>", e.g. "name:caroline", "date:2023-05-07". */
+  id: string;
+  /** "name", "date", "number" or "title". */
+  kind: string;
+  /** Its normalised form, e.g. "caroline", "2023-05-07", "10 km". */
+  key: string;
+  /** How many live memories mention it. */
+  mentions: number;
+}
+
+export interface EntityProfile {
+  entity: Entity;
+  /** When the first memory mentioning it was created. */
+  firstSeen: Date;
+  /** When the last one was. */
+  lastSeen: Date;
+  /** Its most recalled memories (at most 10), most recalled first. */
+  mostRecalled: Memory[];
 }
 
 export interface ZoneStats {

@@ -31,6 +31,24 @@ async function storeMany(c: CelestialClient, n: number): Promise<string[]> {
   return ids;
 }
 
+const CAROLINE = "name:caroline";
+
+/** Three turns of one session, oldest first, 100 s apart: each follows the one before it. */
+async function storeSession(c: CelestialClient): Promise<Memory[]> {
+  const base = Date.UTC(2023, 0, 1);
+  const texts = [
+    "Caroline: I went to the support group in Boston",
+    "Melanie: that sounds brave, how did it go?",
+    "Caroline: it helped a lot, I am going again next week",
+  ];
+  const out: Memory[] = [];
+  for (const [i, content] of texts.entries()) {
+    const createdAt = new Date(base + i * 100_000);
+    out.push((await c.store(content, { sessionId: "chat-1", createdAt })).memory);
+  }
+  return out;
+}
+
 describe("a live server", { skip: ADDRESS ? false : "CELESTIAL_TEST_ADDRESS is not set" }, () => {
   let c: CelestialClient;
   before(() => {
@@ -159,6 +177,110 @@ describe("a live server", { skip: ADDRESS ? false : "CELESTIAL_TEST_ADDRESS is n
       assert.equal(err.field, "request_id");
       return true;
     });
+  });
+
+  test("relate, related and unrelate: session order, walks and pages", async () => {
+    const t = client(`ts-graph-${RUN}`);
+    try {
+      const [a, b, c] = await storeSession(t);
+      // Each memory of a session follows the previous one; both ends hold the relation.
+      const middle = await t.get(b.id);
+      assert.deepEqual(
+        middle.relations.map((r) => [r.id, r.relation, r.outgoing, r.madeBy]).sort(),
+        [[a.id, "follows", true, "session"], [c.id, "follows", false, "session"]].sort());
+      assert.ok(middle.relations.every((r) =>
+        r.weight > 0 && r.weight <= 1 && r.createdAt instanceof Date));
+
+      const made = await t.relate(a.id, c.id, "about", 0.5);
+      assert.equal(made.created, true);
+      assert.deepEqual([made.relation.id, made.relation.relation, made.relation.weight,
+        made.relation.madeBy, made.relation.outgoing], [c.id, "about", 0.5, "caller", true]);
+      const again = await t.relate(a.id, c.id, "about", 0.9);
+      assert.equal(again.created, false, "relating again only sets the weight");
+      assert.equal(again.relation.weight, 0.9);
+      assert.equal((await t.relate(b.id, c.id, "mentions")).relation.weight, 1, "no weight: 1");
+      const incoming = (await t.get(c.id)).relations.filter((r) => r.relation === "about");
+      assert.deepEqual(incoming.map((r) => [r.id, r.weight, r.outgoing]), [[a.id, 0.9, false]]);
+
+      // One step from a: b (against its "follows") and c (along "about").
+      const one = await t.related(a.id);
+      assert.deepEqual(one.map((r) => r.memory.id).sort(), [b.id, c.id].sort());
+      const [viaAbout, ...rest] = await t.related(a.id, { relations: ["about"] });
+      assert.equal(rest.length, 0);
+      assert.equal(viaAbout.memory.id, c.id);
+      assert.equal(viaAbout.memory.content, c.content);
+      assert.deepEqual(viaAbout.path,
+        [{ fromId: a.id, toId: c.id, relation: "about", weight: 0.9 }]);
+      // Two steps along "follows" only: b, then c through b, nearest first.
+      const two = await t.related(a.id, { depth: 2, relations: ["follows"] });
+      assert.deepEqual(two.map((r) => r.memory.id), [b.id, c.id]);
+      assert.deepEqual(two[1].path.map((h) => [h.fromId, h.toId, h.relation]),
+        [[b.id, a.id, "follows"], [c.id, b.id, "follows"]]);
+      // One memory a page: the client follows the pages to the same answer.
+      const paged = await t.related(a.id, { depth: 2, relations: ["follows"], pageSize: 1 });
+      assert.deepEqual(paged, two);
+
+      // Unrelate: in that direction only; no relation removes every one.
+      assert.equal(await t.unrelate(c.id, a.id, "about"), 0);
+      assert.equal(await t.unrelate(a.id, c.id, "about"), 1);
+      assert.deepEqual(await t.related(a.id, { relations: ["about"] }), []);
+      await t.relate(a.id, c.id, "about");
+      await t.relate(a.id, c.id, "cites");
+      assert.equal(await t.unrelate(a.id, c.id), 2);
+
+      await assert.rejects(t.relate(a.id, c.id, "Not A Name"), (err: unknown) =>
+        err instanceof CelestialError && err.code === "INVALID_ARGUMENT");
+      await assert.rejects(t.related(a.id, { depth: 4 }), (err: unknown) =>
+        err instanceof CelestialError && err.code === "INVALID_ARGUMENT");
+    } finally {
+      t.close();
+    }
+  });
+
+  test("entities, an entity's profile, entitiesAny and expand", async () => {
+    const t = client(`ts-entities-${RUN}`);
+    try {
+      const [a, b, c] = await storeSession(t);
+      assert.ok(a.entities.includes(CAROLINE) && c.entities.includes(CAROLINE), `${a.entities}`);
+
+      const listed = await t.entities();
+      const caroline = listed.find((e) => e.id === CAROLINE);
+      assert.deepEqual(caroline && [caroline.key, caroline.mentions], ["caroline", 2]);
+      assert.deepEqual(await t.entities({ pageSize: 1 }), listed, "every page, in order");
+
+      const profile = await t.entity(CAROLINE);
+      assert.deepEqual(profile.entity, caroline);
+      assert.deepEqual(profile.firstSeen, a.createdAt);
+      assert.deepEqual(profile.lastSeen, c.createdAt);
+      await assert.rejects(t.entity("name:nobody-at-all"), (err: unknown) =>
+        err instanceof CelestialError && err.code === "NOT_FOUND");
+
+      const found = await t.recall("how did it go?", {
+        limit: 10, entitiesAny: [CAROLINE], reinforce: false,
+      });
+      assert.ok(found.length > 0);
+      assert.ok(found.every((r) => r.memory.id === a.id || r.memory.id === c.id));
+      assert.ok(!(await t.recent({ entitiesAny: [CAROLINE] })).memories.some((m) => m.id === b.id));
+
+      await t.relate(a.id, c.id, "about", 1);
+      const query = "the support group in Boston";
+      const plain = await t.recall(query, { expand: 0, minRelevance: 0, reinforce: false });
+      assert.ok(plain.length > 0 && plain.every((r) => r.via === undefined));
+      const expanded = await t.recall(query, { expand: 1, minRelevance: 0, reinforce: false });
+      assert.equal(expanded[0].memory.id, a.id);
+      assert.equal(expanded[0].via, undefined, "the seed, found by itself");
+      const reached = expanded.filter((r) => r.via !== undefined);
+      assert.ok(reached.length > 0);
+      for (const r of reached) {
+        assert.ok([b.id, c.id].includes(r.memory.id));
+        assert.equal(r.via?.fromId, a.id);
+        assert.equal(r.via?.hops, 1);
+        assert.ok(["about", "follows"].includes(r.via?.relation ?? ""));
+      }
+      assert.deepEqual(JSON.parse(JSON.stringify(reached[0].via)), reached[0].via);
+    } finally {
+      t.close();
+    }
   });
 
   test("ledger answers a page", async () => {

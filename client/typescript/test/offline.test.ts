@@ -1,8 +1,10 @@
-// Without the real server: error details decoded from a hand-made status, and retries against a
-// grpc-js server in this process that fails on purpose.
+// Without the real server: error details decoded from a hand-made status, retries against a
+// grpc-js server in this process that fails on purpose, the conversion of generated messages, and
+// the graph methods against a grpc-js server in this process that answers made-up pages.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
+import * as cv from "../src/convert";
 import { CelestialClient, CelestialError, proto, toCelestialError } from "../src/index";
 import { BadRequest, ErrorInfo, RetryInfo } from "../src/gen/google/rpc/error_details";
 import { Status } from "../src/gen/google/rpc/status";
@@ -188,4 +190,270 @@ test("details that do not decode leave the status as it is", () => {
   assert.equal(err.reason, undefined);
   const plain = new Error("not a call's");
   assert.equal(toCelestialError(plain), plain);
+});
+
+const AT = new Date(Date.UTC(2024, 4, 7, 12, 0, 0));
+const A = "00000000-0000-4000-8000-00000000000a";
+const B = "00000000-0000-4000-8000-00000000000b";
+const C = "00000000-0000-4000-8000-00000000000c";
+
+/** A relation as the server would send it. */
+function rel(id: string, relation: string, weight: number, madeBy: string, outgoing: boolean) {
+  return { id, relation, weight, madeBy, createdAt: AT as Date | undefined, outgoing };
+}
+
+/** A generated Memory, as the server would send it. */
+function pbMemory(id: string, more: Partial<proto.Memory> = {}): proto.Memory {
+  return proto.Memory.fromPartial({
+    id, tenant: "t", content: `memory ${id}`, zone: proto.Zone.ZONE_OUTER, createdAt: AT,
+    lastRecalledAt: AT, ...more,
+  });
+}
+
+describe("conversion of the graph fields", () => {
+  test("a memory's relations and entities", () => {
+    const m = cv.memory(pbMemory(A, {
+      relations: [
+        rel(B, "follows", 0.5, "caller", true),
+        { ...rel(C, "follows", 1, "session", false), createdAt: undefined },
+      ],
+      entities: ["name:caroline", "date:2023-05-07"],
+    }));
+    assert.deepEqual(m.relations, [
+      { id: B, relation: "follows", weight: 0.5, madeBy: "caller", createdAt: AT, outgoing: true },
+      { id: C, relation: "follows", weight: 1, madeBy: "session", createdAt: new Date(0),
+        outgoing: false },
+    ]);
+    assert.ok(m.relations[0].createdAt instanceof Date);
+    assert.deepEqual(m.entities, ["name:caroline", "date:2023-05-07"]);
+    // Without any: empty lists, never undefined.
+    const bare = cv.memory(pbMemory(B));
+    assert.deepEqual(bare.relations, []);
+    assert.deepEqual(bare.entities, []);
+    // Through the wire and back, as a response carries them.
+    const wire = proto.Memory.decode(proto.Memory.encode(pbMemory(A, {
+      relations: [rel(B, "about", 0.25, "repeat", true)],
+      entities: ["title:dune"],
+    })).finish());
+    assert.deepEqual(cv.memory(wire).relations, [rel(B, "about", 0.25, "repeat", true)]);
+    assert.deepEqual(cv.memory(wire).entities, ["title:dune"]);
+  });
+
+  test("a recall result's via, only when expansion reached it", () => {
+    const [seed, lifted] = cv.recallResults(proto.RecallResponse.fromPartial({
+      results: [
+        { memory: pbMemory(A), foundIn: proto.Zone.ZONE_CORE, relevance: 0.9 },
+        {
+          memory: pbMemory(B), foundIn: proto.Zone.ZONE_OUTER, relevance: 0.4,
+          via: { fromId: A, relation: "follows", weight: 0.8, hops: 2 },
+        },
+      ],
+    }));
+    assert.equal(seed.via, undefined);
+    assert.ok(!("via" in seed), "no via key on a result the search found itself");
+    assert.deepEqual(lifted.via, { fromId: A, relation: "follows", weight: 0.8, hops: 2 });
+    assert.equal(lifted.foundIn, "outer");
+  });
+
+  test("a recall's expand (0 is sent, absent is not) and entitiesAny", () => {
+    const sent = (o: Parameters<typeof cv.recallRequest>[2]) => proto.RecallRequest.decode(
+      proto.RecallRequest.encode(cv.recallRequest("t", "q", o)).finish());
+    assert.equal(sent({}).expand, undefined);
+    assert.equal(sent({ expand: 0 }).expand, 0);
+    assert.equal(sent({ expand: 2 }).expand, 2);
+    assert.deepEqual(sent({ entitiesAny: ["name:caroline"] }).filter?.entitiesAny,
+      ["name:caroline"]);
+    assert.deepEqual(sent({}).filter?.entitiesAny, []);
+    assert.deepEqual(cv.filter({ entitiesAny: ["date:2023-05-07"] }).entitiesAny,
+      ["date:2023-05-07"]);
+  });
+
+  test("related memories with their paths", () => {
+    const out = cv.related(proto.RelatedResponse.fromPartial({
+      memories: [{
+        memory: pbMemory(C),
+        path: [
+          { fromId: A, toId: B, relation: "follows", weight: 1 },
+          { fromId: C, toId: B, relation: "about", weight: 0.5 },
+        ],
+      }],
+      nextPageToken: "",
+    }));
+    assert.equal(out.length, 1);
+    assert.equal(out[0].memory.id, C);
+    assert.equal(out[0].memory.zone, "outer");
+    assert.deepEqual(out[0].path, [
+      { fromId: A, toId: B, relation: "follows", weight: 1 },
+      { fromId: C, toId: B, relation: "about", weight: 0.5 },
+    ]);
+  });
+
+  test("an entity and its profile", () => {
+    const e = { id: "name:caroline", kind: "name", key: "caroline", mentions: 3 };
+    assert.deepEqual(cv.entity(proto.Entity.fromPartial(e)), e);
+    const later = new Date(AT.getTime() + 86_400_000);
+    const p = cv.entityProfile(proto.EntityProfile.fromPartial({
+      entity: e, firstSeen: AT, lastSeen: later, mostRecalled: [pbMemory(A), pbMemory(B)],
+    }));
+    assert.deepEqual(p.entity, e);
+    assert.deepEqual(p.firstSeen, AT);
+    assert.deepEqual(p.lastSeen, later);
+    assert.deepEqual(p.mostRecalled.map((m) => m.id), [A, B]);
+    assert.throws(() => cv.entityProfile(undefined), /without the entity's profile/);
+  });
+});
+
+describe("a fake server of the graph methods", () => {
+  const server = new grpc.Server();
+  let address = "";
+  const seen: {
+    relate?: proto.RelateRequest; unrelate?: proto.UnrelateRequest; recall?: proto.RecallRequest;
+    related: proto.RelatedRequest[]; entities: proto.EntitiesRequest[];
+  } = { related: [], entities: [] };
+  // Related answers C, B and A over three pages; Entities two entities over two pages.
+  const walk = [C, B, A];
+  const names = [
+    { id: "name:caroline", kind: "name", key: "caroline", mentions: 2 },
+    { id: "date:2023-05-07", kind: "date", key: "2023-05-07", mentions: 1 },
+  ];
+
+  before(async () => {
+    const impl: Partial<proto.MemoryServiceServer> = {
+      relate: (call, cb) => {
+        seen.relate = call.request;
+        const r = call.request;
+        const relation = rel(r.toId, r.relation, r.weight ?? 1, "caller", true);
+        cb(null, { created: true, relation });
+      },
+      unrelate: (call, cb) => {
+        seen.unrelate = call.request;
+        cb(null, { removed: 2 });
+      },
+      related: (call, cb) => {
+        seen.related.push(call.request);
+        if (call.request.id === B) {
+          // A server that answers the token it was sent would page forever.
+          cb(null, { memories: [], nextPageToken: call.request.pageToken || "same" });
+          return;
+        }
+        const i = Number(call.request.pageToken || "0");
+        cb(null, {
+          memories: [{
+            memory: pbMemory(walk[i]),
+            path: [{ fromId: A, toId: walk[i], relation: "follows", weight: 1 }],
+          }],
+          nextPageToken: i + 1 < walk.length ? String(i + 1) : "",
+        });
+      },
+      entities: (call, cb) => {
+        seen.entities.push(call.request);
+        if (call.request.entity) {
+          if (call.request.entity !== names[0].id) {
+            cb({ code: grpc.status.NOT_FOUND, details: `entity ${call.request.entity}` });
+            return;
+          }
+          cb(null, {
+            entities: [], nextPageToken: "",
+            profile: { entity: names[0], firstSeen: AT, lastSeen: AT, mostRecalled: [pbMemory(A)] },
+          });
+          return;
+        }
+        const i = Number(call.request.pageToken || "0");
+        cb(null, { entities: [names[i]], nextPageToken: i === 0 ? "1" : "", profile: undefined });
+      },
+      recall: (call, cb) => {
+        seen.recall = call.request;
+        cb(null, proto.RecallResponse.fromPartial({
+          results: [
+            { memory: pbMemory(A), foundIn: proto.Zone.ZONE_CORE, relevance: 0.9 },
+            {
+              memory: pbMemory(B), foundIn: proto.Zone.ZONE_BELT, relevance: 0.3,
+              via: { fromId: A, relation: "follows", weight: 0.5, hops: 1 },
+            },
+          ],
+        }));
+      },
+    };
+    server.addService(proto.MemoryServiceService, impl as proto.MemoryServiceServer);
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
+        err ? reject(err) : resolve(p)));
+    address = `127.0.0.1:${port}`;
+  });
+  after(() => server.forceShutdown());
+
+  test("relate sends its arguments and answers the relation", async () => {
+    const c = new CelestialClient({ address, tenant: "g" });
+    try {
+      const r = await c.relate(A, B, "follows", 0.25);
+      assert.deepEqual(seen.relate,
+        { tenant: "g", fromId: A, toId: B, relation: "follows", weight: 0.25 });
+      assert.deepEqual(r, { created: true, relation: rel(B, "follows", 0.25, "caller", true) });
+      await c.relate(A, B, "about");
+      assert.equal(seen.relate?.weight, undefined, "no weight: the server's 1");
+    } finally {
+      c.close();
+    }
+  });
+
+  test("unrelate answers how many were removed; no relation is every one", async () => {
+    const c = new CelestialClient({ address, tenant: "g" });
+    try {
+      assert.equal(await c.unrelate(A, B), 2);
+      assert.deepEqual(seen.unrelate, { tenant: "g", fromId: A, toId: B, relation: "" });
+      await c.unrelate(A, B, "follows");
+      assert.equal(seen.unrelate?.relation, "follows");
+    } finally {
+      c.close();
+    }
+  });
+
+  test("related follows the page tokens to the end", async () => {
+    const c = new CelestialClient({ address, tenant: "g" });
+    try {
+      seen.related = [];
+      const out = await c.related(A, { depth: 2, relations: ["follows"], pageSize: 1 });
+      assert.deepEqual(out.map((r) => r.memory.id), walk);
+      assert.deepEqual(out[0].path, [{ fromId: A, toId: C, relation: "follows", weight: 1 }]);
+      assert.deepEqual(seen.related.map((r) => r.pageToken), ["", "1", "2"]);
+      assert.deepEqual(seen.related[0], {
+        tenant: "g", id: A, depth: 2, relations: ["follows"], pageSize: 1, pageToken: "",
+      });
+      await assert.rejects(c.related(B), /page token it was sent/);
+    } finally {
+      c.close();
+    }
+  });
+
+  test("entities follows the page tokens; entity answers a profile or NOT_FOUND", async () => {
+    const c = new CelestialClient({ address, tenant: "g" });
+    try {
+      seen.entities = [];
+      assert.deepEqual(await c.entities({ pageSize: 1 }), names);
+      assert.deepEqual(seen.entities.map((r) => [r.pageSize, r.pageToken]), [[1, ""], [1, "1"]]);
+      const p = await c.entity("name:caroline");
+      assert.deepEqual(p.entity, names[0]);
+      assert.deepEqual(p.mostRecalled.map((m) => m.id), [A]);
+      assert.equal(seen.entities.at(-1)?.entity, "name:caroline");
+      await assert.rejects(c.entity("name:nobody"), (err: unknown) =>
+        err instanceof CelestialError && err.code === "NOT_FOUND");
+    } finally {
+      c.close();
+    }
+  });
+
+  test("recall sends expand and entitiesAny, and answers via", async () => {
+    const c = new CelestialClient({ address, tenant: "g" });
+    try {
+      const results = await c.recall("q", { expand: 0, entitiesAny: ["name:caroline"] });
+      assert.equal(seen.recall?.expand, 0);
+      assert.deepEqual(seen.recall?.filter?.entitiesAny, ["name:caroline"]);
+      assert.equal(results[0].via, undefined);
+      assert.deepEqual(results[1].via, { fromId: A, relation: "follows", weight: 0.5, hops: 1 });
+      await c.recall("q");
+      assert.equal(seen.recall?.expand, undefined, "absent: the server's default");
+    } finally {
+      c.close();
+    }
+  });
 });
