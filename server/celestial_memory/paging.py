@@ -77,18 +77,7 @@ def decode(
     None). Anything else is INVALID_ARGUMENT, however it was made."""
     if not token:
         return dict.fromkeys(streams)
-    try:
-        if len(token) > MAX_TOKEN_CHARS:
-            raise ValueError("too long")
-        raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-        if raw["f"] != bound:
-            raise InvalidArgument("page_token", "belongs to another request (the fields "
-                                  "besides page_size and page_token must not change)")
-        return {s: _cursor(raw["c"][s], by_time) for s in streams}
-    except InvalidArgument:
-        raise
-    except Exception:  # garbage of any shape, e.g. nesting deep enough to end the parser
-        raise InvalidArgument("page_token", "is not a token this server made") from None
+    return _parsed(token, bound, lambda raw: {s: _cursor(raw["c"][s], by_time) for s in streams})
 
 
 def encode_offset(bound: str, offset: int) -> str:
@@ -102,6 +91,19 @@ def decode_offset(token: str, bound: str) -> int:
     """The position of a token made by ``encode_offset`` for the same request; 0 for none."""
     if not token:
         return 0
+
+    def offset(raw: Any) -> int:
+        n = raw["o"]
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise ValueError("offset")
+        return n
+
+    return _parsed(token, bound, offset)
+
+
+def _parsed(token: str, bound: str, read: Callable[[Any], T]) -> T:
+    """``read`` of a token's body, once it is known to be this request's; anything else is
+    INVALID_ARGUMENT, however it was made."""
     try:
         if len(token) > MAX_TOKEN_CHARS:
             raise ValueError("too long")
@@ -109,13 +111,10 @@ def decode_offset(token: str, bound: str) -> int:
         if raw["f"] != bound:
             raise InvalidArgument("page_token", "belongs to another request (the fields "
                                   "besides page_size and page_token must not change)")
-        offset = raw["o"]
-        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-            raise ValueError("offset")
-        return offset
+        return read(raw)
     except InvalidArgument:
         raise
-    except Exception:
+    except Exception:  # garbage of any shape, e.g. nesting deep enough to end the parser
         raise InvalidArgument("page_token", "is not a token this server made") from None
 
 
