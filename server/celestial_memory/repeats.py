@@ -102,10 +102,6 @@ class Repeats:
         added = a ^ b
         return not (added & _NEGATIONS or any(w.startswith(_NEGATING_STEMS) for w in added))
 
-    def same(self, a: str, b: str, cosine: float) -> bool:
-        return cosine >= self._threshold and (same_text(a, b) or self.nested(self.terms(a),
-                                                                            self.terms(b)))
-
     def find(self, tenant: str, new: Mapping[int, Memory],
              candidates: Sequence[int]) -> list[Repeat]:
         """The new memories (vectors set) at ``candidates`` that repeat an earlier new one or

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import grpc
@@ -28,6 +29,17 @@ LIMIT = 4 * 1024 * 1024  # the default message limit
 T = "bounds"
 ENGINES = {"edge": {}, "qdrant-local": {"backend": "qdrant"}}
 Long = tuple[MemoryServer, pb_grpc.MemoryServiceStub, str]  # server, stub, engine
+
+
+@asynccontextmanager
+async def serving(tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock,
+                  engine: str) -> AsyncIterator[pb_grpc.MemoryServiceStub]:
+    """A server on ``engine`` (ENGINES) and a stub calling it."""
+    async with (
+        running_server(tmp_path, embedder, clock, **ENGINES[engine]) as srv,
+        grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
+    ):
+        yield pb_grpc.MemoryServiceStub(ch)
 
 
 def hangul(n: int, seed: int) -> str:
@@ -123,11 +135,7 @@ async def test_context_is_bounded_by_bytes_and_work_not_only_tokens(
 async def test_a_memory_many_long_repeats_were_merged_into_stays_readable(
     tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock, engine: str,
 ) -> None:
-    async with (
-        running_server(tmp_path, embedder, clock, **ENGINES[engine]) as srv,
-        grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
-    ):
-        stub = pb_grpc.MemoryServiceStub(ch)
+    async with serving(tmp_path, embedder, clock, engine) as stub:
         first = None
         for _ in range(15):
             out = await stub.Store(pb.StoreRequest(tenant=T, content="😀" * 32_768,
@@ -160,11 +168,7 @@ async def test_vectors_of_extreme_values_keep_their_direction(
     tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock, engine: str,
     value: float,
 ) -> None:
-    async with (
-        running_server(tmp_path, embedder, clock, **ENGINES[engine]) as srv,
-        grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
-    ):
-        stub = pb_grpc.MemoryServiceStub(ch)
+    async with serving(tmp_path, embedder, clock, engine) as stub:
         direction = np.zeros(384, dtype=np.float32)
         direction[:3] = [0.5, -1.0, 0.25]  # times 3.4e38: the largest float32 values
         stored = await stub.Store(pb.StoreRequest(
@@ -206,11 +210,7 @@ async def test_import_checks_the_repeats_a_record_carries(
     tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock, engine: str,
     merged: list[pb.MergedRepeat], field: str,
 ) -> None:
-    async with (
-        running_server(tmp_path, embedder, clock, **ENGINES[engine]) as srv,
-        grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
-    ):
-        stub = pb_grpc.MemoryServiceStub(ch)
+    async with serving(tmp_path, embedder, clock, engine) as stub:
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await stub.Import(iter([_exported_with(merged)]))
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -226,11 +226,7 @@ async def test_import_checks_the_repeats_a_record_carries(
 async def test_repeats_add_at_most_max_tags_so_the_memory_stays_readable(
     tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock, engine: str,
 ) -> None:
-    async with (
-        running_server(tmp_path, embedder, clock, **ENGINES[engine]) as srv,
-        grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
-    ):
-        stub = pb_grpc.MemoryServiceStub(ch)
+    async with serving(tmp_path, embedder, clock, engine) as stub:
         # 70 repeats of one text, each with 64 tags of 256 four-byte characters of its own:
         # their union was 4,480 tags (4.5 MB), more than any answer can carry.
         items = [pb.StoreRequest(tenant=T, content="the same note", tags=[
@@ -249,11 +245,7 @@ async def test_repeats_add_at_most_max_tags_so_the_memory_stays_readable(
 async def test_texts_without_words_repeat_only_when_they_are_the_same(
     tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock, engine: str,
 ) -> None:
-    async with (
-        running_server(tmp_path, embedder, clock, **ENGINES[engine]) as srv,
-        grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
-    ):
-        stub = pb_grpc.MemoryServiceStub(ch)
+    async with serving(tmp_path, embedder, clock, engine) as stub:
         ids = [(await stub.Store(pb.StoreRequest(tenant=T, content=c))).memory.id
                for c in ("👍", "👎", "✅", "❌", "😀😀😀", "😀😀😀")]
         # The model embeds every emoji as one unknown token: only the same text is a repeat.
@@ -263,11 +255,7 @@ async def test_texts_without_words_repeat_only_when_they_are_the_same(
 async def test_an_import_names_the_record_a_bad_field_is_in(
     tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock,
 ) -> None:
-    async with (
-        running_server(tmp_path, embedder, clock) as srv,
-        grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
-    ):
-        stub = pb_grpc.MemoryServiceStub(ch)
+    async with serving(tmp_path, embedder, clock, "edge") as stub:
         good = _exported_with([])
         bad = pb.ExportedMemory(memory=pb.Memory(id="5a8f3c1e-2b4d-4e6f-8a9b-0c1d2e3f4a5b",
                                                  content="x", zone=99))

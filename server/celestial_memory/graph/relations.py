@@ -235,7 +235,7 @@ class Relations:
         for mid, es in holders.items():
             out: list[Edge] = []
             for e in es:
-                other = moved.get(e.other, e.other) if e.other in moved else e.other
+                other = moved.get(e.other, e.other)
                 if other is None or other == mid:
                     continue
                 out, _ = with_edge(out, replace(e, other=other))
