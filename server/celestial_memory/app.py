@@ -9,6 +9,7 @@ from celestial_memory.embed_batching import BatchingEmbedder
 from celestial_memory.embedding import Embedder, SentenceTransformerEmbedder
 from celestial_memory.service import MemoryService
 from celestial_memory.store import MemoryRepository, open_edge, open_qdrant
+from celestial_memory.understanding.extraction_queue import ExtractionQueue
 
 
 def open_store(settings: Settings, dimension: int) -> MemoryRepository:
@@ -47,7 +48,19 @@ def build_service(
         evaluator: ImportanceEvaluator = llm_importance.from_settings(settings)
     else:
         evaluator = evaluator_from_settings(settings)
-    return MemoryService(settings, store, embedder, clock or _default_clock(settings), evaluator)
+    clock = clock or _default_clock(settings)
+    return MemoryService(settings, store, embedder, clock, evaluator,
+                         _understanding(settings, store, clock))
+
+
+def _understanding(settings: Settings, store: MemoryRepository,
+                   clock: Clock) -> ExtractionQueue | None:
+    if settings.extractor != "llm":
+        return None
+    from celestial_memory.understanding import chat
+    from celestial_memory.understanding.extraction import LlmExtractor
+
+    return ExtractionQueue(settings, store, LlmExtractor(chat.from_settings(settings)), clock)
 
 
 def _default_clock(settings: Settings) -> Clock:

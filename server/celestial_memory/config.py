@@ -107,13 +107,38 @@ class Settings(BaseSettings):
     zone_thresholds: list[float] = Field(default_factory=lambda: [0.50, 0.30, 0.10, -0.10])
     zone_capacities: list[int] = Field(default_factory=lambda: [20, 100, 1000, 0, 0])
 
+    # A model: the OpenAI-compatible chat endpoint every model-backed feature asks
+    # (understanding/chat.py). Memories are sent to it: point it at a model you trust with them.
+    llm_base_url: str = Field(
+        "", description="the model endpoint's base URL, e.g. http://localhost:11434/v1")
+    llm_model: str = Field("", description="the model to ask")
+    llm_api_key: SecretStr | None = Field(None, description="the model endpoint's API key")
+    llm_timeout_s: float = Field(30.0, gt=0, description="longest one model call may take")
+    # Understanding (understanding/): "llm" queues every new memory for the model, which adds
+    # entities and subject-relation-object triples after the Store has answered.
+    extractor: Literal["rules", "llm"] = Field(
+        "rules", description="rules: entities by rules at store time; llm: a model adds more later")
+    understand_batch: int = Field(8, gt=0, le=64, description="memories sent in one model call")
+    understand_calls_per_minute: float = Field(
+        60.0, gt=0, description="model calls per tenant per minute, at most")
+    understand_tokens_per_minute: int = Field(
+        100_000, gt=0, description="model tokens per tenant per minute, at most")
+    understand_max_tries: int = Field(
+        5, gt=0, description="tries of a memory before it is left with its error recorded")
+    understand_backoff_s: float = Field(
+        10.0, gt=0, description="wait before a failed memory is tried again (doubled each try)")
+    understand_poll_s: float = Field(
+        1.0, gt=0, description="how often an idle queue is looked at")
+
     # Importance
     importance_evaluator: Literal["rules", "default", "llm"] = "rules"
-    # "llm": an OpenAI-compatible chat endpoint rates new memories (llm_importance.py).
+    # "llm": the model rates new memories (llm_importance.py); its endpoint, model and key are
+    # the llm_* settings unless these override them.
     importance_llm_base_url: str = Field(
-        "", description="llm evaluator: the endpoint's base URL, e.g. http://localhost:11434/v1")
-    importance_llm_model: str = Field("", description="llm evaluator: the model to ask")
-    importance_llm_api_key: SecretStr | None = Field(None, description="llm evaluator: API key")
+        "", description="llm evaluator: another endpoint than CELESTIAL_LLM_BASE_URL")
+    importance_llm_model: str = Field("", description="llm evaluator: another model than llm_model")
+    importance_llm_api_key: SecretStr | None = Field(
+        None, description="llm evaluator: another API key than llm_api_key")
     importance_llm_budget_ms: float = Field(
         1500.0, gt=0, description="llm evaluator: longest a Store waits before using the rules")
     importance_llm_cache_size: int = Field(10_000, ge=0, description="llm evaluator: texts rated")
@@ -227,9 +252,12 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _check_llm(self) -> Settings:
         if self.importance_evaluator == "llm" and not (
-                self.importance_llm_base_url and self.importance_llm_model):
-            raise ValueError("importance_evaluator=llm needs CELESTIAL_IMPORTANCE_LLM_BASE_URL "
-                             "and CELESTIAL_IMPORTANCE_LLM_MODEL")
+                (self.importance_llm_base_url or self.llm_base_url)
+                and (self.importance_llm_model or self.llm_model)):
+            raise ValueError("importance_evaluator=llm needs CELESTIAL_LLM_BASE_URL and "
+                             "CELESTIAL_LLM_MODEL (or their CELESTIAL_IMPORTANCE_LLM_ forms)")
+        if self.extractor == "llm" and not (self.llm_base_url and self.llm_model):
+            raise ValueError("extractor=llm needs CELESTIAL_LLM_BASE_URL and CELESTIAL_LLM_MODEL")
         return self
 
     @model_validator(mode="after")

@@ -140,7 +140,9 @@ class LlmEvaluator:
 
 
 def from_settings(s: Settings) -> LlmEvaluator:
-    key = s.importance_llm_api_key.get_secret_value() if s.importance_llm_api_key else None
-    return LlmEvaluator(s.importance_llm_base_url, s.importance_llm_model, key,
+    secret = s.importance_llm_api_key or s.llm_api_key
+    key = secret.get_secret_value() if secret else None
+    return LlmEvaluator(s.importance_llm_base_url or s.llm_base_url,
+                        s.importance_llm_model or s.llm_model, key,
                         s.importance_llm_budget_ms / 1000, RuleBasedEvaluator(),
                         s.importance_llm_cache_size)

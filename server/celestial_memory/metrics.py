@@ -59,6 +59,17 @@ REBALANCED = Counter("celestial_rebalance_memories_total",
 STORE_ERRORS = Counter("celestial_store_errors_total",
                        "Calls that failed because of the store, by kind.", ("kind",),
                        registry=REGISTRY)
+MODEL_CALLS = Counter("celestial_model_calls_total",
+                      "Calls to the model endpoint, by feature and outcome (ok or failed).",
+                      ("feature", "outcome"), registry=REGISTRY)
+MODEL_TOKENS = Counter("celestial_model_tokens_total", "Tokens the model endpoint reported used.",
+                       ("feature",), registry=REGISTRY)
+UNDERSTAND_WAITING = Gauge("celestial_understanding_queue_depth",
+                           "Memories waiting for the model (due or backing off).",
+                           registry=REGISTRY)
+UNDERSTAND_GIVEN_UP = Counter("celestial_understanding_given_up_total",
+                              "Memories left with their error recorded after the last try.",
+                              registry=REGISTRY)
 QUEUE_DEPTH = Gauge("celestial_reinforcement_queue_depth",
                     "Reinforced memories waiting to be written.", registry=REGISTRY)
 

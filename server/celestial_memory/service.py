@@ -58,6 +58,7 @@ from celestial_memory.store.payload import ARCHIVE_ZONE
 from celestial_memory.store.repository import MemoryRepository
 from celestial_memory.storing import Storing
 from celestial_memory.transfer import Transfer
+from celestial_memory.understanding.extraction_queue import ExtractionQueue
 
 
 class MemoryService:
@@ -68,6 +69,7 @@ class MemoryService:
         embedder: Embedder,
         clock: Clock,
         evaluator: ImportanceEvaluator,
+        understanding: ExtractionQueue | None = None,
     ) -> None:
         if store.dimension != embedder.dimension:
             raise ValueError(
@@ -91,6 +93,8 @@ class MemoryService:
                                clock, evaluator, self.placement, self.relations)
         self.tokens = token_counter(embedder)
         self.archive = Archive(settings, store, self.fn, self.zones, clock, self.placement)
+        # The model's queue (understanding/), when a model is configured: the server runs it.
+        self.understanding = understanding
         self.editing = Editing(settings, store, embedder, self.retrieval, self.fn, self.zones,
                                clock, self.placement)
 
@@ -101,6 +105,8 @@ class MemoryService:
         self.store.close()
         if callable(close := getattr(self._evaluator, "close", None)):
             close()
+        if self.understanding is not None:
+            self.understanding.close()
 
     def tenants(self) -> list[str]:
         """Every tenant that has at least one memory (the periodic rebalance visits each)."""

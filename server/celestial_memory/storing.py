@@ -252,6 +252,8 @@ class Storing:
                     metadata=it.metadata, pinned=it.pinned, content_hash=content_hash(it.content),
                     vector=dense[k], context=it.context, index=index[k],
                     entities=list(dict.fromkeys(ref(e) for e in mentions[k])),
+                    # Queued for the model in the same write (understanding/extraction_queue.py).
+                    understand_due=now if self._settings.extractor == "llm" else None,
                 ), now
             )
         return memories

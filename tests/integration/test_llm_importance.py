@@ -151,5 +151,5 @@ def test_the_service_rates_a_store_batch_in_one_request(
 
 
 def test_llm_needs_an_endpoint_and_a_model(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="CELESTIAL_IMPORTANCE_LLM_BASE_URL"):
+    with pytest.raises(ValueError, match="CELESTIAL_LLM_BASE_URL"):
         Settings(data_dir=tmp_path, importance_evaluator="llm")

@@ -113,6 +113,13 @@ class Memory:
     merged: list[Provenance] = field(default_factory=list)  # repeats merged into it
     edges: list[Edge] = field(default_factory=list)  # its relations, both ways
     entities: list[str] = field(default_factory=list)  # keys of what it mentions (graph/)
+    # Facts a model read in it, (subject, relation, object) (understanding/extraction.py).
+    triples: list[tuple[str, str, str]] = field(default_factory=list)
+    # Waiting for the model since this time (the durable queue, understanding/extraction_queue.py)
+    # and the tries so far; None once understood, or given up with ``understand_error`` set.
+    understand_due: float | None = None
+    understand_tries: int = 0
+    understand_error: str = ""
 
     @property
     def archived(self) -> bool:

@@ -113,6 +113,7 @@ class MemoryServer:
         self.address = address or service.settings.address
         self._rebalance_task: asyncio.Task[None] | None = None
         self._optimize_task: asyncio.Task[None] | None = None
+        self._understand_task: asyncio.Task[None] | None = None
         self._health_task: asyncio.Task[None] | None = None
         self.port = 0
 
@@ -176,6 +177,8 @@ class MemoryServer:
         # With the admin clock a replay drives time and decides when to rebalance.
         if interval > 0 and not self.service.settings.admin_clock:
             self._rebalance_task = asyncio.create_task(self._rebalance_loop(interval))
+        if self.service.understanding is not None:
+            self._understand_task = asyncio.create_task(self._understand_loop())
         if self.service.settings.optimize_interval_s > 0:
             self._optimize_task = asyncio.create_task(
                 self._optimize_loop(self.service.settings.optimize_interval_s)
@@ -220,6 +223,21 @@ class MemoryServer:
             except Exception:
                 log.exception("periodic rebalance failed")
 
+    async def _understand_loop(self) -> None:
+        # The model's queue, off the request path: a pass that found work is followed at once
+        # by the next; an idle queue is looked at every understand_poll_s.
+        queue = self.service.understanding
+        assert queue is not None
+        while True:
+            try:
+                done = await asyncio.to_thread(queue.run_once)
+                await asyncio.to_thread(queue.waiting)  # the queue-depth gauge
+            except Exception:
+                log.exception("model understanding failed")
+                done = None
+            if done is None or not (done.understood or done.retried or done.given_up):
+                await asyncio.sleep(self.service.settings.understand_poll_s)
+
     async def _optimize_loop(self, interval: float) -> None:
         # Recall needs the HNSW index at scale (61 -> 10 ms at 100,000 memories); building it
         # takes minutes there, so it runs in a worker thread and never on a request.
@@ -234,7 +252,8 @@ class MemoryServer:
 
     async def stop(self, grace: float | None = None) -> None:
         await self._health.enter_graceful_shutdown()
-        for task in (self._rebalance_task, self._optimize_task, self._health_task):
+        for task in (self._rebalance_task, self._optimize_task, self._health_task,
+                     self._understand_task):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

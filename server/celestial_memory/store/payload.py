@@ -86,6 +86,8 @@ INDEXES: dict[str, str] = {
     # (erasure finds what points at a deleted memory), and what it mentions.
     "edge_ids": "keyword",
     "entities": "keyword",
+    # The queue of memories waiting for a model (understanding/extraction_queue.py).
+    "understand_due": "float",
 }
 LEDGER_INDEXES: dict[str, str] = {
     "tenant": "tenant",
@@ -127,6 +129,10 @@ def to_payload(m: Memory) -> dict[str, Any]:
         }),
         **edge_fields(m.edges),
         **({} if not m.entities else {"entities": list(m.entities)}),
+        **({} if not m.triples else {"triples": [list(t) for t in m.triples]}),
+        **({} if m.understand_due is None else {"understand_due": float(m.understand_due)}),
+        **({} if not m.understand_tries else {"understand_tries": int(m.understand_tries)}),
+        **({} if not m.understand_error else {"understand_error": m.understand_error}),
     }
 
 
@@ -168,6 +174,12 @@ def from_payload(point_id: object, p: dict[str, Any], vector: Any = None) -> Mem
         merged=[Provenance.from_dict(d) for d in p.get("merged") or []],
         edges=[Edge.from_dict(d) for d in p.get("edges") or []],
         entities=list(p.get("entities") or []),
+        triples=[(str(t[0]), str(t[1]), str(t[2])) for t in p.get("triples") or []
+                 if isinstance(t, list) and len(t) == 3],
+        understand_due=(float(p["understand_due"]) if p.get("understand_due") is not None
+                        else None),
+        understand_tries=int(p.get("understand_tries", 0)),
+        understand_error=str(p.get("understand_error", "")),
     )
 
 

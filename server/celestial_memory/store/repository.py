@@ -55,6 +55,7 @@ from celestial_memory.store.payload import (
     selection_conditions,
     to_payload,
 )
+from celestial_memory.store.understanding_store import UnderstandingStore
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,7 @@ class MemoryRepository(LedgerRecords):
         self.backend_name = engine.name
         self.dimension = engine.dimension
         self.graph = GraphStore(engine)  # relations and entities (graph/)
+        self.understanding = UnderstandingStore(engine)  # the model's queue (understanding/)
 
     # -- memories ----------------------------------------------------------------------------
 

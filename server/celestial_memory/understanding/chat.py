@@ -1,0 +1,69 @@
+"""One client for the OpenAI-compatible chat completions endpoint every model-backed feature
+uses (its settings are the ``llm_*`` fields of config.py): a call, its answer text and the tokens
+it cost, or a ``ModelError`` that says what went wrong. Retrying is the caller's business: the
+extraction queue retries with backoff, the importance evaluator falls back to the rules."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import httpx
+from celestial_memory.config import Settings
+
+
+class ModelError(Exception):
+    """The endpoint failed, timed out or answered something that is no chat completion."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    text: str
+    tokens: int  # prompt plus completion, as the endpoint reports (estimated when it does not)
+
+
+class ChatModel:
+    def __init__(self, base_url: str, model: str, api_key: str | None, timeout_s: float) -> None:
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self.model = model
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(headers=headers, timeout=timeout_s)
+        self._lock = threading.Lock()
+        self.calls = 0  # sent, for tests and logs
+
+    def ask(self, system: str, user: str, *, json_answer: bool = False) -> Answer:
+        with self._lock:
+            self.calls += 1
+        body: dict[str, object] = {
+            "model": self.model, "temperature": 0,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
+        if json_answer:
+            body["response_format"] = {"type": "json_object"}
+        try:
+            reply = self._http.post(self._url, json=body)
+        except httpx.TimeoutException as e:
+            raise ModelError(f"no answer within {self._http.timeout.read} s") from e
+        except httpx.HTTPError as e:
+            raise ModelError(f"cannot reach the model: {type(e).__name__}") from e
+        if reply.status_code != 200:
+            raise ModelError(f"the model answered HTTP {reply.status_code}")
+        try:
+            data = reply.json()
+            text = data["choices"][0]["message"]["content"]
+            if not isinstance(text, str):
+                raise TypeError("content is not text")
+        except (ValueError, KeyError, IndexError, TypeError) as e:
+            raise ModelError(f"not a chat completion: {e}") from e
+        usage = data.get("usage") if isinstance(data, dict) else None
+        tokens = usage.get("total_tokens") if isinstance(usage, dict) else None
+        if not isinstance(tokens, int):  # about 4 characters a token
+            tokens = (len(system) + len(user) + len(text)) // 4
+        return Answer(text, tokens)
+
+    def close(self) -> None:
+        self._http.close()
+
+
+def from_settings(s: Settings) -> ChatModel:
+    key = s.llm_api_key.get_secret_value() if s.llm_api_key else None
+    return ChatModel(s.llm_base_url, s.llm_model, key, s.llm_timeout_s)

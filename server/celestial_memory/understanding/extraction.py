@@ -1,0 +1,128 @@
+"""Entities and subject-relation-object triples by a model: the prompt, and a strict reading of
+its answer. A batch of memories goes in one call; an answer that is not the JSON asked for, or
+that skips or invents a memory, fails the whole batch (the queue retries it) rather than being
+half used. What the model gives is cleaned the way the rules' entities are: kinds mapped onto
+the rules' kinds, keys normalised, lengths and counts bounded."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from celestial_memory.graph.entities import (
+    DATE,
+    MAX_ENTITIES,
+    NUMBER,
+    PERSON_OR_NAME,
+    PLACE,
+    TITLE,
+    Entity,
+    normalise_key,
+)
+from celestial_memory.understanding.chat import ChatModel, ModelError
+
+MAX_TRIPLES = 16  # per memory
+MAX_PART = 120  # characters of a triple's subject, relation or object
+MAX_TEXT = 4000  # characters of a memory sent (a long one is cut: its start says the most)
+
+PROMPT = (
+    "You read memories an assistant keeps about its users. For each numbered memory, list the "
+    "entities it mentions (people, places, organisations, dates, amounts with units, titles of "
+    "works) and the facts it states as subject-relation-object triples, with short relations "
+    "in snake_case (works_at, lives_in, likes, has_pet, born_on). Write dates as YYYY-MM-DD, "
+    "YYYY-MM or YYYY. Use only what the memory says. Answer with JSON only, exactly: "
+    '{"memories": [{"n": 1, "entities": [{"name": "Alice", "kind": "person"}], '
+    '"triples": [["Alice", "works_at", "Acme"]]}]} with one entry per memory, in order. '
+    "Kinds: person, place, organization, date, number, title, other. Memories may be in "
+    "English or Korean; keep names as written."
+)
+# The model's kinds onto the rules' (graph/entities.py): an organisation is a name there too.
+KINDS = {"person": PERSON_OR_NAME, "organization": PERSON_OR_NAME, "organisation": PERSON_OR_NAME,
+         "other": PERSON_OR_NAME, "place": PLACE, "location": PLACE, "date": DATE,
+         "number": NUMBER, "amount": NUMBER, "title": TITLE, "work": TITLE}
+
+
+@dataclass(frozen=True, slots=True)
+class Triple:
+    subject: str
+    relation: str
+    object: str
+
+    def to_list(self) -> list[str]:
+        return [self.subject, self.relation, self.object]
+
+
+@dataclass(slots=True)
+class Understood:
+    entities: list[Entity] = field(default_factory=list)
+    triples: list[Triple] = field(default_factory=list)
+
+
+def _text(v: object, limit: int) -> str:
+    return " ".join(v.split())[:limit].strip() if isinstance(v, str) else ""
+
+
+def _entity(d: object) -> Entity | None:
+    if not isinstance(d, dict):
+        return None
+    name = _text(d.get("name"), MAX_PART)
+    kind = KINDS.get(_text(d.get("kind"), 20).lower(), PERSON_OR_NAME)
+    return Entity(name, normalise_key(name), kind) if name else None
+
+
+def _triple(v: object) -> Triple | None:
+    if isinstance(v, dict):
+        v = [v.get("subject"), v.get("relation"), v.get("object")]
+    if not isinstance(v, list) or len(v) != 3:
+        return None
+    s, r, o = (_text(x, MAX_PART) for x in v)
+    r = "_".join(r.lower().split())
+    return Triple(s, r, o) if s and r and o else None
+
+
+def parse(answer: str, n: int) -> list[Understood]:
+    """What the model said of each of ``n`` memories, or ModelError naming what is wrong."""
+    text = answer.strip()
+    if text.startswith("```"):  # a fenced block despite the instructions
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise ModelError(f"the answer is not JSON: {text[:80]!r}") from e
+    entries = data.get("memories") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise ModelError('the answer has no "memories" list')
+    out: dict[int, Understood] = {}
+    for entry in entries:
+        k = entry.get("n") if isinstance(entry, dict) else None
+        if not isinstance(k, int) or not 1 <= k <= n or k in out:
+            raise ModelError(f"an entry for no memory asked, or twice: {str(entry)[:80]!r}")
+        got = Understood()
+        seen: set[str] = set()
+        for raw in entry.get("entities") or []:
+            if (ent := _entity(raw)) is not None and ent.key not in seen:
+                seen.add(ent.key)
+                got.entities.append(ent)
+        for t in entry.get("triples") or []:
+            if (tr := _triple(t)) is not None and tr not in got.triples:
+                got.triples.append(tr)
+        got.entities, got.triples = got.entities[:MAX_ENTITIES], got.triples[:MAX_TRIPLES]
+        out[k] = got
+    if len(out) != n:
+        raise ModelError(f"{len(out)} entries for {n} memories")
+    return [out[k] for k in range(1, n + 1)]
+
+
+class LlmExtractor:
+    def __init__(self, model: ChatModel) -> None:
+        self._model = model
+
+    def understand(self, texts: Sequence[str]) -> tuple[list[Understood], int]:
+        """Entities and triples of each text, and the tokens the call cost; ModelError."""
+        body = "\n".join(f"{i}. {' '.join(t.split())[:MAX_TEXT]}" for i, t in enumerate(texts, 1))
+        answer = self._model.ask(PROMPT, body, json_answer=True)
+        return parse(answer.text, len(texts)), answer.tokens
+
+    def close(self) -> None:
+        self._model.close()

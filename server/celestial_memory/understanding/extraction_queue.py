@@ -1,0 +1,162 @@
+"""The durable queue between a Store and the model (``CELESTIAL_EXTRACTOR=llm``).
+
+A new memory is written with ``understand_due`` set: the queue is that indexed field, so a
+memory the Store acknowledged is queued in the same write, and a killed server resumes where it
+was. A pass takes the due memories, longest waiting first, groups them by tenant, asks the model
+about up to ``understand_batch`` of them in one call, and writes what it found with
+``understand_due`` cleared in the same point update, so a memory understood is never asked
+about again. A failed call (timeout, HTTP error, malformed answer) puts its memories back with
+a doubled backoff; after ``understand_max_tries`` they leave the queue with the error recorded
+on the memory (``understand_error``), never silently. Each tenant has a budget of calls and
+tokens per minute: past it, its memories wait for the next minute and other tenants go on.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from celestial_memory import metrics
+from celestial_memory.clock import Clock
+from celestial_memory.config import Settings
+from celestial_memory.graph.entities import MAX_ENTITIES
+from celestial_memory.graph.entity_index import ref
+from celestial_memory.store.repository import MemoryRepository
+from celestial_memory.store.understanding_store import Waiting
+from celestial_memory.understanding.chat import ModelError
+from celestial_memory.understanding.extraction import LlmExtractor, Understood
+
+log = logging.getLogger(__name__)
+
+WINDOW_S = 60.0  # the budget's window
+CALLS_PER_PASS = 8  # model calls one pass may make (then the loop comes back at once)
+
+
+@dataclass(slots=True)
+class Budget:
+    """One tenant's calls and tokens in the last minute."""
+
+    spent: deque[tuple[float, int]] = field(default_factory=deque)
+
+    def _forget(self, now: float) -> None:
+        while self.spent and self.spent[0][0] <= now - WINDOW_S:
+            self.spent.popleft()
+
+    def allows(self, now: float, calls: float, tokens: int) -> bool:
+        self._forget(now)
+        return len(self.spent) < calls and sum(t for _, t in self.spent) < tokens
+
+    def used(self, now: float) -> int:
+        self._forget(now)
+        return len(self.spent)
+
+    def calls_left(self, now: float, calls: float) -> int:
+        return max(0, math.ceil(calls) - self.used(now))
+
+    def spend(self, now: float, tokens: int) -> None:
+        self.spent.append((now, tokens))
+
+
+@dataclass(frozen=True, slots=True)
+class Pass:
+    understood: int = 0  # memories written with what the model found
+    retried: int = 0  # put back for a later try
+    given_up: int = 0  # left with their error recorded
+    over_budget: int = 0  # left waiting: their tenant spent its minute
+
+
+class ExtractionQueue:
+    def __init__(self, settings: Settings, store: MemoryRepository, extractor: LlmExtractor,
+                 clock: Clock) -> None:
+        self._s, self._store, self._extractor, self._clock = settings, store, extractor, clock
+        self._budgets: dict[str, Budget] = defaultdict(Budget)
+
+    def close(self) -> None:
+        self._extractor.close()
+
+    def waiting(self, tenant: str | None = None) -> int:
+        n = self._store.understanding.waiting(tenant)
+        if tenant is None:
+            metrics.UNDERSTAND_WAITING.set(n)
+        return n
+
+    def run_once(self) -> Pass:
+        """One pass over what is due: at most ``CALLS_PER_PASS`` model calls, tenants that
+        spent least of their minute served first, each within its budget."""
+        s = self._s
+        now = self._clock.now()
+        due = self._store.understanding.due_tenants(now)
+        totals = {"understood": 0, "retried": 0, "given_up": 0, "over_budget": 0}
+        calls = 0
+        for tenant in sorted(due, key=lambda t: (self._budgets[t].used(now), t)):
+            budget = self._budgets[tenant]
+            allowed = min(budget.calls_left(now, s.understand_calls_per_minute),
+                          CALLS_PER_PASS - calls)
+            if allowed <= 0 or not budget.allows(now, s.understand_calls_per_minute,
+                                                 s.understand_tokens_per_minute):
+                totals["over_budget"] += due[tenant]
+                continue
+            items = self._store.understanding.due(tenant, now, s.understand_batch * allowed)
+            asked = 0
+            for start in range(0, len(items), s.understand_batch):
+                if not budget.allows(now, s.understand_calls_per_minute,
+                                     s.understand_tokens_per_minute):
+                    break
+                calls += 1
+                batch = items[start:start + s.understand_batch]
+                asked += len(batch)
+                for k, v in self._one_call(tenant, batch, budget, now).items():
+                    totals[k] += v
+            totals["over_budget"] += max(0, due[tenant] - asked)
+        return Pass(**totals)
+
+    def _one_call(self, tenant: str, batch: list[Waiting], budget: Budget,
+                  now: float) -> dict[str, int]:
+        try:
+            found, tokens = self._extractor.understand([w.content for w in batch])
+        except ModelError as e:
+            budget.spend(now, 0)
+            metrics.MODEL_CALLS.labels("extract", "failed").inc()
+            return self._failed(tenant, batch, str(e), now)
+        budget.spend(now, tokens)
+        metrics.MODEL_CALLS.labels("extract", "ok").inc()
+        metrics.MODEL_TOKENS.labels("extract").inc(tokens)
+        self._store.understanding.write(tenant, [
+            (w.id, _understood(w, u)) for w, u in zip(batch, found, strict=True)])
+        return {"understood": len(batch)}
+
+    def _failed(self, tenant: str, batch: list[Waiting], error: str,
+                now: float) -> dict[str, int]:
+        s = self._s
+        updates: list[tuple[str, dict[str, Any]]] = []
+        given_up = 0
+        for w in batch:
+            tries = w.tries + 1
+            if tries >= s.understand_max_tries:
+                given_up += 1
+                updates.append((w.id, {"understand_due": None, "understand_tries": tries,
+                                       "understand_error": error[:500]}))
+            else:
+                updates.append((w.id, {
+                    "understand_due": now + s.understand_backoff_s * 2 ** (tries - 1),
+                    "understand_tries": tries}))
+        self._store.understanding.write(tenant, updates)
+        if given_up:
+            metrics.UNDERSTAND_GIVEN_UP.inc(given_up)
+            log.warning("model understanding: %d memories of %r given up after %d tries: %s",
+                        given_up, tenant[:256], s.understand_max_tries, error[:200])
+        else:
+            log.info("model understanding: %d memories of %r to retry: %s", len(batch),
+                     tenant[:256], error[:200])
+        return {"retried": len(batch) - given_up, "given_up": given_up}
+
+
+def _understood(w: Waiting, u: Understood) -> dict[str, Any]:
+    """The fields written for a memory the model read: its entities (the rules' first, then the
+    model's, at most twice the rules' cap), its triples, and out of the queue."""
+    entities = list(dict.fromkeys([*w.entities, *(ref(e) for e in u.entities)]))
+    return {"entities": entities[:2 * MAX_ENTITIES], "triples": [t.to_list() for t in u.triples],
+            "understand_due": None, "understand_tries": w.tries + 1, "understand_error": ""}

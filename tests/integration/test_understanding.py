@@ -1,0 +1,210 @@
+"""Model-backed understanding against a scripted local model: the queue a Store fills in the
+same write, the prompt and its parsing, malformed answers, failures, stalls, the per-tenant
+budget, a restart that resumes the queue, and what the model found being searchable."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from celestial_memory.app import build_service
+from celestial_memory.clock import ManualClock
+from celestial_memory.config import Settings
+from celestial_memory.domain.models import MemoryFilter
+from celestial_memory.domain.requests import NewMemory, RecallQuery
+from celestial_memory.embedding import SentenceTransformerEmbedder
+from celestial_memory.service import MemoryService
+from celestial_memory.understanding.chat import ModelError
+from celestial_memory.understanding.extraction import PROMPT, Triple, parse
+
+from tests.conftest import open_backend
+from tests.scripted_model import ScriptedModel
+
+T = "u"
+T0 = 1_700_000_000.0
+
+
+def facts(body: dict[str, Any]) -> str:
+    """A model that knows one thing about each memory: its first word is a person who
+    ``said`` the rest, and "Oslo" is a place wherever it appears."""
+    memories = re.findall(r"^(\d+)\. (\S+) (.*)$", body["messages"][1]["content"], re.M)
+    out = []
+    for n, first, rest in memories:
+        ents = [{"name": first, "kind": "person"}]
+        if "Oslo" in rest:
+            ents.append({"name": "Oslo", "kind": "place"})
+        out.append({"n": int(n), "entities": ents, "triples": [[first, "said", rest[:40]]]})
+    return json.dumps({"memories": out})
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModel]:
+    m = ScriptedModel(facts)
+    yield m
+    m.close()
+
+
+def _service(tmp_path: Path, backend_kind: str, embedder: SentenceTransformerEmbedder,
+             model: ScriptedModel, clock: ManualClock, **over: Any) -> MemoryService:
+    settings = Settings(data_dir=tmp_path, rebalance_interval_s=0, extractor="llm",
+                        llm_base_url=model.url, llm_model="scripted", llm_timeout_s=1.0,
+                        **over)
+    return build_service(settings, embedder=embedder, clock=clock,
+                         store=open_backend(backend_kind, tmp_path))
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(T0)
+
+
+@pytest.fixture
+def svc(tmp_path: Path, backend_kind: str, embedder: SentenceTransformerEmbedder,
+        model: ScriptedModel, clock: ManualClock) -> Iterator[MemoryService]:
+    s = _service(tmp_path, backend_kind, embedder, model, clock, understand_batch=4)
+    yield s
+    s.close()
+
+
+def _queue(s: MemoryService) -> Any:
+    assert s.understanding is not None
+    return s.understanding
+
+
+def test_parse_reads_only_what_was_asked() -> None:
+    good = json.dumps({"memories": [
+        {"n": 2, "entities": [{"name": "  Bob  Smith ", "kind": "person"},
+                              {"name": "bob smith", "kind": "person"}],
+         "triples": [["Bob", "Works At", "Acme"], ["x", "y"]]},
+        {"n": 1, "entities": [{"name": "Seoul", "kind": "location"}, {"kind": "date"}]}]})
+    one, two = parse(good, 2)
+    assert [(e.name, e.key, e.kind) for e in one.entities] == [("Seoul", "seoul", "place")]
+    assert [(e.name, e.key) for e in two.entities] == [("Bob Smith", "bob smith")]
+    assert two.triples == [Triple("Bob", "works_at", "Acme")]
+    assert parse("```json\n" + good + "\n```", 2)[0].entities == one.entities
+    for bad in ("I found some entities!", '{"facts": []}', '{"memories": [{"n": 1}]}',
+                '{"memories": [{"n": 1}, {"n": 1}]}', '{"memories": [{"n": 1}, {"n": 3}]}'):
+        with pytest.raises(ModelError):
+            parse(bad, 2)
+
+
+def test_a_store_queues_and_the_queue_understands_each_memory_once(
+        svc: MemoryService, model: ScriptedModel) -> None:
+    texts = ["Alice moved to Oslo last spring", "Bob adopted a cat", "Carol likes jazz",
+             "Dan plays chess", "Erin visited Oslo"]
+    stored = svc.store_many(T, [NewMemory(t) for t in texts])
+    assert not model.requests  # the Store never waits on the model
+    queue = _queue(svc)
+    assert queue.waiting(T) == 5 and queue.waiting("another") == 0
+    done = queue.run_once()
+    assert done.understood == 5 and len(model.requests) == 2  # batches of 4
+    first = model.requests[0]
+    assert first["model"] == "scripted" and first["messages"][0]["content"] == PROMPT
+    sent = [line.split(". ", 1) for r in model.requests
+            for line in r["messages"][1]["content"].splitlines()]
+    assert [n for n, _ in sent] == ["1", "2", "3", "4", "1"]  # numbered within each call
+    assert sorted(t for _, t in sent) == sorted(texts)
+    got = svc.store.get(T, [m.id for m in stored])
+    alice = got[stored[0].id]
+    assert alice.triples == [("Alice", "said", "moved to Oslo last spring")]
+    assert "name:alice" in alice.entities and "name:oslo" in alice.entities
+    assert alice.understand_due is None and alice.understand_tries == 1
+    assert queue.waiting() == 0 and queue.run_once().understood == 0
+    assert len(model.requests) == 2  # nothing asked twice
+    # What the model found is indexed: "memories mentioning Oslo" is one filter.
+    hits = svc.recall(T, RecallQuery("where did people go", limit=10, reinforce=False,
+                                     min_relevance=0.0,
+                                     filter=MemoryFilter(entities_any=["name:oslo"])))
+    assert {r.memory.id for r in hits} == {stored[0].id, stored[4].id}
+
+
+def test_a_malformed_answer_is_retried_with_backoff(
+        svc: MemoryService, model: ScriptedModel, clock: ManualClock) -> None:
+    model.answer = lambda body: "Sure! Here are the entities: Alice."
+    [m] = svc.store_many(T, [NewMemory("Alice moved to Oslo")])
+    queue = _queue(svc)
+    assert queue.run_once().retried == 1
+    held = svc.store.get_one(T, m.id)
+    assert held.understand_tries == 1 and held.understand_due == T0 + 10.0  # the backoff
+    assert queue.run_once().retried == 0 and len(model.requests) == 1  # not due yet
+    model.answer = facts
+    clock.advance(10.0)
+    assert queue.run_once().understood == 1
+    assert svc.store.get_one(T, m.id).triples == [("Alice", "said", "moved to Oslo")]
+
+
+@pytest.mark.parametrize("failure", ["500", "stall"])
+def test_failures_are_given_up_after_the_last_try_with_the_error_kept(
+        tmp_path: Path, backend_kind: str, embedder: SentenceTransformerEmbedder,
+        model: ScriptedModel, clock: ManualClock, failure: str) -> None:
+    if failure == "500":
+        model.status = 500
+    else:
+        model.stall_s = 3.0  # longer than llm_timeout_s (1 s)
+    s = _service(tmp_path, backend_kind, embedder, model, clock, understand_max_tries=2)
+    try:
+        [m] = s.store_many(T, [NewMemory("Alice moved to Oslo")])
+        queue = _queue(s)
+        assert queue.run_once().retried == 1
+        clock.advance(3600.0)
+        assert queue.run_once().given_up == 1
+        held = s.store.get_one(T, m.id)
+        assert held.understand_due is None and held.understand_tries == 2
+        assert ("HTTP 500" if failure == "500" else "no answer within") in held.understand_error
+        assert queue.waiting() == 0 and held.content == "Alice moved to Oslo"  # kept, as stored
+    finally:
+        s.close()
+
+
+def test_the_budget_holds_under_a_burst_and_other_tenants_go_on(
+        tmp_path: Path, backend_kind: str, embedder: SentenceTransformerEmbedder,
+        model: ScriptedModel, clock: ManualClock) -> None:
+    s = _service(tmp_path, backend_kind, embedder, model, clock, understand_batch=10,
+                 understand_calls_per_minute=3)
+    try:
+        for start in range(0, 1000, 250):
+            s.store_many(T, [NewMemory(f"Person{i} mentioned item {i}", vector=None)
+                             for i in range(start, start + 250)])
+        s.store_many("other", [NewMemory("Zed lives in Oslo")])
+        queue = _queue(s)
+        first = queue.run_once()
+        # One pass: 3 calls for the burst's tenant (its minute), and the other tenant's own.
+        assert len(model.requests) == 4 and first.understood == 31 and first.over_budget == 970
+        assert queue.run_once().understood == 0 and len(model.requests) == 4
+        clock.advance(61.0)
+        assert queue.run_once().understood == 30 and len(model.requests) == 7
+        assert queue.waiting(T) == 1000 - 60
+    finally:
+        s.close()
+
+
+def test_the_queue_survives_a_restart(
+        tmp_path: Path, embedder: SentenceTransformerEmbedder, model: ScriptedModel,
+        clock: ManualClock) -> None:
+    s = _service(tmp_path, "edge", embedder, model, clock)
+    ids = [m.id for m in s.store_many(T, [NewMemory("Alice moved to Oslo"),
+                                          NewMemory("Bob adopted a cat")])]
+    s.close()  # stopped before the model was asked
+    again = _service(tmp_path, "edge", embedder, model, clock)
+    try:
+        assert _queue(again).waiting() == 2
+        assert _queue(again).run_once().understood == 2
+        assert all(m.triples for m in again.store.get(T, ids).values())
+    finally:
+        again.close()
+
+
+def test_rules_need_no_model_and_queue_nothing(service: MemoryService) -> None:
+    [m] = service.store_many(T, [NewMemory("Alice moved to Oslo")])
+    assert service.understanding is None
+    held = service.store.get_one(T, m.id)
+    assert held.understand_due is None and "name:alice" in held.entities
+
+
+def test_llm_extraction_needs_an_endpoint_and_a_model(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="CELESTIAL_LLM_BASE_URL"):
+        Settings(data_dir=tmp_path, extractor="llm")
