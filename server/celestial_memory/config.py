@@ -133,7 +133,7 @@ class Settings(BaseSettings):
         default_factory=lambda: [1.0, 0.5, 0.5, 0.5],
         description="dense, context dense, keywords, context keywords",
     )
-    recall_candidates: int = Field(30, gt=0, description="candidates per zone (at least)")
+    recall_candidates: int = Field(30, gt=0, description="candidates per zone (at least 3 × the limit)")
     recall_hnsw_ef: int = Field(
         48, ge=0, description="HNSW beam for candidates (at least the candidates; 0 = engine's)"
     )
@@ -211,7 +211,8 @@ class Settings(BaseSettings):
     default_tenant: str = Field("default", description="tenant of requests that name none")
     # Replays of history: lets an admin call set the server's clock (SetClock). Off by default;
     # when on, the scheduled rebalance is off too (the replay decides when to rebalance).
-    admin_clock: bool = Field(False, description="allow the admin SetClock RPC (replays)")
+    admin_clock: bool = Field(
+        False, description="allow the admin SetClock RPC (replays); turns the scheduled rebalance off")
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
     log_format: Literal["text", "json"] = Field(
         "text", description="json: one JSON object per line (request id, tenant, method, status)")
