@@ -1,10 +1,11 @@
 """The fenced code blocks of README.md and docs/*.md, for the tests that run and check them.
 
-A ```python block runs as pasted, against a fresh server at the address the docs use
-(``localhost:50051``, replaced by the test server's). A ```text block right after it (blank lines
-between at most) is what it prints. A ```console block is a shell session: each ``$`` line runs,
-and the lines up to the next ``$`` are what it prints (``...`` alone: not shown, not checked).
-A block right after ``<!-- docs-test: skip (REASON) -->`` is only checked for syntax.
+A ```python block (and a ```ts one, with Node.js) runs as pasted, against a fresh server at the
+address the docs use (``localhost:50051``, replaced by the test server's). A ```text block right
+after it (blank lines between at most) is what it prints. A ```console block is a shell session:
+each ``$`` line runs, and the lines up to the next ``$`` are what it prints (``...`` alone: not
+shown, not checked). A block right after ``<!-- docs-test: skip (REASON) -->`` is only checked
+for syntax.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC_ADDRESS = "localhost:50051"
+RUNS_AS_PASTED = ("python", "ts")
 _FENCE = re.compile(r"^```([\w-]*)\s*$")
 _SKIP = re.compile(r"^<!-- docs-test: skip \((.+)\) -->$")
 _MASKS = (
@@ -32,7 +34,7 @@ class Block:
     lang: str
     code: str
     skip: str | None
-    output: str | None = None  # the ```text block that follows a python block
+    output: str | None = None  # the ```text block that follows a python or ts block
 
     @property
     def name(self) -> str:
@@ -69,7 +71,7 @@ def blocks(path: Path) -> list[Block]:
     fenced = _fenced(path)
     for k, block in enumerate(fenced):
         prev = fenced[k - 1] if k else None
-        if (block.lang == "text" and prev is not None and prev.lang == "python"
+        if (block.lang == "text" and prev is not None and prev.lang in RUNS_AS_PASTED
                 and all(not line.strip() for line in lines[prev.end:block.line - 1])):
             out[-1] = Block(prev.path, prev.line, prev.end, prev.lang, prev.code, prev.skip,
                             block.code)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -16,9 +17,10 @@ from celestial_memory.clock import ManualClock
 from celestial_memory.embedding import SentenceTransformerEmbedder
 
 from tests.doc_snippets import DOC_ADDRESS, ROOT, Block, all_blocks, console_steps, normalized
+from tests.e2e.test_typescript_client import PACKAGE, install_package
 from tests.integration.conftest import running_server
 
-RUNNABLE = [b for b in all_blocks() if b.lang in ("python", "console") and b.skip is None]
+RUNNABLE = [b for b in all_blocks() if b.lang in ("python", "ts", "console") and b.skip is None]
 
 
 def _environment() -> dict[str, str]:
@@ -36,6 +38,24 @@ async def _run_python(block: Block, address: str, cwd: Path) -> str:
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-c", block.code.replace(DOC_ADDRESS, address), cwd=cwd,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=_environment())
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, f"{block.name} failed:\n{err.decode()}"
+    return out.decode()
+
+
+async def _run_typescript(block: Block, address: str, cwd: Path) -> str:
+    """The snippet as an ES module (it has no type annotations, so Node runs it as written)
+    beside a node_modules that holds the package, built from this checkout."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node is not installed")
+    await install_package(build=True)
+    scope = cwd / "node_modules" / "@celestial-memory"
+    scope.mkdir(parents=True)
+    (scope / "client").symlink_to(PACKAGE, target_is_directory=True)
+    (cwd / "snippet.mjs").write_text(block.code.replace(DOC_ADDRESS, address), encoding="utf-8")
+    proc = await asyncio.create_subprocess_exec(
+        "node", "snippet.mjs", cwd=cwd, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
     out, err = await proc.communicate()
     assert proc.returncode == 0, f"{block.name} failed:\n{err.decode()}"
     return out.decode()
@@ -69,7 +89,8 @@ async def test_snippet_runs_and_prints_what_the_docs_show(
         if block.lang == "console":
             await _run_console(block, address, capsys)
             return
-        printed = await _run_python(block, address, tmp_path)
+        run = _run_typescript if block.lang == "ts" else _run_python
+        printed = await run(block, address, tmp_path)
         if block.output is not None:
             assert normalized(printed) == normalized(block.output), (
                 f"{block.name} printed\n{printed}")
