@@ -21,8 +21,8 @@ _FENCE = re.compile(r"^```([\w-]*)\s*$")
 _SKIP = re.compile(r"^<!-- docs-test: skip \((.+)\) -->$")
 _MASKS = (
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<id>"),
-    (re.compile(r"\b\d{4}-\d{2}-\d{2}\b"), "<date>"),
-    (re.compile(r"\b\d{2}:\d{2}:\d{2}(\.\d+)?\b"), "<time>"),
+    (re.compile(r"(?<!\d)\d{4}-\d{2}-\d{2}(?!\d)"), "<date>"),  # ISO times too: ...-14T22:13:20Z
+    (re.compile(r"(?<![\d:])\d{2}:\d{2}:\d{2}(\.\d+)?(?![\d:])"), "<time>"),
 )
 
 

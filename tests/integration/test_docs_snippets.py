@@ -17,6 +17,7 @@ from celestial_memory.clock import ManualClock
 from celestial_memory.embedding import SentenceTransformerEmbedder
 
 from tests.doc_snippets import DOC_ADDRESS, ROOT, Block, all_blocks, console_steps, normalized
+from tests.e2e.test_grpcurl import GRPCURL
 from tests.e2e.test_typescript_client import PACKAGE, install_package
 from tests.integration.conftest import running_server
 
@@ -61,16 +62,31 @@ async def _run_typescript(block: Block, address: str, cwd: Path) -> str:
     return out.decode()
 
 
-async def _run_console(block: Block, address: str, capsys: pytest.CaptureFixture[str]) -> None:
-    for command, shown in console_steps(block):
-        program, *argv = shlex.split(command)
-        assert program == ".venv/bin/celestial", f"{block.name}: only celestial commands run here"
+async def _run_command(block: Block, command: str, address: str,
+                       capsys: pytest.CaptureFixture[str]) -> str:
+    program, *argv = shlex.split(command)
+    if program == ".venv/bin/celestial":
         code = await asyncio.to_thread(main, ["--target", address, *argv])
         printed = capsys.readouterr()
         assert code == 0, f"{block.name}: `{command}` failed: {printed.err}"
+        return printed.out
+    assert program == "grpcurl", f"{block.name}: only celestial and grpcurl commands run here"
+    if not Path(GRPCURL).exists():
+        pytest.skip("grpcurl is not installed")
+    proc = await asyncio.create_subprocess_exec(
+        GRPCURL, *(arg.replace(DOC_ADDRESS, address) for arg in argv),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, f"{block.name}: `{command}` failed: {err.decode()}"
+    return out.decode()
+
+
+async def _run_console(block: Block, address: str, capsys: pytest.CaptureFixture[str]) -> None:
+    for command, shown in console_steps(block):
+        printed = await _run_command(block, command, address, capsys)
         if shown is not None:
-            assert normalized(printed.out) == normalized(shown), (
-                f"{block.name}: `{command}` printed\n{printed.out}")
+            assert normalized(printed) == normalized(shown), (
+                f"{block.name}: `{command}` printed\n{printed}")
 
 
 def test_the_docs_have_runnable_snippets() -> None:
