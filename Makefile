@@ -6,7 +6,7 @@ STAMP   = $(VENV)/.installed-$(shell cat pyproject.toml client/pyproject.toml | 
 export HF_HUB_OFFLINE = 1
 export TOKENIZERS_PARALLELISM = false
 
-.PHONY: install run test lint proto bench-latency bench-rebalance bench-recall bench-graph bench-migration bench-load \
+.PHONY: install run test lint proto docs docs-config docs-serve bench-latency bench-rebalance bench-recall bench-graph bench-migration bench-load \
 	bench-peers \
 	dev-secrets fuzz \
 	eval-locomo clean
@@ -36,6 +36,17 @@ lint: install
 
 proto: install
 	$(PY) proto/generate.py
+
+# The configuration reference, docs/configuration.md, from the settings object (config.py).
+docs-config: install
+	$(PY) -m celestial_memory.config_reference
+
+# The documentation site (mkdocs.yml, docs/) into site/; the suite builds it too, with --strict.
+docs: install
+	$(VENV)/bin/mkdocs build --strict
+
+docs-serve: install
+	$(VENV)/bin/mkdocs serve
 
 bench-latency: install
 	$(PY) benchmarks/grpc_latency.py

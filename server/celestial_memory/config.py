@@ -59,7 +59,7 @@ class Settings(BaseSettings):
     # Storage
     backend: Literal["edge", "qdrant"] = Field("edge", description="edge (embedded) or qdrant")
     data_dir: Path = Field(Path("./data"), description="where the embedded store keeps its files")
-    qdrant_url: str = Field(":memory:", description="qdrant backend: URL, or :memory: (local)")
+    qdrant_url: str = Field(":memory:", description="qdrant backend: URL (https: TLS), or :memory: (local)")
     qdrant_api_key: SecretStr | None = Field(None, description="qdrant backend: API key")
     qdrant_host: str = Field("", description="qdrant backend: host (instead of the URL)")
     qdrant_port: int = Field(6333, gt=0, lt=65536, description="qdrant backend: REST port")
@@ -75,10 +75,12 @@ class Settings(BaseSettings):
     health_interval_s: float = Field(
         1.0, gt=0, description="how often the health check asks whether the store answers")
     # Cluster layout, applied when the collection is created (None: Qdrant's default).
-    qdrant_shard_number: int | None = Field(None, gt=0)
-    qdrant_replication_factor: int | None = Field(None, gt=0)
-    qdrant_write_consistency_factor: int | None = Field(None, gt=0)
-    collection: str | None = Field(None, description="collection name; default from the model")
+    qdrant_shard_number: int | None = Field(None, gt=0, description="shards of a new collection")
+    qdrant_replication_factor: int | None = Field(
+        None, gt=0, description="copies of each shard of a new collection")
+    qdrant_write_consistency_factor: int | None = Field(
+        None, gt=0, description="copies that must apply a write before it is acknowledged")
+    collection: str | None = Field(None, description="collection name; default memories_<model>_<dimension>")
 
     # Embeddings
     model: str = Field(BUNDLED_MODEL, description="sentence-transformers name or path")
@@ -94,18 +96,20 @@ class Settings(BaseSettings):
     embed_max_batch: int = Field(64, gt=0, description="most texts in one encode")
 
     # Memory function (docs/design.md, "The memory function")
-    w_recall: float = Field(0.25, ge=0)
-    w_freshness: float = Field(0.30, ge=0)
-    w_importance: float = Field(0.25, ge=0)
-    w_context: float = Field(0.20, ge=0)
+    w_recall: float = Field(0.25, ge=0, description="weight of R, the recall count")
+    w_freshness: float = Field(0.30, ge=0, description="weight of F, freshness")
+    w_importance: float = Field(0.25, ge=0, description="weight of A, importance")
+    w_context: float = Field(0.20, ge=0, description="weight of C, context")
     recall_cap: int = Field(1000, gt=0, description="recall count at which R saturates")
     freshness_alpha: float = Field(0.001, gt=0, description="freshness decay per second")
     freshness_floor: float = Field(-86.4, lt=0, description="raw freshness floor")
 
     # Zones: thresholds on I for core, inner, outer, belt (cloud takes the rest) and
     # capacities for all five (0 = unbounded).
-    zone_thresholds: list[float] = Field(default_factory=lambda: [0.50, 0.30, 0.10, -0.10])
-    zone_capacities: list[int] = Field(default_factory=lambda: [20, 100, 1000, 0, 0])
+    zone_thresholds: list[float] = Field(default_factory=lambda: [0.50, 0.30, 0.10, -0.10],
+                                         description="core, inner, outer, belt minimum scores")
+    zone_capacities: list[int] = Field(default_factory=lambda: [20, 100, 1000, 0, 0],
+                                       description="capacity of each zone, core to cloud; 0 = unbounded")
 
     # A model: the OpenAI-compatible chat endpoint every model-backed feature asks
     # (understanding/chat.py). Memories are sent to it: point it at a model you trust with them.
@@ -131,7 +135,8 @@ class Settings(BaseSettings):
         1.0, gt=0, description="how often an idle queue is looked at")
 
     # Importance
-    importance_evaluator: Literal["rules", "default", "llm"] = "rules"
+    importance_evaluator: Literal["rules", "default", "llm"] = Field(
+        "rules", description="importance of a memory stored without one: rules, a constant, a model")
     # "llm": the model rates new memories (llm_importance.py); its endpoint, model and key are
     # the llm_* settings unless these override them.
     importance_llm_base_url: str = Field(
@@ -142,7 +147,7 @@ class Settings(BaseSettings):
     importance_llm_budget_ms: float = Field(
         1500.0, gt=0, description="llm evaluator: longest a Store waits before using the rules")
     importance_llm_cache_size: int = Field(10_000, ge=0, description="llm evaluator: texts rated")
-    default_importance: float = Field(0.5, ge=0, le=1)
+    default_importance: float = Field(0.5, ge=0, le=1, description="the default evaluator's value")
 
     # Recall (retrieval.py): relevance gate, zone margin, fusion weights, candidates
     min_relevance: float = Field(0.2, ge=0, le=1, description="relevance gate for a match")
@@ -153,26 +158,26 @@ class Settings(BaseSettings):
         default_factory=lambda: [1.0, 0.5, 0.5, 0.5],
         description="dense, context dense, keywords, context keywords",
     )
-    recall_candidates: int = Field(30, gt=0, description="candidates per zone (at least)")
+    recall_candidates: int = Field(30, gt=0, description="candidates per zone (at least 3 × the limit)")
     recall_hnsw_ef: int = Field(
         48, ge=0, description="HNSW beam for candidates (at least the candidates; 0 = engine's)"
     )
-    keyword_k1: float = Field(1.2, gt=0)
-    keyword_b: float = Field(0.4, ge=0, le=1)
+    keyword_k1: float = Field(1.2, gt=0, description="BM25 term saturation")
+    keyword_b: float = Field(0.4, ge=0, le=1, description="BM25 length normalisation")
     keyword_avg_len: float = Field(14.0, gt=0, description="BM25 average content length (terms)")
     context_keyword_avg_len: float = Field(34.0, gt=0, description="same, content plus context")
-    max_context_chars: int = Field(32_768, gt=0)
-    default_recall_limit: int = Field(10, gt=0)
-    max_recall_limit: int = Field(100, gt=0)
+    max_context_chars: int = Field(32_768, gt=0, description="longest context text")
+    default_recall_limit: int = Field(10, gt=0, description="results of a recall that sets no limit")
+    max_recall_limit: int = Field(100, gt=0, description="largest recall limit")
     max_prompt_tokens: int = Field(32_768, gt=0, description="the largest Context block asked for")
 
     # Input limits
-    max_content_chars: int = Field(32_768, gt=0)
+    max_content_chars: int = Field(32_768, gt=0, description="longest content")
     max_batch: int = Field(10_000, gt=0, description="most items in one StoreBatch")
     max_batch_bytes: int = Field(
         64 * 2**20, gt=0, description="most bytes of one StoreBatch's messages together")
-    max_tags: int = Field(64, gt=0)
-    max_metadata_entries: int = Field(64, gt=0)
+    max_tags: int = Field(64, gt=0, description="most tags on one memory")
+    max_metadata_entries: int = Field(64, gt=0, description="most metadata entries on one memory")
     max_metadata_value_chars: int = Field(1024, gt=0, description="one metadata value")
     max_label_chars: int = Field(256, gt=0, description="a tag, session id or agent id")
     max_tenant_chars: int = Field(128, gt=0, description="a tenant's name")
@@ -188,7 +193,7 @@ class Settings(BaseSettings):
         120.0, ge=0, description="embedded store: build vector indexes this often; 0 = never"
     )
     auto_forget_days: float = Field(
-        90.0, gt=0, description="archive cloud memories not recalled for this long")
+        90.0, gt=0, description="archive unpinned cloud memories not recalled for this many days")
     archive_retention_days: float = Field(
         0.0, ge=0, description="delete archived memories for good after this long; 0 = never")
     merge_repeats: bool = Field(
@@ -224,15 +229,16 @@ class Settings(BaseSettings):
     # write-through on a Qdrant server, whose replicas may have no disk of their own.
     reinforce_flush_ms: float | None = Field(
         None, ge=0, le=100,
-        description="0 = write-through; else the write-behind bound; unset = per backend")
+        description="0 = write-through; else the write-behind bound; unset: 20 on edge, 0 on qdrant")
     reinforce_journal: bool = Field(
         True, description="journal reinforcements written behind, so a crash loses none")
 
-    default_tenant: str = "default"
+    default_tenant: str = Field("default", description="tenant of requests that name none")
     # Replays of history: lets an admin call set the server's clock (SetClock). Off by default;
     # when on, the scheduled rebalance is off too (the replay decides when to rebalance).
-    admin_clock: bool = False
-    log_level: str = "INFO"
+    admin_clock: bool = Field(
+        False, description="allow the admin SetClock RPC (replays); turns the scheduled rebalance off")
+    log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
     log_format: Literal["text", "json"] = Field(
         "text", description="json: one JSON object per line (request id, tenant, method, status)")
     # Observability (metrics.py, ops_http.py, telemetry.py)

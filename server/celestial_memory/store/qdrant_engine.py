@@ -90,7 +90,7 @@ class Connection:
     breaker_failures: int = 1
     breaker_cooldown_s: float = 2.0
     # Used when the collection is created (a cluster): shards, copies of each, and how many
-    # copies must acknowledge a write (see the README, "Qdrant cluster").
+    # copies must acknowledge a write (docs/operations.md, "Kubernetes").
     shard_number: int | None = None
     replication_factor: int | None = None
     write_consistency_factor: int | None = None

@@ -1,0 +1,104 @@
+"""The fenced code blocks of README.md and docs/*.md, for the tests that run and check them.
+
+A ```python block (and a ```ts one, with Node.js) runs as pasted, against a fresh server at the
+address the docs use (``localhost:50051``, replaced by the test server's). A ```text block right
+after it (blank lines between at most) is what it prints. A ```console block is a shell session:
+each ``$`` line runs, and the lines up to the next ``$`` are what it prints (``...`` alone: not
+shown, not checked). A block right after ``<!-- docs-test: skip (REASON) -->`` is only checked
+for syntax.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC_ADDRESS = "localhost:50051"
+RUNS_AS_PASTED = ("python", "ts")
+_FENCE = re.compile(r"^```([\w-]*)\s*$")
+_SKIP = re.compile(r"^<!-- docs-test: skip \((.+)\) -->$")
+_MASKS = (
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<id>"),
+    (re.compile(r"(?<!\d)\d{4}-\d{2}-\d{2}(?!\d)"), "<date>"),  # ISO times too: ...-14T22:13:20Z
+    (re.compile(r"(?<![\d:])\d{2}:\d{2}:\d{2}(\.\d+)?(?![\d:])"), "<time>"),
+)
+
+
+@dataclass(frozen=True)
+class Block:
+    path: Path
+    line: int  # of the opening fence, 1-based
+    end: int  # of the closing fence
+    lang: str
+    code: str
+    skip: str | None
+    output: str | None = None  # the ```text block that follows a python or ts block
+
+    @property
+    def name(self) -> str:
+        return f"{self.path.relative_to(ROOT).as_posix()}:{self.line}"
+
+
+def documents() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _fenced(path: Path) -> list[Block]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found: list[Block] = []
+    i = 0
+    while i < len(lines):
+        match = _FENCE.match(lines[i])
+        if not match:
+            i += 1
+            continue
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("```")), None)
+        if end is None:
+            raise ValueError(f"{path}:{i + 1}: a code block that is never closed")
+        skip = _SKIP.match(lines[i - 1]) if i else None
+        found.append(Block(path, i + 1, end + 1, match.group(1), "\n".join(lines[i + 1:end]) + "\n",
+                           skip.group(1) if skip else None))
+        i = end + 1
+    return found
+
+
+def blocks(path: Path) -> list[Block]:
+    """The document's blocks, each python block with the text block that shows its output."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    out: list[Block] = []
+    fenced = _fenced(path)
+    for k, block in enumerate(fenced):
+        prev = fenced[k - 1] if k else None
+        if (block.lang == "text" and prev is not None and prev.lang in RUNS_AS_PASTED
+                and all(not line.strip() for line in lines[prev.end:block.line - 1])):
+            out[-1] = Block(prev.path, prev.line, prev.end, prev.lang, prev.code, prev.skip,
+                            block.code)
+            continue
+        out.append(block)
+    return out
+
+
+def all_blocks() -> list[Block]:
+    return [block for path in documents() for block in blocks(path)]
+
+
+def normalized(text: str) -> str:
+    """Output with what differs from run to run masked: ids, dates and times."""
+    for pattern, mask in _MASKS:
+        text = pattern.sub(mask, text)
+    return "\n".join(line.rstrip() for line in text.strip("\n").splitlines())
+
+
+def console_steps(block: Block) -> list[tuple[str, str | None]]:
+    """(command after ``$ ``, what it prints or None when the docs do not show it)."""
+    steps: list[tuple[str, list[str]]] = []
+    for line in block.code.splitlines():
+        if line.startswith("$ "):
+            steps.append((line[2:], []))
+        elif steps:
+            steps[-1][1].append(line)
+        else:
+            raise ValueError(f"{block.name}: output before any command")
+    return [(command, None if shown == ["..."] else "\n".join(shown)) for command, shown in steps]
