@@ -178,6 +178,8 @@ def memory(m: pb.Memory) -> Memory:
         merged=[MergedRepeat(r.content, to_datetime(r.created_at), r.id, r.session_id,
                              r.agent_id, dict(r.metadata), r.context) for r in m.merged],
         relations=[relation(r) for r in m.relations], entities=list(m.entities),
+        triples=[(t.subject, t.relation, t.object) for t in m.triples],
+        understanding=m.understanding,
     )
 
 
@@ -294,7 +296,8 @@ def exported_record(e: ExportedMemory | pb.ExportedMemory) -> pb.ExportedMemory:
             relations=[pb.Relation(id=r.id, relation=r.relation, weight=r.weight,
                                    made_by=r.made_by, created_at=timestamp(r.created_at),
                                    outgoing=r.outgoing) for r in m.relations],
-            entities=m.entities),
+            entities=m.entities,
+            triples=[pb.Triple(subject=s, relation=r, object=o) for s, r, o in m.triples]),
         vector=e.vector, context_vector=e.context_vector, context_score=e.context_score,
         written_at=timestamp(e.written_at))
 

@@ -85,6 +85,10 @@ class Memory:
     merged: list[MergedRepeat] = field(default_factory=list)
     relations: list[Relation] = field(default_factory=list)  # both directions
     entities: list[str] = field(default_factory=list)  # ids "<kind>:<key>" (see Entity)
+    # Facts a model read in it (subject, relation, object), and the state of that reading:
+    # "" (no model asked), "waiting", "done" or "failed: <why>".
+    triples: list[tuple[str, str, str]] = field(default_factory=list)
+    understanding: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -207,6 +207,9 @@ class Settings(BaseSettings):
         0.5, ge=0, le=1, description="weight of the relation from a memory to its session's previous one")
     recall_expand: int = Field(
         0, ge=0, le=2, description="graph expansion of a recall: steps along relations (0: off)")
+    entity_weight: float = Field(
+        0.1, ge=0, le=1,
+        description="recall: weight of the query's entities a memory mentions; 0 turns it off")
     graph_weight: float = Field(
         0.3, ge=0, le=1, description="share of a neighbour's relevance its seed can lift")
     deep_recall: bool = Field(

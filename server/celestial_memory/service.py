@@ -170,11 +170,12 @@ class MemoryService:
         context_text = check.content(q.context, s, "context") if q.context.strip() else ""
         zones = sorted(set(flt.zones)) if flt.zones else list(Zone)
         hq = self.retrieval.query(text, qvec)
+        asked = self.retrieval.entities(text)
 
         per_zone = self.retrieval.candidates_per_zone(limit)
         stages = metrics.Stages()
         with stages("candidates"):
-            cands = self.store.candidates(tenant, hq, zones, flt, per_zone)
+            cands = self.store.candidates(tenant, hq, zones, flt, per_zone, bool(asked))
         keywords = not hq.keywords.is_empty()
         with stages("rescoring"):
             relevance = self.retrieval.relevance(cands.signals, keywords=keywords)
@@ -185,7 +186,8 @@ class MemoryService:
         strong = int((relevance >= max(gate, s.deep_recall_gate)).sum())
         if not flt.zones and (q.include_archived or (deep and strong < limit)):
             with stages("candidates"):
-                cands = cands.joined(self.store.archive_candidates(tenant, hq, flt, per_zone))
+                cands = cands.joined(self.store.archive_candidates(tenant, hq, flt, per_zone,
+                                                                   bool(asked)))
             # Ranked together: keyword scores are normalised over both sets of candidates.
             with stages("rescoring"):
                 relevance = self.retrieval.relevance(cands.signals, keywords=keywords)
@@ -197,6 +199,7 @@ class MemoryService:
                                s.graph_weight,
                                lambda rows: self.retrieval.relevance(rows, keywords=keywords))
             cands, relevance, via = grown.candidates, grown.relevance, grown.via
+        relevance = self.retrieval.with_entities(relevance, asked, cands.mentions)
         if not cands.ids:
             stages.done()
             return []

@@ -4,6 +4,7 @@ budget, a restart that resumes the queue, and what the model found being searcha
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from celestial_client import AsyncCelestialClient
 from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
@@ -22,6 +24,7 @@ from celestial_memory.understanding.chat import ModelError
 from celestial_memory.understanding.extraction import PROMPT, Triple, parse
 
 from tests.conftest import open_backend
+from tests.integration.conftest import running_server
 from tests.scripted_model import ScriptedModel
 
 T = "u"
@@ -208,3 +211,29 @@ def test_rules_need_no_model_and_queue_nothing(service: MemoryService) -> None:
 def test_llm_extraction_needs_an_endpoint_and_a_model(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="CELESTIAL_LLM_BASE_URL"):
         Settings(data_dir=tmp_path, extractor="llm")
+
+
+async def test_through_grpc_a_memory_says_what_the_model_read_and_export_carries_it(
+        tmp_path: Path, embedder: SentenceTransformerEmbedder, model: ScriptedModel,
+        clock: ManualClock) -> None:
+    async with running_server(tmp_path / "a", embedder, clock, extractor="llm",
+                              llm_base_url=model.url, llm_model="scripted",
+                              understand_poll_s=0.05) as srv, \
+            AsyncCelestialClient(f"127.0.0.1:{srv.port}", tenant=T) as c:
+        m = await c.store("Alice moved to Oslo")
+        assert m.understanding == "waiting" and not m.triples  # the Store did not wait
+        for _ in range(400):  # the server's queue runs in the background
+            got = await c.get(m.id)
+            if got.understanding != "waiting":
+                break
+            await asyncio.sleep(0.05)
+        assert got.understanding == "done"
+        assert got.triples == [("Alice", "said", "moved to Oslo")]
+        assert "name:oslo" in got.entities
+        exported = [e async for e in c.export()]
+    async with running_server(tmp_path / "b", embedder, clock) as srv, \
+            AsyncCelestialClient(f"127.0.0.1:{srv.port}", tenant=T) as c:
+        await c.import_memories(exported)
+        back = await c.get(m.id)
+        assert back.triples == got.triples and back.entities == got.entities
+        assert back.understanding == ""  # this server asked no model about it

@@ -82,6 +82,8 @@ export function memory(m: pb.Memory | undefined): Memory {
       agentId: r.agentId, metadata: r.metadata, context: r.context,
     })),
     relations: m.relations.map(relation), entities: m.entities,
+    triples: m.triples.map((t): [string, string, string] => [t.subject, t.relation, t.object]),
+    understanding: m.understanding,
   };
   if (m.archivedAt !== undefined) {
     out.archivedAt = date(m.archivedAt);

@@ -47,6 +47,10 @@ export interface Memory {
   relations: Relation[];
   /** The entities it mentions, as ids "<kind>:<key>" (see entities()). */
   entities: string[];
+  /** Facts a model read in it, [subject, relation, object] (with CELESTIAL_EXTRACTOR=llm). */
+  triples: [string, string, string][];
+  /** The model's reading: "" (none asked), "waiting", "done" or "failed: <why>". */
+  understanding: string;
 }
 
 /** One relation of a memory, as the memory at this end sees it. */

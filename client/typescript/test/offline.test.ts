@@ -230,6 +230,17 @@ describe("conversion of the graph fields", () => {
     const bare = cv.memory(pbMemory(B));
     assert.deepEqual(bare.relations, []);
     assert.deepEqual(bare.entities, []);
+    assert.deepEqual(bare.triples, []);
+    assert.equal(bare.understanding, "");
+  });
+
+  test("a memory's triples and the model's reading", () => {
+    const m = cv.memory(pbMemory(A, {
+      triples: [{ subject: "Alice", relation: "works_at", object: "Acme" }],
+      understanding: "done",
+    }));
+    assert.deepEqual(m.triples, [["Alice", "works_at", "Acme"]]);
+    assert.equal(m.understanding, "done");
     // Through the wire and back, as a response carries them.
     const wire = proto.Memory.decode(proto.Memory.encode(pbMemory(A, {
       relations: [rel(B, "about", 0.25, "repeat", true)],

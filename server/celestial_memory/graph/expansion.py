@@ -70,8 +70,8 @@ def expand(store: MemoryRepository, tenant: str, query: HybridQuery, flt: Memory
         zones = store.matching(tenant, flt, ids=new, archive=False)
         live = [mid for mid in new if mid in zones]
         if live:
-            signals = store.signal_scores(tenant, query, live)
-            cands = cands.joined(Candidates(live, [int(zones[m]) for m in live], signals))
+            cands = cands.joined(store.scored(tenant, query, live, [int(zones[m]) for m in live],
+                                              mentions=cands.mentions is not None))
             relevance = score(cands.signals)
             index = {mid: i for i, mid in enumerate(cands.ids)}
     relevance = relevance.copy()

@@ -83,7 +83,17 @@ def memory_to_pb(m: Memory, b: ScoreBreakdown) -> pb.Memory:
                                 session_id=p.session_id, agent_id=p.agent_id,
                                 metadata=p.metadata, context=p.context) for p in m.merged],
         relations=[relation_to_pb(e) for e in m.edges], entities=m.entities,
+        triples=[pb.Triple(subject=s, relation=r, object=o) for s, r, o in m.triples],
+        understanding=understanding(m),
     )
+
+
+def understanding(m: Memory) -> str:
+    if m.understand_due is not None:
+        return "waiting"
+    if m.understand_error:
+        return f"failed: {m.understand_error}"
+    return "done" if m.understand_tries else ""
 
 
 def relation_to_pb(e: Edge) -> pb.Relation:
@@ -231,6 +241,7 @@ def imported_from_pb(e: pb.ExportedMemory) -> Imported:
                            metadata=dict(r.metadata), context=r.context) for r in pm.merged],
         edges=[relation_from_pb(r, f"memory.relations[{i}]") for i, r in enumerate(pm.relations)],
         entities=list(pm.entities),
+        triples=[(t.subject, t.relation, t.object) for t in pm.triples],
     )
     ctx = np.asarray(e.context_vector, dtype=np.float32) if len(e.context_vector) else None
     return Imported(m, ctx)

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
-import numpy.typing as npt
 import qdrant_edge as qe
 from celestial_memory.domain.models import HybridQuery, Sparse, Vector
 from celestial_memory.errors import StoreUnavailable
@@ -231,22 +230,25 @@ class EdgeEngine:
         return [[(p.id, p.score) for p in b] for b in batches]
 
     def signal_scores(self, query: HybridQuery, where: en.Where, keys: Sequence[Hashable],
-                      columns: Sequence[int] | None = None) -> npt.NDArray[np.float64]:
+                      columns: Sequence[int] | None = None,
+                      payload: Sequence[str] = ()) -> en.Scored:
         scores = np.full((len(keys), len(pl.SIGNALS)), np.nan)
         if not keys:
-            return scores
+            return en.Scored(scores, {})
         f = _filter(where, keys)
         queries = {c: q for c, q in _signal_queries(query).items()
                    if columns is None or c in columns}
         batches = self._memories.query_batch(qe.QueryBatchRequest([
-            qe.QueryRequest(limit=len(keys), query=q, filter=f, with_payload=False, params=_EXACT)
-            for q in queries.values()
+            qe.QueryRequest(limit=len(keys), query=q, filter=f, params=_EXACT,
+                            with_payload=_payload(payload) if i == 0 and payload else False)
+            for i, q in enumerate(queries.values())
         ]))
         row = {k: i for i, k in enumerate(keys)}
         for col, b in zip(queries, batches, strict=True):
             for p in b:
                 scores[row[p.id], col] = p.score
-        return scores
+        found = {str(p.id): p.payload or {} for p in batches[0]} if payload and batches else {}
+        return en.Scored(scores, found)
 
     def keys(self, ids: en.Names) -> list[Hashable]:
         # The engine returns UUID objects; handing them back as they are saves a conversion

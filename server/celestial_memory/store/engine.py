@@ -32,6 +32,12 @@ Fields = Mapping[str, Any]
 Hit = tuple[Hashable, float]
 
 
+@dataclass(frozen=True, slots=True)
+class Scored:
+    scores: npt.NDArray[np.float64]  # rows: the keys asked; columns: SIGNALS
+    payloads: dict[str, dict[str, Any]]  # str(key) -> the fields asked (scored points only)
+
+
 @dataclass(slots=True)
 class Point:
     """A point to write: named vectors (none in the ledger) and payload."""
@@ -139,10 +145,13 @@ class Engine(Protocol):
         their cosines, best first; one batch."""
 
     def signal_scores(self, query: HybridQuery, where: Where, keys: Sequence[Hashable],
-                      columns: Sequence[int] | None = None) -> npt.NDArray[np.float64]:
+                      columns: Sequence[int] | None = None,
+                      payload: Sequence[str] = ()) -> Scored:
         """Exact score of each point by each of SIGNALS, in one batch (rows follow ``keys``;
         keyword columns only for a keyword query; only ``columns`` when given). NaN where a
-        point was not scored: no matching term, no such vector, or it fails ``where``."""
+        point was not scored: no matching term, no such vector, or it fails ``where``. The
+        ``payload`` fields of the points come back with the first column's answers (no round
+        trip of their own)."""
 
     def keys(self, ids: Names) -> list[Hashable]:
         """Ids as ``signal_scores`` takes them."""

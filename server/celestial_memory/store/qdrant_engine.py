@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
-import numpy.typing as npt
 from celestial_memory.domain.models import HybridQuery, Sparse, Vector
 from celestial_memory.errors import StoreUnavailable
 from celestial_memory.store import engine as en
@@ -308,23 +307,27 @@ class QdrantEngine:
         return [[(str(p.id), p.score) for p in r.points] for r in responses]
 
     def signal_scores(self, query: HybridQuery, where: en.Where, keys: Sequence[Hashable],
-                      columns: Sequence[int] | None = None) -> npt.NDArray[np.float64]:
+                      columns: Sequence[int] | None = None,
+                      payload: Sequence[str] = ()) -> en.Scored:
         scores = np.full((len(keys), len(SIGNALS)), np.nan)
         if not keys:
-            return scores
+            return en.Scored(scores, {})
         f = _filter(where, keys)
         queries = {c: q for c, q in _signal_queries(query).items()
                    if columns is None or c in columns}
         responses = self._client.query_batch_points(self._names["memories"], requests=[
             models.QueryRequest(query=q, using=SIGNALS[c], filter=f, limit=len(keys),
-                                with_payload=False, params=self._exact)
-            for c, q in queries.items()
+                                with_payload=list(payload) if i == 0 and payload else False,
+                                params=self._exact)
+            for i, (c, q) in enumerate(queries.items())
         ])
         row = {str(k): i for i, k in enumerate(keys)}
         for col, r in zip(queries, responses, strict=True):
             for p in r.points:
                 scores[row[str(p.id)], col] = p.score
-        return scores
+        found = ({str(p.id): p.payload or {} for p in responses[0].points}
+                 if payload and responses else {})
+        return en.Scored(scores, found)
 
     def keys(self, ids: en.Names) -> list[Hashable]:
         return list(ids)

@@ -62,17 +62,23 @@ log = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class Candidates:
-    """A recall's candidates: unique ids in zone order, the zone each was first found in, and
-    their exact scores by each of SIGNALS (rows follow ``ids``)."""
+    """A recall's candidates: unique ids in zone order, the zone each was first found in,
+    their exact scores by each of SIGNALS (rows follow ``ids``) and, when asked for, the
+    entities each mentions."""
 
     ids: list[str]
     zones: list[int]
     signals: npt.NDArray[np.float64]
+    mentions: list[list[str]] | None = None
 
     def joined(self, other: Candidates) -> Candidates:
+        mentions = None
+        if self.mentions is not None or other.mentions is not None:
+            mentions = ((self.mentions or [[] for _ in self.ids])
+                        + (other.mentions or [[] for _ in other.ids]))
         return Candidates(self.ids + other.ids, self.zones + other.zones,
                           np.concatenate([self.signals.reshape(-1, len(SIGNALS)),
-                                          other.signals.reshape(-1, len(SIGNALS))]))
+                                          other.signals.reshape(-1, len(SIGNALS))]), mentions)
 
 
 def first_zones(
@@ -267,26 +273,37 @@ class MemoryRepository(LedgerRecords):
     ) -> npt.NDArray[np.float64]:
         """Exact score of each memory by each of SIGNALS (0 for a foreign or missing id)."""
         return _settled(self.engine.signal_scores(query, [Eq("tenant", tenant)],
-                                                  self.engine.keys(ids)))
+                                                  self.engine.keys(ids)).scores)
+
+    def scored(self, tenant: str, query: HybridQuery, ids: Sequence[str],
+               zones: Sequence[int], mentions: bool = False) -> Candidates:
+        """``ids`` as candidates: their exact scores and, with ``mentions``, their entities."""
+        return self._rescored(tenant, query, dict(zip(self.engine.keys(ids),
+                                                      ((z, 0.0) for z in zones), strict=True)),
+                              mentions, keep_search_scores=False)
 
     def candidates(
-        self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter, limit: int
+        self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter,
+        limit: int, mentions: bool = False,
     ) -> Candidates:
         """A recall's two batched round trips: the zone searches, then the exact scores of
-        their union (``_rescored``)."""
+        their union (``_rescored``); with ``mentions``, their entities come with the scores."""
         first = first_zones(zones, self._search(tenant, query, zones, flt, limit))
-        return self._rescored(tenant, query, first)
+        return self._rescored(tenant, query, first, mentions)
 
     def archive_candidates(
-        self, tenant: str, query: HybridQuery, flt: MemoryFilter, limit: int
+        self, tenant: str, query: HybridQuery, flt: MemoryFilter, limit: int,
+        mentions: bool = False,
     ) -> Candidates:
         """As ``candidates``, over the archive (one search): their zone is ARCHIVE_ZONE."""
         where = conditions(tenant, replace(flt, zones=[]), archive=True)
         hits = self.engine.fused_search(query, [where], limit)[0]
-        return self._rescored(tenant, query, {k: (ARCHIVE_ZONE, score) for k, score in hits})
+        return self._rescored(tenant, query, {k: (ARCHIVE_ZONE, score) for k, score in hits},
+                              mentions)
 
     def _rescored(
-        self, tenant: str, query: HybridQuery, first: dict[Hashable, tuple[int, float]]
+        self, tenant: str, query: HybridQuery, first: dict[Hashable, tuple[int, float]],
+        mentions: bool = False, keep_search_scores: bool = True,
     ) -> Candidates:
         """Candidates (engine key -> zone, search score) with their exact scores: one batch.
         The engine's own keys go in unconverted. A query without keywords has its content
@@ -294,13 +311,16 @@ class MemoryRepository(LedgerRecords):
         rescored."""
         keys = list(first)
         where = [Eq("tenant", tenant)]
-        if query.keywords.is_empty():
-            signals = self.engine.signal_scores(query, where, keys, columns=(1,))
-            signals[:, 0] = [score for _, score in first.values()]
+        fields = ["entities"] if mentions else []
+        if query.keywords.is_empty() and keep_search_scores:
+            got = self.engine.signal_scores(query, where, keys, columns=(1,), payload=fields)
+            got.scores[:, 0] = [score for _, score in first.values()]
         else:
-            signals = self.engine.signal_scores(query, where, keys)
-        return Candidates([str(k) for k in keys], [z for z, _ in first.values()],
-                          _settled(signals))
+            got = self.engine.signal_scores(query, where, keys, payload=fields)
+        ids = [str(k) for k in keys]
+        return Candidates(ids, [z for z, _ in first.values()], _settled(got.scores),
+                          [list(got.payloads.get(i, {}).get("entities") or []) for i in ids]
+                          if mentions else None)
 
     def nearest_live(
         self, tenant: str, vectors: Sequence[Vector], limit: int

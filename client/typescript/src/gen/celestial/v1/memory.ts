@@ -333,11 +333,28 @@ export interface Memory {
   relations: Relation[];
   /** The entities it mentions, as ids "<kind>:<key>" (see Entities). */
   entities: string[];
+  /** Facts a model read in it (CELESTIAL_EXTRACTOR=llm), after the Store answered. */
+  triples: Triple[];
+  /**
+   * The model's reading of it: empty (no model asked), "waiting", "done", or "failed: " and
+   * the last error once every try failed.
+   */
+  understanding: string;
 }
 
 export interface Memory_MetadataEntry {
   key: string;
   value: string;
+}
+
+/** One fact as subject, relation and object, e.g. ("Alice", "works_at", "Acme"). */
+export interface Triple {
+  /** Who or what the fact is about. */
+  subject: string;
+  /** The relation, in snake_case. */
+  relation: string;
+  /** What it relates the subject to. */
+  object: string;
 }
 
 /** One relation of a memory, as the memory at this end sees it. */
@@ -1426,6 +1443,8 @@ function createBaseMemory(): Memory {
     merged: [],
     relations: [],
     entities: [],
+    triples: [],
+    understanding: "",
   };
 }
 
@@ -1493,6 +1512,12 @@ export const Memory: MessageFns<Memory> = {
     }
     for (const v of message.entities) {
       writer.uint32(170).string(v!);
+    }
+    for (const v of message.triples) {
+      Triple.encode(v!, writer.uint32(242).fork()).join();
+    }
+    if (message.understanding !== "") {
+      writer.uint32(250).string(message.understanding);
     }
     return writer;
   },
@@ -1681,6 +1706,22 @@ export const Memory: MessageFns<Memory> = {
             message.entities.push(reader.string());
             continue;
           }
+          case 30: {
+            if (tag !== 242) {
+              break;
+            }
+
+            message.triples.push(Triple.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 31: {
+            if (tag !== 250) {
+              break;
+            }
+
+            message.understanding = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1759,6 +1800,8 @@ export const Memory: MessageFns<Memory> = {
       entities: globalThis.Array.isArray(object?.entities)
         ? object.entities.map((e: any) => globalThis.String(e))
         : [],
+      triples: globalThis.Array.isArray(object?.triples) ? object.triples.map((e: any) => Triple.fromJSON(e)) : [],
+      understanding: isSet(object.understanding) ? globalThis.String(object.understanding) : "",
     };
   },
 
@@ -1833,6 +1876,12 @@ export const Memory: MessageFns<Memory> = {
     if (message.entities?.length) {
       obj.entities = message.entities;
     }
+    if (message.triples?.length) {
+      obj.triples = message.triples.map((e) => Triple.toJSON(e));
+    }
+    if (message.understanding !== "") {
+      obj.understanding = message.understanding;
+    }
     return obj;
   },
 
@@ -1872,6 +1921,8 @@ export const Memory: MessageFns<Memory> = {
     message.merged = object.merged?.map((e) => MergedRepeat.fromPartial(e)) || [];
     message.relations = object.relations?.map((e) => Relation.fromPartial(e)) || [];
     message.entities = object.entities?.map((e) => e) || [];
+    message.triples = object.triples?.map((e) => Triple.fromPartial(e)) || [];
+    message.understanding = object.understanding ?? "";
     return message;
   },
 };
@@ -1957,6 +2008,107 @@ export const Memory_MetadataEntry: MessageFns<Memory_MetadataEntry> = {
     const message = createBaseMemory_MetadataEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseTriple(): Triple {
+  return { subject: "", relation: "", object: "" };
+}
+
+export const Triple: MessageFns<Triple> = {
+  encode(message: Triple, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.subject !== "") {
+      writer.uint32(10).string(message.subject);
+    }
+    if (message.relation !== "") {
+      writer.uint32(18).string(message.relation);
+    }
+    if (message.object !== "") {
+      writer.uint32(26).string(message.object);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Triple {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTriple();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.subject = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.relation = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.object = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Triple {
+    return {
+      subject: isSet(object.subject) ? globalThis.String(object.subject) : "",
+      relation: isSet(object.relation) ? globalThis.String(object.relation) : "",
+      object: isSet(object.object) ? globalThis.String(object.object) : "",
+    };
+  },
+
+  toJSON(message: Triple): unknown {
+    const obj: any = {};
+    if (message.subject !== "") {
+      obj.subject = message.subject;
+    }
+    if (message.relation !== "") {
+      obj.relation = message.relation;
+    }
+    if (message.object !== "") {
+      obj.object = message.object;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Triple>, I>>(base?: I): Triple {
+    return Triple.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Triple>, I>>(object: I): Triple {
+    const message = createBaseTriple();
+    message.subject = object.subject ?? "";
+    message.relation = object.relation ?? "";
+    message.object = object.object ?? "";
     return message;
   },
 };
