@@ -29,7 +29,6 @@ from celestial_memory.domain.models import (
     RebalanceReport,
     RecallResult,
     Stats,
-    Via,
     ZoneCount,
     ZoneEvent,
 )
@@ -46,13 +45,13 @@ from celestial_memory.editing import Editing
 from celestial_memory.embedding import Embedder
 from celestial_memory.errors import FailedPrecondition, InvalidArgument
 from celestial_memory.graph.entity_index import EntityCount, EntityIndex, EntityProfile
-from celestial_memory.graph.expansion import expand
 from celestial_memory.graph.relations import Reached, Relations
 from celestial_memory.listing import Listing
 from celestial_memory.paging import ENVELOPE_BYTES
 from celestial_memory.placement import Placement
 from celestial_memory.prompt_context import Assembler, ContextBlock, token_counter
 from celestial_memory.rebalancer import Rebalancer
+from celestial_memory.recall_candidates import RecallCandidates
 from celestial_memory.retrieval import Retrieval, zone_order
 from celestial_memory.store.payload import ARCHIVE_ZONE
 from celestial_memory.store.repository import MemoryRepository
@@ -79,6 +78,7 @@ class MemoryService:
         self.store = store
         self.embedder = embedder
         self.retrieval = Retrieval(settings, embedder)
+        self._candidates = RecallCandidates(settings, store, self.retrieval)
         self.clock = clock
         self.fn = MemoryFunction.from_settings(settings)
         self.zones = ZoneTable.from_settings(settings)
@@ -168,38 +168,9 @@ class MemoryService:
             text = check.content(q.query, s, "query")
             qvec = self.embedder.embed([text])[0]
         context_text = check.content(q.context, s, "context") if q.context.strip() else ""
-        zones = sorted(set(flt.zones)) if flt.zones else list(Zone)
-        hq = self.retrieval.query(text, qvec)
-        asked = self.retrieval.entities(text)
-
-        per_zone = self.retrieval.candidates_per_zone(limit)
         stages = metrics.Stages()
-        with stages("candidates"):
-            cands = self.store.candidates(tenant, hq, zones, flt, per_zone, bool(asked))
-        keywords = not hq.keywords.is_empty()
-        with stages("rescoring"):
-            relevance = self.retrieval.relevance(cands.signals, keywords=keywords)
-        deep = s.deep_recall if q.deep is None else q.deep
-        # The archive: always when asked, or (a deep recall) only when the zones give fewer
-        # than the limit of good matches (the deep gate, at least the gate). A filter naming
-        # zones keeps to them.
-        strong = int((relevance >= max(gate, s.deep_recall_gate)).sum())
-        if not flt.zones and (q.include_archived or (deep and strong < limit)):
-            with stages("candidates"):
-                cands = cands.joined(self.store.archive_candidates(tenant, hq, flt, per_zone,
-                                                                   bool(asked)))
-            # Ranked together: keyword scores are normalised over both sets of candidates.
-            with stages("rescoring"):
-                relevance = self.retrieval.relevance(cands.signals, keywords=keywords)
-        hops = s.recall_expand if q.expand is None else check.hops(q.expand)
-        via: dict[str, Via] = {}
-        if hops and cands.ids:
-            with stages("expansion"):
-                grown = expand(self.store, tenant, hq, flt, cands, relevance, limit, hops,
-                               s.graph_weight,
-                               lambda rows: self.retrieval.relevance(rows, keywords=keywords))
-            cands, relevance, via = grown.candidates, grown.relevance, grown.via
-        relevance = self.retrieval.with_entities(relevance, asked, cands.mentions)
+        got = self._candidates.find(tenant, q, text, qvec, flt, gate, limit, stages)
+        cands, relevance, via = got.candidates, got.relevance, got.via
         if not cands.ids:
             stages.done()
             return []
