@@ -20,6 +20,8 @@ each memory's is written once, with ``GraphStore.write_edges``, 2,000 memories a
    ``expand`` 0, 1 and 2, in the order 0 1 2 then 2 1 0 with half the calls each, the same
    queries for each, so drift on the noisy machine falls on all alike: p50 / p90, and the
    ratios to ``expand=0``;
+   then the same with a name in the query, the entity signal on and off (interleaved): what
+   reading the candidates' entities with their scores costs;
 4. ``MemoryService.related`` at depth 2 (and depth 1 beside it, interleaved the same way) from
    random memories: p50 / p90 and how many memories a walk reached; a sample of walks is
    checked against a walk over the edge lists written (same memories, order and strengths);
@@ -278,6 +280,28 @@ def main() -> int:
               f"expand2/expand0 {p50['expand=2'] / p50['expand=0']:.3f}; "
               f"p90 expand1/expand0 {p90['expand=1'] / p90['expand=0']:.3f}, "
               f"expand2/expand0 {p90['expand=2'] / p90['expand=0']:.3f}")
+
+        # The entity signal's cost: the same recalls with a name in the query, so the rescoring
+        # also reads each candidate's entities (the payload the edges make heavy), with the
+        # signal on (the default weight) and off.
+        weight = svc.settings.entity_weight
+
+        def named(on: bool) -> Callable[[object], object]:
+            def call(q: object) -> object:
+                vec, text = q  # type: ignore[misc]
+                svc.settings.entity_weight = weight if on else 0.0
+                return svc.recall(TENANT, RecallQuery(query=f"Caroline {text}", query_vector=vec,
+                                                      limit=10, reinforce=False, expand=0))
+            return call
+
+        named_times = interleaved({"entity signal off": named(False),
+                                   "entity signal on": named(True)}, list(qs))
+        svc.settings.entity_weight = weight
+        for label, ts in named_times.items():
+            print(summary(f"recall, a name in the query, {label}", ts))
+        on_off = (statistics.median(named_times["entity signal on"])
+                  / statistics.median(named_times["entity signal off"]))
+        print(f"p50 entity signal on/off {on_off:.3f}")
 
         # -- 4. walks ---------------------------------------------------------------------------
         starts = [ids[int(i)] for i in rng.integers(0, len(ids), args.calls)]
