@@ -6,6 +6,9 @@ The server runs in-process on its own thread and event loop over a fresh embedde
 client is the blocking Python client over loopback. Texts are LoCoMo turns and questions from
 ../shared/data/locomo-dev (synthetic sentences if that folder is absent). Both timings include
 embedding the text with all-MiniLM-L6-v2 on the CPU.
+
+Then Store latency with the model extractor on and off in the same run (``extractor_on_off``):
+the Store must not wait on the model, which a scripted local server plays here.
 """
 
 from __future__ import annotations
@@ -48,10 +51,80 @@ def percentile(xs: list[float], p: float) -> float:
     return s[min(len(s) - 1, int(p * len(s)))]
 
 
+class Running:
+    """A server on its own thread and event loop over a fresh embedded store."""
+
+    def __init__(self, **settings: object) -> None:
+        self.data_dir = Path(tempfile.mkdtemp(prefix="celestial-bench-"))
+        service = build_service(Settings(data_dir=self.data_dir, rebalance_interval_s=0,
+                                         **settings))  # type: ignore[arg-type]
+        self.loop = asyncio.new_event_loop()
+        self.server = MemoryServer(service, "127.0.0.1:0")
+        self.port = self.loop.run_until_complete(self.server.start())
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+
+
+def facts(body: dict[str, object]) -> str:
+    """The scripted model's answer: one entity and one triple per memory."""
+    messages = body["messages"]
+    assert isinstance(messages, list)
+    lines = str(messages[1]["content"]).splitlines()
+    return json.dumps({"memories": [
+        {"n": i, "entities": [{"name": "Someone", "kind": "person"}],
+         "triples": [["Someone", "said", line[:30]]]} for i, line in enumerate(lines, 1)]})
+
+
+def extractor_on_off(texts: list[str], calls: int, stall_s: float) -> None:
+    """Store latency with the model extractor on (a scripted local model that takes
+    ``stall_s`` a call, so the queue is busy throughout) and off, in one run: two servers, the
+    same texts, calls alternating between them (which goes first alternates too)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.scripted_model import ScriptedModel
+
+    model = ScriptedModel(facts)
+    model.stall_s = stall_s
+    off = Running()
+    on = Running(extractor="llm", llm_base_url=model.url, llm_model="scripted",
+                 understand_poll_s=0.05, understand_batch=4)
+    times: dict[str, list[float]] = {"off": [], "on": []}
+    try:
+        with CelestialClient(f"127.0.0.1:{off.port}", tenant="bench", timeout=120) as a, \
+                CelestialClient(f"127.0.0.1:{on.port}", tenant="bench", timeout=120) as b:
+            a.store("warm up")
+            b.store("warm up")
+            for i, text in enumerate(texts[:calls]):
+                order = [("off", a), ("on", b)] if i % 2 == 0 else [("on", b), ("off", a)]
+                for name, client in order:
+                    t = time.perf_counter()
+                    client.store(text)
+                    times[name].append((time.perf_counter() - t) * 1000)
+            understood = sum(m.understanding == "done" for m in b.iter_memories())
+    finally:
+        on.stop()
+        off.stop()
+        model.close()
+    p50 = {k: statistics.median(v) for k, v in times.items()}
+    for name in ("off", "on"):
+        xs = times[name]
+        print(f"Store, extractor {name:3s} n={len(xs)}  median {p50[name]:6.1f} ms  "
+              f"p90 {percentile(xs, 0.9):6.1f} ms")
+    print(f"Store p50 extractor on/off {p50['on'] / p50['off']:.3f} (model calls: "
+          f"{len(model.requests)}, {stall_s:.1f} s each; memories understood by the end: "
+          f"{understood} of {calls + 1})")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--memories", type=int, default=1000)
     ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--model-stall", type=float, default=0.5,
+                    help="seconds the scripted model takes a call (extractor on/off)")
     args = ap.parse_args()
     texts, questions = corpus(args.memories, args.calls)
 
@@ -90,6 +163,7 @@ def main() -> int:
             f"{name:18s} n={len(xs)}  median {statistics.median(xs):6.1f} ms  "
             f"p90 {percentile(xs, 0.9):6.1f} ms  min {min(xs):6.1f} ms"
         )
+    extractor_on_off(texts[args.memories:], args.calls, args.model_stall)
     return 0
 
 
