@@ -41,7 +41,7 @@ class RecallCandidates:
         asked = retrieval.entities(text)
         per_zone = retrieval.candidates_per_zone(limit)
         with stages("candidates"):
-            cands = store.candidates(tenant, hq, zones, flt, per_zone, bool(asked))
+            cands = store.candidates(tenant, hq, zones, flt, per_zone, asked)
         keywords = not hq.keywords.is_empty()
         with stages("rescoring"):
             relevance = retrieval.relevance(cands.signals, keywords=keywords)
@@ -52,8 +52,7 @@ class RecallCandidates:
         strong = int((relevance >= max(gate, s.deep_recall_gate)).sum())
         if not flt.zones and (q.include_archived or (deep and strong < limit)):
             with stages("candidates"):
-                cands = cands.joined(store.archive_candidates(tenant, hq, flt, per_zone,
-                                                              bool(asked)))
+                cands = cands.joined(store.archive_candidates(tenant, hq, flt, per_zone, asked))
             # Ranked together: keyword scores are normalised over both sets of candidates.
             with stages("rescoring"):
                 relevance = retrieval.relevance(cands.signals, keywords=keywords)
@@ -62,7 +61,7 @@ class RecallCandidates:
         if hops and cands.ids:
             with stages("expansion"):
                 grown = expand(store, tenant, hq, flt, cands, relevance, limit, hops,
-                               s.graph_weight,
+                               s.graph_weight, asked,
                                lambda rows: retrieval.relevance(rows, keywords=keywords))
             cands, relevance, via = grown.candidates, grown.relevance, grown.via
         return Found(cands, retrieval.with_entities(relevance, asked, cands.mentions), via)

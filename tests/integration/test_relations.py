@@ -11,6 +11,7 @@ from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.models import Memory, MemoryFilter
 from celestial_memory.domain.requests import Imported, NewMemory, RecallQuery
+from celestial_memory.domain.zones import Zone
 from celestial_memory.embedding import SentenceTransformerEmbedder
 from celestial_memory.errors import InvalidArgument, NotFound
 from celestial_memory.service import MemoryService
@@ -171,3 +172,21 @@ def test_expansion_brings_a_seeds_neighbour_and_says_through_what(
 
 def _fields(q: RecallQuery) -> dict[str, object]:
     return {f: getattr(q, f) for f in q.__slots__}  # type: ignore[attr-defined]
+
+
+def test_candidates_say_which_query_entities_they_mention(service: MemoryService) -> None:
+    a, b, c = _session(service, ["Caroline went to Sweden in May", "Melanie painted a lake",
+                                 "Caroline likes jazz"], session="")
+    text = "What did Caroline do in Sweden?"
+    asked = service.retrieval.entities(text)
+    assert asked == ["name:caroline", "name:sweden"]
+    hq = service.retrieval.query(text, service.embedder.embed([text])[0])
+    cands = service.store.candidates(T, hq, list(Zone), MemoryFilter(), 10, asked)
+    assert cands.mentions is not None
+    got = dict(zip(cands.ids, cands.mentions, strict=True))
+    assert got == {a: ["name:caroline", "name:sweden"], b: [], c: ["name:caroline"]}
+    # Without entities asked, nothing extra is read.
+    assert service.store.candidates(T, hq, list(Zone), MemoryFilter(), 10).mentions is None
+    # And the recall ranks the memory naming both first.
+    top = service.recall(T, RecallQuery(text, limit=3, reinforce=False, min_relevance=0.0))
+    assert top[0].memory.id == a

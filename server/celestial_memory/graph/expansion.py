@@ -14,7 +14,7 @@ exact scoring of those not yet candidates.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,10 +35,12 @@ class Expanded:
 
 def expand(store: MemoryRepository, tenant: str, query: HybridQuery, flt: MemoryFilter,
            cands: Candidates, relevance: FloatArray, seeds: int, hops: int,
-           graph_weight: float, score: Callable[[FloatArray], FloatArray]) -> Expanded:
+           graph_weight: float, entities: Sequence[str],
+           score: Callable[[FloatArray], FloatArray]) -> Expanded:
     """``cands`` with the neighbours of their ``seeds`` best (``hops`` steps along relations)
     and every relevance lifted as the module says; ``score`` turns signal rows into relevance
-    (Retrieval.relevance over the joined rows, so keyword scores are normalised over all)."""
+    (Retrieval.relevance over the joined rows, so keyword scores are normalised over all);
+    neighbours are asked which of the query's ``entities`` they mention, as candidates are."""
     order = np.argsort(-relevance, kind="stable")[:seeds]
     frontier = {cands.ids[i]: float(relevance[i]) for i in order}
     reached: dict[str, tuple[float, Via]] = {}  # id -> (lift, via)
@@ -71,7 +73,7 @@ def expand(store: MemoryRepository, tenant: str, query: HybridQuery, flt: Memory
         live = [mid for mid in new if mid in zones]
         if live:
             cands = cands.joined(store.scored(tenant, query, live, [int(zones[m]) for m in live],
-                                              mentions=cands.mentions is not None))
+                                              entities))
             relevance = score(cands.signals)
             index = {mid: i for i, mid in enumerate(cands.ids)}
     relevance = relevance.copy()

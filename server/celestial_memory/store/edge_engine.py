@@ -231,24 +231,27 @@ class EdgeEngine:
 
     def signal_scores(self, query: HybridQuery, where: en.Where, keys: Sequence[Hashable],
                       columns: Sequence[int] | None = None,
-                      payload: Sequence[str] = ()) -> en.Scored:
+                      matching: Sequence[pl.Condition] = ()) -> en.Scored:
         scores = np.full((len(keys), len(pl.SIGNALS)), np.nan)
         if not keys:
-            return en.Scored(scores, {})
+            return en.Scored(scores, [set() for _ in matching])
         f = _filter(where, keys)
         queries = {c: q for c, q in _signal_queries(query).items()
                    if columns is None or c in columns}
+        # A condition's matches: the content query again (cheap over these few points),
+        # filtered by it, ids only.
+        any_query = next(iter(queries.values()))
         batches = self._memories.query_batch(qe.QueryBatchRequest([
-            qe.QueryRequest(limit=len(keys), query=q, filter=f, params=_EXACT,
-                            with_payload=_payload(payload) if i == 0 and payload else False)
-            for i, q in enumerate(queries.values())
+            *(qe.QueryRequest(limit=len(keys), query=q, filter=f, with_payload=False,
+                              params=_EXACT) for q in queries.values()),
+            *(qe.QueryRequest(limit=len(keys), query=any_query, with_payload=False,
+                              filter=_filter([*where, c], keys)) for c in matching),
         ]))
         row = {k: i for i, k in enumerate(keys)}
-        for col, b in zip(queries, batches, strict=True):
+        for col, b in zip(queries, batches[:len(queries)], strict=True):
             for p in b:
                 scores[row[p.id], col] = p.score
-        found = {str(p.id): p.payload or {} for p in batches[0]} if payload and batches else {}
-        return en.Scored(scores, found)
+        return en.Scored(scores, [{str(p.id) for p in b} for b in batches[len(queries):]])
 
     def keys(self, ids: en.Names) -> list[Hashable]:
         # The engine returns UUID objects; handing them back as they are saves a conversion

@@ -35,7 +35,7 @@ Hit = tuple[Hashable, float]
 @dataclass(frozen=True, slots=True)
 class Scored:
     scores: npt.NDArray[np.float64]  # rows: the keys asked; columns: SIGNALS
-    payloads: dict[str, dict[str, Any]]  # str(key) -> the fields asked (scored points only)
+    matches: list[set[str]]  # per condition asked: str(key) of the points matching it
 
 
 @dataclass(slots=True)
@@ -146,12 +146,12 @@ class Engine(Protocol):
 
     def signal_scores(self, query: HybridQuery, where: Where, keys: Sequence[Hashable],
                       columns: Sequence[int] | None = None,
-                      payload: Sequence[str] = ()) -> Scored:
+                      matching: Sequence[Condition] = ()) -> Scored:
         """Exact score of each point by each of SIGNALS, in one batch (rows follow ``keys``;
         keyword columns only for a keyword query; only ``columns`` when given). NaN where a
-        point was not scored: no matching term, no such vector, or it fails ``where``. The
-        ``payload`` fields of the points come back with the first column's answers (no round
-        trip of their own)."""
+        point was not scored: no matching term, no such vector, or it fails ``where``. For each
+        of ``matching``, the keys of the points that also match it, in the same batch (the
+        payload index answers; no payload is read)."""
 
     def keys(self, ids: Names) -> list[Hashable]:
         """Ids as ``signal_scores`` takes them."""

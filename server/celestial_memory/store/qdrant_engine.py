@@ -26,6 +26,7 @@ from celestial_memory.store.payload import (
     LEDGER_INDEXES,
     QUANTIZED_OVERSAMPLING,
     SIGNALS,
+    Condition,
 )
 from celestial_memory.store.proxy import MethodProxy
 from celestial_memory.store.retry import Retrying, store_fault, unavailable
@@ -308,26 +309,29 @@ class QdrantEngine:
 
     def signal_scores(self, query: HybridQuery, where: en.Where, keys: Sequence[Hashable],
                       columns: Sequence[int] | None = None,
-                      payload: Sequence[str] = ()) -> en.Scored:
+                      matching: Sequence[Condition] = ()) -> en.Scored:
         scores = np.full((len(keys), len(SIGNALS)), np.nan)
         if not keys:
-            return en.Scored(scores, {})
+            return en.Scored(scores, [set() for _ in matching])
         f = _filter(where, keys)
         queries = {c: q for c, q in _signal_queries(query).items()
                    if columns is None or c in columns}
+        # A condition's matches: the content query again, filtered by it, ids only.
+        col0, q0 = next(iter(queries.items()))
         responses = self._client.query_batch_points(self._names["memories"], requests=[
-            models.QueryRequest(query=q, using=SIGNALS[c], filter=f, limit=len(keys),
-                                with_payload=list(payload) if i == 0 and payload else False,
-                                params=self._exact)
-            for i, (c, q) in enumerate(queries.items())
+            *(models.QueryRequest(query=q, using=SIGNALS[c], filter=f, limit=len(keys),
+                                  with_payload=False, params=self._exact)
+              for c, q in queries.items()),
+            *(models.QueryRequest(query=q0, using=SIGNALS[col0], limit=len(keys),
+                                  with_payload=False, filter=_filter([*where, cond], keys))
+              for cond in matching),
         ])
         row = {str(k): i for i, k in enumerate(keys)}
-        for col, r in zip(queries, responses, strict=True):
+        for col, r in zip(queries, responses[:len(queries)], strict=True):
             for p in r.points:
                 scores[row[str(p.id)], col] = p.score
-        found = ({str(p.id): p.payload or {} for p in responses[0].points}
-                 if payload and responses else {})
-        return en.Scored(scores, found)
+        return en.Scored(scores, [{str(p.id) for p in r.points}
+                                  for r in responses[len(queries):]])
 
     def keys(self, ids: en.Names) -> list[Hashable]:
         return list(ids)

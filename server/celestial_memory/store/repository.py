@@ -63,8 +63,8 @@ log = logging.getLogger(__name__)
 @dataclass(slots=True)
 class Candidates:
     """A recall's candidates: unique ids in zone order, the zone each was first found in,
-    their exact scores by each of SIGNALS (rows follow ``ids``) and, when asked for, the
-    entities each mentions."""
+    their exact scores by each of SIGNALS (rows follow ``ids``) and, when asked about some
+    entities, which of them each mentions."""
 
     ids: list[str]
     zones: list[int]
@@ -276,34 +276,35 @@ class MemoryRepository(LedgerRecords):
                                                   self.engine.keys(ids)).scores)
 
     def scored(self, tenant: str, query: HybridQuery, ids: Sequence[str],
-               zones: Sequence[int], mentions: bool = False) -> Candidates:
-        """``ids`` as candidates: their exact scores and, with ``mentions``, their entities."""
+               zones: Sequence[int], entities: Sequence[str] = ()) -> Candidates:
+        """``ids`` as candidates: their exact scores and which of ``entities`` they mention."""
         return self._rescored(tenant, query, dict(zip(self.engine.keys(ids),
                                                       ((z, 0.0) for z in zones), strict=True)),
-                              mentions, keep_search_scores=False)
+                              entities, keep_search_scores=False)
 
     def candidates(
         self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter,
-        limit: int, mentions: bool = False,
+        limit: int, entities: Sequence[str] = (),
     ) -> Candidates:
         """A recall's two batched round trips: the zone searches, then the exact scores of
-        their union (``_rescored``); with ``mentions``, their entities come with the scores."""
+        their union (``_rescored``) and, in the same batch, which of ``entities`` each
+        mentions."""
         first = first_zones(zones, self._search(tenant, query, zones, flt, limit))
-        return self._rescored(tenant, query, first, mentions)
+        return self._rescored(tenant, query, first, entities)
 
     def archive_candidates(
         self, tenant: str, query: HybridQuery, flt: MemoryFilter, limit: int,
-        mentions: bool = False,
+        entities: Sequence[str] = (),
     ) -> Candidates:
         """As ``candidates``, over the archive (one search): their zone is ARCHIVE_ZONE."""
         where = conditions(tenant, replace(flt, zones=[]), archive=True)
         hits = self.engine.fused_search(query, [where], limit)[0]
         return self._rescored(tenant, query, {k: (ARCHIVE_ZONE, score) for k, score in hits},
-                              mentions)
+                              entities)
 
     def _rescored(
         self, tenant: str, query: HybridQuery, first: dict[Hashable, tuple[int, float]],
-        mentions: bool = False, keep_search_scores: bool = True,
+        entities: Sequence[str] = (), keep_search_scores: bool = True,
     ) -> Candidates:
         """Candidates (engine key -> zone, search score) with their exact scores: one batch.
         The engine's own keys go in unconverted. A query without keywords has its content
@@ -311,16 +312,16 @@ class MemoryRepository(LedgerRecords):
         rescored."""
         keys = list(first)
         where = [Eq("tenant", tenant)]
-        fields = ["entities"] if mentions else []
+        asked = [Eq("entities", e) for e in entities]
         if query.keywords.is_empty() and keep_search_scores:
-            got = self.engine.signal_scores(query, where, keys, columns=(1,), payload=fields)
+            got = self.engine.signal_scores(query, where, keys, columns=(1,), matching=asked)
             got.scores[:, 0] = [score for _, score in first.values()]
         else:
-            got = self.engine.signal_scores(query, where, keys, payload=fields)
+            got = self.engine.signal_scores(query, where, keys, matching=asked)
         ids = [str(k) for k in keys]
         return Candidates(ids, [z for z, _ in first.values()], _settled(got.scores),
-                          [list(got.payloads.get(i, {}).get("entities") or []) for i in ids]
-                          if mentions else None)
+                          [[e for e, m in zip(entities, got.matches, strict=True) if i in m]
+                           for i in ids] if entities else None)
 
     def nearest_live(
         self, tenant: str, vectors: Sequence[Vector], limit: int
