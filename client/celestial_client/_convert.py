@@ -20,6 +20,7 @@ from celestial_client.types import (
     LedgerPage,
     Memory,
     MergedRepeat,
+    NextMove,
     PromptContext,
     RebalanceReport,
     RecallResult,
@@ -178,7 +179,12 @@ def memory(m: pb.Memory) -> Memory:
         merged=[MergedRepeat(r.content, to_datetime(r.created_at), r.id, r.session_id,
                              r.agent_id, dict(r.metadata), r.context) for r in m.merged],
         relations=[relation(r) for r in m.relations], entities=list(m.entities),
+        next_move=next_move(m.next_move) if m.HasField("next_move") else None,
     )
+
+
+def next_move(n: pb.NextMove) -> NextMove:
+    return NextMove(None if n.archive else zone_from_pb(n.zone), to_datetime(n.at))
 
 
 def recall_results(resp: pb.RecallResponse) -> list[RecallResult]:

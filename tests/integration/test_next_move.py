@@ -1,0 +1,81 @@
+"""Memory.next_move over gRPC: the move Get announces is the move the rebalance makes."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from celestial_client import AsyncCelestialClient, Zone
+from celestial_memory.clock import ManualClock
+
+DAY = 86_400.0
+
+
+async def test_get_announces_the_move_the_rebalance_then_makes(
+    aclient: AsyncCelestialClient, clock: ManualClock
+) -> None:
+    m = await aclient.store("The quarterly report is due on the first Monday", importance=0.6)
+    assert m.zone == Zone.OUTER
+    move = (await aclient.get(m.id)).next_move
+    assert move is not None and move.zone == Zone.BELT and not move.archive
+    # 0.25·0.6 = 0.15 above outer's 0.10 falls 0.30/86.4 per 1000 s: due 14,400 s after the store.
+    assert abs(move.at - m.created_at - timedelta(seconds=14_400)) < timedelta(milliseconds=1)
+
+    clock.set(move.at.timestamp() - 60)  # a minute early: nothing moves
+    rep = await aclient.rebalance()
+    assert rep.moved == {} and (await aclient.get(m.id)).zone == Zone.OUTER
+    clock.set(move.at.timestamp() + 60)
+    rep = await aclient.rebalance()
+    assert rep.moved == {(Zone.OUTER, Zone.BELT): 1}
+    later = await aclient.get(m.id)
+    assert later.zone == Zone.BELT
+    # Then below the belt's -0.10 at 0.15 + 0.10 over the same rate: 72,000 s after the store.
+    assert later.next_move is not None and later.next_move.zone == Zone.CLOUD
+    assert abs(later.next_move.at - m.created_at - timedelta(seconds=72_000)) < timedelta(
+        milliseconds=1)
+
+
+async def test_a_score_whose_floor_stays_in_its_zone_has_no_move(
+    aclient: AsyncCelestialClient, clock: ManualClock
+) -> None:
+    # 0.25·0.8 - 0.30 (the freshness floor) = -0.10: it never falls below the belt.
+    m = await aclient.store("The team offsite is in Lisbon in June", importance=0.8)
+    clock.advance(2 * DAY)
+    await aclient.rebalance()
+    got = await aclient.get(m.id)
+    assert got.zone == Zone.BELT and got.next_move is None
+
+
+async def test_a_memory_lifted_by_context_moves_back_at_the_next_rebalance(
+    aclient: AsyncCelestialClient, clock: ManualClock
+) -> None:
+    m = await aclient.store("Alice drinks her espresso without sugar", importance=0.8)
+    query = "how does Alice take her coffee?"
+    [hit] = await aclient.recall(query, limit=1, context=query)
+    assert hit.memory.zone == Zone.INNER  # the context score lifted it
+    move = hit.memory.next_move
+    # Its resting score (no context) is an outer one: due already, at its last write.
+    assert move is not None and move.zone == Zone.OUTER
+    assert move.at.timestamp() <= clock.now()
+    assert (await aclient.get(m.id)).next_move == move
+    clock.advance(1)
+    rep = await aclient.rebalance()
+    assert rep.moved == {(Zone.INNER, Zone.OUTER): 1}
+    assert (await aclient.get(m.id)).zone == Zone.OUTER
+
+
+async def test_pinned_memories_have_no_move_and_cloud_ones_are_forgotten(
+    aclient: AsyncCelestialClient, clock: ManualClock
+) -> None:
+    pinned = await aclient.store("The office door code is 4711", pinned=True)
+    assert (await aclient.get(pinned.id)).next_move is None
+    low = await aclient.store("a passing remark about the weather", importance=0.0)
+    clock.advance(2 * DAY)  # the floor: -0.30 is below the belt's -0.10
+    await aclient.rebalance()
+    got = await aclient.get(low.id)
+    assert got.zone == Zone.CLOUD
+    move = got.next_move
+    assert move is not None and move.archive and move.zone is None
+    assert move.at - got.last_recalled_at == timedelta(days=90)  # CELESTIAL_AUTO_FORGET_DAYS
+    clock.set(move.at.timestamp() + 60)
+    rep = await aclient.rebalance()
+    assert rep.forgotten == 1
