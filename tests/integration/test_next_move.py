@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+import asyncio
+import time
+from datetime import UTC, datetime, timedelta
 
-from celestial_client import AsyncCelestialClient, Zone
+import pytest
+from celestial_client import AsyncCelestialClient, CelestialClient, Zone
+from celestial_client.agent_tools import call_tool
+from celestial_client.cli import main
 from celestial_memory.clock import ManualClock
+from celestial_memory.grpc_api.server import MemoryServer
 
 DAY = 86_400.0
 
@@ -79,3 +85,29 @@ async def test_pinned_memories_have_no_move_and_cloud_ones_are_forgotten(
     clock.set(move.at.timestamp() + 60)
     rep = await aclient.rebalance()
     assert rep.forgotten == 1
+
+
+async def test_the_agent_tools_show_the_next_move(client: CelestialClient) -> None:
+    # The blocking client in a thread: the server answers on this test's event loop.
+    out = await asyncio.to_thread(call_tool, client, "memory_save", {
+        "content": "The invoice run is on the 3rd", "importance": 0.6})
+    move = out.data["memory"]["next_move"]
+    got = await asyncio.to_thread(client.get, out.data["memory"]["id"])
+    assert move["zone"] == "belt" and got.next_move is not None
+    assert datetime.fromisoformat(move["at"]) == got.next_move.at
+
+
+async def test_the_cli_says_when_and_where(
+    server: MemoryServer, clock: ManualClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clock.set(time.time())  # the CLI tells "due" from "ahead" by its own clock
+    argv = ["--target", f"127.0.0.1:{server.port}"]
+    assert await asyncio.to_thread(main, [*argv, "store", "Pay the rent", "--importance",
+                                          "0.6"]) == 0
+    memory_id = capsys.readouterr().out.split()[1]
+    assert await asyncio.to_thread(main, [*argv, "get", memory_id]) == 0
+    due = datetime.fromtimestamp(clock.now() + 14_400, UTC)
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("next move"))
+    assert line == f"next move    to belt at {due:%Y-%m-%d %H:%M:%S} unless recalled"
+    assert await asyncio.to_thread(main, [*argv, "update", memory_id, "--pin"]) == 0
+    assert "next move    none: pinned" in capsys.readouterr().out
