@@ -22,9 +22,9 @@ from celestial_memory.embedding import SentenceTransformerEmbedder
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from tests.integration.celestial_exe import ROOT, write_celestial
 from tests.integration.conftest import running_server
 
-ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "cli.md"
 DOC_TARGET, DOC_KEY_FILE = "localhost:50052", "/home/me/.config/celestial/key"
 
@@ -33,18 +33,6 @@ def _block(language: str, marker: str) -> str:
     blocks = re.findall(rf"```{language}\n(.*?)```", DOC.read_text(), re.S)
     [block] = [b for b in blocks if marker in b]
     return str(block)
-
-
-def _celestial(bin_dir: Path) -> Path:
-    """This checkout's ``celestial`` entry point (what ``pip install`` puts on PATH), so that
-    the test runs the code under test, whatever the environment has installed."""
-    bin_dir.mkdir()
-    exe = bin_dir / "celestial"
-    paths = [str(ROOT / "client"), str(ROOT / "server")]
-    exe.write_text(f"#!{sys.executable}\nimport sys\nsys.path[:0] = {paths!r}\n"
-                   "from celestial_client.cli import main\nsys.exit(main())\n")
-    exe.chmod(0o755)
-    return exe
 
 
 async def _run_snippet(code: str, bin_dir: Path) -> tuple[int, str, str]:
@@ -70,7 +58,7 @@ async def test_the_documented_mcp_flow_reaches_a_server_on_another_port(
     assert host["command"] == "celestial"
     assert all(json.dumps(a) in snippet for a in host["args"])
     bin_dir = tmp_path / "bin"
-    _celestial(bin_dir)
+    write_celestial(bin_dir)
     async with running_server(tmp_path / "data", embedder, clock, api_keys_file=keys) as srv:
         assert srv.port != 50051 and f":{srv.port}" != DOC_TARGET[-6:]
         code, out, err = await _run_snippet(
@@ -81,7 +69,7 @@ async def test_the_documented_mcp_flow_reaches_a_server_on_another_port(
 
 
 async def test_a_tool_error_is_an_mcp_tool_error_with_structured_content(tmp_path: Path) -> None:
-    exe = _celestial(tmp_path / "bin")
+    exe = write_celestial(tmp_path / "bin")
     params = StdioServerParameters(command=str(exe),
                                    args=["--target", "127.0.0.1:1", "mcp"])
     async with Client(params, read_timeout_seconds=60) as mcp:
