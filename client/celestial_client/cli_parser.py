@@ -41,6 +41,17 @@ ZONES = ["core", "inner", "outer", "belt", "cloud"]
 JSON_HELP = "print one JSON document instead of text"
 
 
+def positive(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"want a whole number of at least 1, got {text!r}")
+    return n
+
+
 def _connection(suppress: bool) -> argparse.ArgumentParser:
     """The flags every client command takes. After the command they default to SUPPRESS, so
     that leaving them out there keeps what was given before it."""
@@ -108,7 +119,7 @@ def build() -> argparse.ArgumentParser:
 
     r = command("recall", "recall memories by meaning (reinforces what it returns)")
     r.add_argument("query", help="what to look for, in words")
-    r.add_argument("--limit", type=int, default=5, help="at most this many (default 5)")
+    r.add_argument("--limit", type=positive, default=5, help="at most this many (default 5)")
     r.add_argument("--zone", action="append", default=[], dest="zones", choices=ZONES,
                    help="search only this zone (repeat for several)")
     r.add_argument("--tag", action="append", default=[], dest="tags_any", metavar="TAG",
@@ -121,15 +132,15 @@ def build() -> argparse.ArgumentParser:
                    help="search the archive (forgotten memories) too")
 
     ls = command("list", "the memories in id order, a page at a time (filters combine)")
-    ls.add_argument("--limit", type=int, default=50, help="this many (default 50)")
+    ls.add_argument("--limit", type=positive, default=50, help="this many (default 50)")
     ls.add_argument("--page-token", default="", metavar="TOKEN",
                     help="continue where a --json answer's next_page_token left off")
     _filters(ls)
     rc = command("recent", "the newest memories first")
-    rc.add_argument("--limit", type=int, default=10, help="this many (default 10)")
+    rc.add_argument("--limit", type=positive, default=10, help="this many (default 10)")
     _filters(rc)
     ar = command("archived", "the archive's newest memories (forgotten ones)")
-    ar.add_argument("--limit", type=int, default=20, help="this many (default 20)")
+    ar.add_argument("--limit", type=positive, default=20, help="this many (default 20)")
 
     command("get", "a memory by id, with its next scheduled move").add_argument(
         "id", help="the memory's id")
@@ -158,7 +169,7 @@ def build() -> argparse.ArgumentParser:
     co.add_argument("--apply", action="store_true", help="write the merges")
     lg = command("ledger", "evictions, archived, restored, purged and deleted memories, "
                            "oldest first")
-    lg.add_argument("--limit", type=int, default=50, help="this many (default 50)")
+    lg.add_argument("--limit", type=positive, default=50, help="this many (default 50)")
     lg.add_argument("--memory", default="", metavar="ID", help="only this memory's events")
 
     ex = command("export", "write the tenant's memories with vectors to a file")

@@ -147,3 +147,11 @@ def test_an_unreachable_server_exits_4_and_names_the_target(
     assert main(["--target", "127.0.0.1:1", "get", "some-id"]) == 4
     err = capsys.readouterr().err
     assert err.startswith("error (UNAVAILABLE)") and "target 127.0.0.1:1, from flag" in err
+
+
+def test_bad_usage_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["list", "--limit", "0"], ["recent", "--limit", "x"], ["no-such-command"]):
+        with pytest.raises(SystemExit) as done:
+            main(argv)
+        assert done.value.code == EXIT["usage"]
+    assert "at least 1" in capsys.readouterr().err
