@@ -15,6 +15,7 @@ from celestial_memory.clock import ManualClock
 from celestial_memory.embedding import SentenceTransformerEmbedder
 from celestial_memory.grpc_api.server import MemoryServer
 
+from tests.certs import CertificateAuthority
 from tests.integration.conftest import running_server
 
 DAY = 86_400.0
@@ -174,3 +175,35 @@ async def test_eval_answers_json(
         report = await Cli(srv, capsys).json("eval", "locomo", str(data), "--k", "1")
     assert report["benchmark"] == "locomo" and report["k"] == [1]
     assert report["settings"]["hybrid"]["R@1"] == 1.0
+
+
+async def test_tls_from_flags_or_from_the_environment(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock,
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ca = CertificateAuthority(tmp_path / "pki")
+    cert = ca.issue("server", "localhost", server=True)
+    async with running_server(tmp_path / "d", embedder, clock, tls_cert=cert.cert,
+                              tls_key=cert.key) as srv:
+        target = f"localhost:{srv.port}"
+
+        async def stats(*argv: str) -> tuple[int, str]:
+            code = await asyncio.to_thread(main, [*argv, "stats", "--json"])
+            out = capsys.readouterr()
+            return code, out.out or out.err
+
+        code, out = await stats("--target", target, "--tls-ca", str(ca.cert))
+        assert code == 0 and json.loads(out)["stats"]["total"] == 0
+        monkeypatch.setenv("CELESTIAL_TARGET", target)
+        monkeypatch.setenv("CELESTIAL_TLS_CA", str(ca.cert))
+        code, out = await stats()
+        assert code == 0 and json.loads(out)["stats"]["total"] == 0
+        config = await asyncio.to_thread(main, ["config", "--json"])
+        client = json.loads(capsys.readouterr().out)["client"]
+        assert config == 0 and client["tls_ca"] == {
+            "value": str(ca.cert), "source": "env", "env": "CELESTIAL_TLS_CA"}
+        monkeypatch.delenv("CELESTIAL_TLS_CA")
+        code, out = await stats()  # plaintext on the TLS port: unreachable, with the hint
+        assert code == 4 and "--tls-ca" in json.loads(out)["error"]["message"]
+        code, out = await stats("--tls-ca", str(tmp_path / "absent.pem"))
+        assert code == 2 and "absent.pem" in json.loads(out)["error"]["message"]
