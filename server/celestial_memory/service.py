@@ -391,7 +391,7 @@ class MemoryService:
 
     def next_move(self, m: Memory) -> NextMove | None:
         """Where the rebalance takes ``m`` next unless it is recalled first (domain/next_move.py)."""
-        return next_move(m, self.settings.auto_forget_days * DAY)
+        return next_move(m, self.settings.auto_forget_days * DAY, self.clock.now())
 
     def breakdown(self, m: Memory) -> ScoreBreakdown:
         """The memory function's terms for ``m`` now, with C from its last recall."""

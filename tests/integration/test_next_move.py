@@ -40,6 +40,19 @@ async def test_get_announces_the_move_the_rebalance_then_makes(
         milliseconds=1)
 
 
+async def test_an_overdue_move_goes_as_far_as_the_next_rebalance_will(
+    aclient: AsyncCelestialClient, clock: ManualClock
+) -> None:
+    m = await aclient.store("The invoice run is on the 3rd", importance=0.6)
+    # Past both drop times (outer at 14,400 s, belt at 72,000 s) with no rebalance between.
+    clock.set(m.created_at.timestamp() + 100_000)
+    move = (await aclient.get(m.id)).next_move
+    assert move is not None and move.zone == Zone.CLOUD
+    assert abs(move.at - m.created_at - timedelta(seconds=14_400)) < timedelta(milliseconds=1)
+    rep = await aclient.rebalance()
+    assert rep.moved == {(Zone.OUTER, Zone.CLOUD): 1}
+
+
 async def test_a_score_whose_floor_stays_in_its_zone_has_no_move(
     aclient: AsyncCelestialClient, clock: ManualClock
 ) -> None:

@@ -30,7 +30,7 @@ class NextMove:
         return self.zone is None
 
 
-def next_move(m: Memory, forget_after_s: float) -> NextMove | None:
+def next_move(m: Memory, forget_after_s: float, now: float) -> NextMove | None:
     """Where the rebalance takes ``m`` next and when, unless a recall or an update comes first;
     None when nothing is scheduled (pinned, archived, or never falling below its zone)."""
     if m.pinned or m.archived:
@@ -42,6 +42,8 @@ def next_move(m: Memory, forget_after_s: float) -> NextMove | None:
         return None
     # ALREADY: due since its last write (a recall lifted it above its resting zone).
     due = m.written_at if drops[m.zone] <= ALREADY else drops[m.zone]
-    # It lands in the first zone whose drop time is still ahead when it moves.
-    to = next((Zone(k) for k in range(m.zone + 1, Zone.CLOUD) if drops[k] > due), Zone.CLOUD)
+    # It lands in the first zone whose drop time is still ahead when it moves: at ``due``, or
+    # at the next rebalance when that time has passed already.
+    moves = max(due, now)
+    to = next((Zone(k) for k in range(m.zone + 1, Zone.CLOUD) if drops[k] >= moves), Zone.CLOUD)
     return NextMove(to, due)
