@@ -20,6 +20,7 @@ from celestial_client.types import (
     LedgerPage,
     Memory,
     MergedRepeat,
+    NextMove,
     PromptContext,
     RebalanceReport,
     RecallResult,
@@ -180,7 +181,12 @@ def memory(m: pb.Memory) -> Memory:
         relations=[relation(r) for r in m.relations], entities=list(m.entities),
         triples=[(t.subject, t.relation, t.object) for t in m.triples],
         understanding=m.understanding,
+        next_move=next_move(m.next_move) if m.HasField("next_move") else None,
     )
+
+
+def next_move(n: pb.NextMove) -> NextMove:
+    return NextMove(None if n.archive else zone_from_pb(n.zone), to_datetime(n.at))
 
 
 def recall_results(resp: pb.RecallResponse) -> list[RecallResult]:

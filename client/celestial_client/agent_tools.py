@@ -83,7 +83,11 @@ def memory_data(m: Memory) -> dict[str, Any]:
             "importance": round(m.importance, 4), "recall_count": m.recall_count,
             "created_at": m.created_at.isoformat(), "last_recalled_at": m.last_recalled_at.isoformat(),
             "tags": list(m.tags), "pinned": m.pinned, "archived": m.archived,
-            "session_id": m.session_id, "agent_id": m.agent_id, "metadata": dict(m.metadata)}
+            "session_id": m.session_id, "agent_id": m.agent_id, "metadata": dict(m.metadata),
+            # Where the rebalance takes it next unless recalled (zone None: the archive).
+            "next_move": None if m.next_move is None else {
+                "zone": m.next_move.zone.value if m.next_move.zone else None,
+                "at": m.next_move.at.isoformat()}}
 
 
 def _line(m: Memory) -> str:

@@ -8,19 +8,30 @@ import dataclasses
 import json
 import math
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from celestial_client.types import (
     Entity,
     EntityProfile,
     Memory,
+    NextMove,
     RecallResult,
     RelatedMemory,
     Relation,
     Stats,
     ZoneEvent,
 )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Answer:
+    """What a command answers: ``text`` for people, ``data`` for ``--json``, and its exit status
+    (e.g. 3 when there was nothing to delete)."""
+
+    text: str
+    data: dict[str, Any]
+    status: int = 0
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -68,7 +79,40 @@ def show_memory(m: Memory) -> str:
             f"now          R {_n(b.recall)}  F {_n(b.freshness)}  A {_n(b.importance, 2)}  "
             f"C {_n(b.context)}  I {_n(b.total)}"
         )
+    if not m.archived:
+        lines.append(f"next move    {show_next_move(m)}")
     return "\n".join(lines)
+
+
+def show_next_move(m: Memory, now: datetime | None = None) -> str:
+    """A memory's next scheduled move in words: "to outer at 2026-11-26 15:42:00 unless
+    recalled"."""
+    move = m.next_move
+    if move is None:
+        return "none: pinned" if m.pinned else (
+            "none scheduled: its score never falls below this zone's threshold")
+    where = "to the archive (forgotten)" if move.zone is None else f"to {move.zone.value}"
+    if move.at <= (now or datetime.now(UTC)):
+        when = f"at the next rebalance (due since {move.at:%Y-%m-%d %H:%M:%S})"
+    else:
+        when = f"at {move.at:%Y-%m-%d %H:%M:%S}"
+    return f"{where} {when} unless recalled"
+
+
+def _move_cell(move: NextMove | None) -> str:
+    if move is None:
+        return "-"
+    return f"{'archive' if move.zone is None else move.zone.value} {move.at:%Y-%m-%d %H:%M}"
+
+
+def show_memories(memories: Sequence[Memory], empty: str) -> str:
+    """Memories one a line: where each is, where it goes next, and its text."""
+    if not memories:
+        return empty
+    rows = [(m.zone.value, m.recall_count, _n(m.importance, 2),
+             f"{m.created_at:%Y-%m-%d %H:%M}", _move_cell(m.next_move), _short(m.content, 50),
+             m.id) for m in memories]
+    return table(["zone", "recalls", "imp", "created", "next move", "content", "id"], rows)
 
 
 def show_recall(results: Sequence[RecallResult]) -> str:
@@ -141,13 +185,22 @@ def as_json(document: dict[str, Any]) -> str:
     """One JSON document, the dataclasses in it as objects."""
     def plain(v: Any) -> Any:
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
-            return dataclasses.asdict(v)
-        if isinstance(v, list):
+            return plain(dataclasses.asdict(v))
+        if isinstance(v, list | tuple):
             return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {_key(k): plain(x) for k, x in v.items()}
         return v
 
     return json.dumps({k: plain(v) for k, v in document.items()}, default=_jsonable,
                       ensure_ascii=False, indent=2)
+
+
+def _key(k: object) -> str:
+    """A JSON key: a pair of zones (a rebalance's moves) as "outer->belt"."""
+    if isinstance(k, tuple):
+        return "->".join(str(getattr(x, "value", x)) for x in k)
+    return str(getattr(k, "value", k))
 
 
 def show_stats(s: Stats) -> str:

@@ -4,7 +4,10 @@ Celestial Memory server through the Python client. Needs the ``mcp`` extra.
 
 A tool's result is its short text plus the same facts as structured content; bad arguments and
 the service's errors come back as tool errors (``isError``) carrying the message, so the model
-can read and correct them.
+can read and correct them, and as structured content ``{"error": {"code", "message"}}``, so a
+program reading the structured content meets the error, not a missing document. An MCP host
+starts this command without the user's environment: an unreachable server's error names the
+target this command used and how to set it (``--target`` in the host's args).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import sys
 from typing import Any
 
 import anyio
+import grpc
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
@@ -39,8 +43,8 @@ def tool_list() -> list[types.Tool]:
             for t in TOOLS]
 
 
-def build(client: CelestialClient) -> Server[Any]:
-    """An MCP server whose tools call ``client``."""
+def build(client: CelestialClient, target: str = "") -> Server[Any]:
+    """An MCP server whose tools call ``client`` (connected to ``target``, named in errors)."""
 
     async def list_tools(ctx: ServerRequestContext[Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -52,9 +56,14 @@ def build(client: CelestialClient) -> Server[Any]:
             # The client blocks; a thread keeps the server answering other requests meanwhile.
             out = await anyio.to_thread.run_sync(call_tool, client, params.name, params.arguments)
         except ToolArgumentError as err:
-            return _error(str(err))
+            return _error("INVALID_ARGUMENT", str(err))
         except CelestialClientError as err:
-            return _error(f"{err.code.name}: {err.details}")
+            details = err.details
+            if err.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                details += (f" (cannot reach the Celestial Memory server at {target}: put "
+                            "--target HOST:PORT in the MCP host's args for celestial; hosts do "
+                            "not pass the environment through)")
+            return _error(err.code.name, details)
         return types.CallToolResult(content=[types.TextContent(type="text", text=out.text)],
                                     structured_content=out.data)
 
@@ -62,9 +71,24 @@ def build(client: CelestialClient) -> Server[Any]:
                   on_call_tool=call)
 
 
-def _error(message: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=message)],
+def _error(code: str, message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=f"{code}: {message}")],
+                                structured_content={"error": {"code": code, "message": message}},
                                 is_error=True)
+
+
+def _say_where(client: CelestialClient, target: str) -> None:
+    """One line on stderr (the MCP host's log) naming the server, and a warning when it cannot
+    be reached now: the usual mistake is a target left in an environment the host never
+    passed on."""
+    try:
+        total = client.with_options(timeout=5.0).stats().total
+        print(f"celestial mcp: {total} memories at {target} (tenant {client.tenant or '-'})",
+              file=sys.stderr, flush=True)
+    except CelestialClientError as err:
+        print(f"celestial mcp: warning: {target}: {err.code.name}: {err.details}; tools will "
+              "fail until it answers (put --target in the MCP host's args)", file=sys.stderr,
+              flush=True)
 
 
 def loopback_only(host: str, port: int) -> TransportSecuritySettings:
@@ -79,12 +103,13 @@ def loopback_only(host: str, port: int) -> TransportSecuritySettings:
                                      allowed_origins=[f"http://{n}:*" for n in sorted(names)])
 
 
-def serve(args: argparse.Namespace, client: CelestialClient) -> int:
+def serve(args: argparse.Namespace, client: CelestialClient, target: str = "") -> int:
     if args.print_tools:
         print(json.dumps([t.model_dump(by_alias=True, exclude_none=True) for t in tool_list()],
-                         indent=2))
+                         indent=2), flush=True)
         return 0
-    server = build(client)
+    _say_where(client, target)
+    server = build(client, target)
     if args.transport == "stdio":
         from mcp.server.stdio import stdio_server
 

@@ -89,6 +89,21 @@ class Memory:
     # "" (no model asked), "waiting", "done" or "failed: <why>".
     triples: list[tuple[str, str, str]] = field(default_factory=list)
     understanding: str = ""
+    next_move: NextMove | None = None  # None: nothing scheduled (pinned, archived, or never)
+
+
+@dataclass(frozen=True, slots=True)
+class NextMove:
+    """Where the rebalance takes a memory next unless a recall or an update comes first:
+    ``zone`` (None: into the archive, forgotten) once ``at`` has passed (the first rebalance
+    after it moves it; at or before now: the next one)."""
+
+    zone: Zone | None
+    at: datetime
+
+    @property
+    def archive(self) -> bool:
+        return self.zone is None
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,11 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
+    return Settings(**serve_overrides(args))
+
+
+def serve_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings the flags of ``celestial serve`` set (they win over the environment)."""
     overrides: dict[str, Any] = {}
     simple = {
         "address": "address", "backend": "backend", "data_dir": "data_dir",
@@ -55,7 +60,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             raise SystemExit("--weights needs four comma-separated numbers")
         keys = ("w_recall", "w_freshness", "w_importance", "w_context")
         overrides.update(zip(keys, args.weights, strict=True))
-    return Settings(**overrides)
+    return overrides
 
 
 def serve_main(args: argparse.Namespace) -> int:

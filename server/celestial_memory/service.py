@@ -32,6 +32,7 @@ from celestial_memory.domain.models import (
     ZoneCount,
     ZoneEvent,
 )
+from celestial_memory.domain.next_move import NextMove, next_move
 from celestial_memory.domain.reinforcing import reinforce
 from celestial_memory.domain.requests import (
     MemoryChanges,
@@ -50,7 +51,7 @@ from celestial_memory.listing import Listing
 from celestial_memory.paging import ENVELOPE_BYTES
 from celestial_memory.placement import Placement
 from celestial_memory.prompt_context import Assembler, ContextBlock, token_counter
-from celestial_memory.rebalancer import Rebalancer
+from celestial_memory.rebalancer import DAY, Rebalancer
 from celestial_memory.recall_candidates import RecallCandidates
 from celestial_memory.retrieval import Retrieval, zone_order
 from celestial_memory.store.payload import ARCHIVE_ZONE
@@ -367,6 +368,10 @@ class MemoryService:
         """An admin call into the ledger as it starts, at the wall clock's time (an audit trail,
         whatever the admin clock says)."""
         self.store.append_admin(AdminEvent(str(uuid.uuid4()), tenant, method, key_id, time.time()))
+
+    def next_move(self, m: Memory) -> NextMove | None:
+        """Where the rebalance takes ``m`` next unless it is recalled first (domain/next_move.py)."""
+        return next_move(m, self.settings.auto_forget_days * DAY, self.clock.now())
 
     def breakdown(self, m: Memory) -> ScoreBreakdown:
         """The memory function's terms for ``m`` now, with C from its last recall."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,7 +13,10 @@ from celestial_memory.grpc_api.server import MemoryServer
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-CELESTIAL = str(Path(sys.executable).parent / "celestial")
+from tests.integration.celestial_exe import write_celestial
+
+# This checkout's command, as an MCP host starts it.
+CELESTIAL = str(write_celestial(Path(tempfile.mkdtemp(prefix="celestial-bin-"))))
 
 
 def stdio(server: MemoryServer, *more: str) -> StdioServerParameters:

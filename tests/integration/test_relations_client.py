@@ -279,4 +279,4 @@ async def test_cli_relate_related_and_entities(
 
     code = await asyncio.to_thread(main, ["--target", f"127.0.0.1:{server.port}", "--tenant",
                                           "it", "entities", "name:nobody-at-all"])
-    assert code == 1 and "NOT_FOUND" in capsys.readouterr().err
+    assert code == 3 and "NOT_FOUND" in capsys.readouterr().err

@@ -37,6 +37,7 @@ def test_exports_are_pinned() -> None:
         "LedgerPage",
         "Memory",
         "MergedRepeat",
+        "NextMove",
         "NotFoundError",
         "OutOfRangeError",
         "Page",

@@ -69,7 +69,7 @@ class ScoreBreakdown(_message.Message):
     def __init__(self, recall: _Optional[float] = ..., freshness: _Optional[float] = ..., importance: _Optional[float] = ..., context: _Optional[float] = ..., total: _Optional[float] = ...) -> None: ...
 
 class Memory(_message.Message):
-    __slots__ = ("id", "tenant", "content", "zone", "score", "importance", "recall_count", "created_at", "last_recalled_at", "tags", "session_id", "agent_id", "metadata", "pinned", "breakdown", "context", "archived", "archived_at", "merged", "relations", "entities", "triples", "understanding")
+    __slots__ = ("id", "tenant", "content", "zone", "score", "importance", "recall_count", "created_at", "last_recalled_at", "tags", "session_id", "agent_id", "metadata", "pinned", "breakdown", "context", "archived", "archived_at", "merged", "relations", "entities", "triples", "understanding", "next_move")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -100,6 +100,7 @@ class Memory(_message.Message):
     ENTITIES_FIELD_NUMBER: _ClassVar[int]
     TRIPLES_FIELD_NUMBER: _ClassVar[int]
     UNDERSTANDING_FIELD_NUMBER: _ClassVar[int]
+    NEXT_MOVE_FIELD_NUMBER: _ClassVar[int]
     id: str
     tenant: str
     content: str
@@ -123,7 +124,8 @@ class Memory(_message.Message):
     entities: _containers.RepeatedScalarFieldContainer[str]
     triples: _containers.RepeatedCompositeFieldContainer[Triple]
     understanding: str
-    def __init__(self, id: _Optional[str] = ..., tenant: _Optional[str] = ..., content: _Optional[str] = ..., zone: _Optional[_Union[Zone, str]] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., recall_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_recalled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., pinned: _Optional[bool] = ..., breakdown: _Optional[_Union[ScoreBreakdown, _Mapping]] = ..., context: _Optional[str] = ..., archived: _Optional[bool] = ..., archived_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., merged: _Optional[_Iterable[_Union[MergedRepeat, _Mapping]]] = ..., relations: _Optional[_Iterable[_Union[Relation, _Mapping]]] = ..., entities: _Optional[_Iterable[str]] = ..., triples: _Optional[_Iterable[_Union[Triple, _Mapping]]] = ..., understanding: _Optional[str] = ...) -> None: ...
+    next_move: NextMove
+    def __init__(self, id: _Optional[str] = ..., tenant: _Optional[str] = ..., content: _Optional[str] = ..., zone: _Optional[_Union[Zone, str]] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., recall_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_recalled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., pinned: _Optional[bool] = ..., breakdown: _Optional[_Union[ScoreBreakdown, _Mapping]] = ..., context: _Optional[str] = ..., archived: _Optional[bool] = ..., archived_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., merged: _Optional[_Iterable[_Union[MergedRepeat, _Mapping]]] = ..., relations: _Optional[_Iterable[_Union[Relation, _Mapping]]] = ..., entities: _Optional[_Iterable[str]] = ..., triples: _Optional[_Iterable[_Union[Triple, _Mapping]]] = ..., understanding: _Optional[str] = ..., next_move: _Optional[_Union[NextMove, _Mapping]] = ...) -> None: ...
 
 class Triple(_message.Message):
     __slots__ = ("subject", "relation", "object")
@@ -134,6 +136,16 @@ class Triple(_message.Message):
     relation: str
     object: str
     def __init__(self, subject: _Optional[str] = ..., relation: _Optional[str] = ..., object: _Optional[str] = ...) -> None: ...
+
+class NextMove(_message.Message):
+    __slots__ = ("zone", "at", "archive")
+    ZONE_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    ARCHIVE_FIELD_NUMBER: _ClassVar[int]
+    zone: Zone
+    at: _timestamp_pb2.Timestamp
+    archive: bool
+    def __init__(self, zone: _Optional[_Union[Zone, str]] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., archive: _Optional[bool] = ...) -> None: ...
 
 class Relation(_message.Message):
     __slots__ = ("id", "relation", "weight", "made_by", "created_at", "outgoing")

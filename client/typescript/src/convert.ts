@@ -88,6 +88,11 @@ export function memory(m: pb.Memory | undefined): Memory {
   if (m.archivedAt !== undefined) {
     out.archivedAt = date(m.archivedAt);
   }
+  if (m.nextMove !== undefined) {
+    out.nextMove = m.nextMove.archive
+      ? { at: date(m.nextMove.at), archive: true }
+      : { zone: zone(m.nextMove.zone), at: date(m.nextMove.at), archive: false };
+  }
   const b = breakdown(m.breakdown);
   if (b) {
     out.breakdown = b;

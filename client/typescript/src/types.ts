@@ -51,6 +51,17 @@ export interface Memory {
   triples: [string, string, string][];
   /** The model's reading: "" (none asked), "waiting", "done" or "failed: <why>". */
   understanding: string;
+  /** Where the rebalance takes it next unless it is recalled first; absent: nothing scheduled. */
+  nextMove?: NextMove;
+}
+
+/** A memory's next scheduled move: into `zone` (absent: the archive) once `at` has passed. */
+export interface NextMove {
+  zone?: Zone;
+  /** Due: the first rebalance after this moves it (at or before now: the next one). */
+  at: Date;
+  /** Forgetting: the memory leaves the zones for the archive. */
+  archive: boolean;
 }
 
 /** One relation of a memory, as the memory at this end sees it. */

@@ -468,3 +468,15 @@ describe("a fake server of the graph methods", () => {
     }
   });
 });
+
+describe("conversion of the next move", () => {
+  test("a zone and a time, the archive, or nothing scheduled", () => {
+    const wire = (more: Partial<proto.Memory>) =>
+      cv.memory(proto.Memory.decode(proto.Memory.encode(pbMemory(A, more)).finish()));
+    assert.deepEqual(wire({ nextMove: { zone: proto.Zone.ZONE_BELT, at: AT, archive: false } })
+      .nextMove, { zone: "belt", at: AT, archive: false });
+    assert.deepEqual(wire({ nextMove: { zone: proto.Zone.ZONE_UNSPECIFIED, at: AT, archive: true } })
+      .nextMove, { at: AT, archive: true });
+    assert.equal(wire({}).nextMove, undefined);
+  });
+});

@@ -18,6 +18,7 @@ from celestial_memory.domain.models import (
     Stats,
     ZoneEvent,
 )
+from celestial_memory.domain.next_move import NextMove
 from celestial_memory.domain.requests import Imported, MemoryChanges, NewMemory, RecallQuery
 from celestial_memory.domain.scoring import ScoreBreakdown
 from celestial_memory.domain.zones import Zone
@@ -71,7 +72,14 @@ def breakdown_to_pb(b: ScoreBreakdown) -> pb.ScoreBreakdown:
     )
 
 
-def memory_to_pb(m: Memory, b: ScoreBreakdown) -> pb.Memory:
+def next_move_to_pb(move: NextMove | None) -> pb.NextMove | None:
+    if move is None:
+        return None
+    return pb.NextMove(zone=pb.ZONE_UNSPECIFIED if move.zone is None else zone_to_pb(move.zone),
+                       at=ts_to_pb(move.at), archive=move.archive)
+
+
+def memory_to_pb(m: Memory, b: ScoreBreakdown, move: NextMove | None = None) -> pb.Memory:
     return pb.Memory(
         id=m.id, tenant=m.tenant, content=m.content, zone=zone_to_pb(m.zone), score=m.score,
         importance=m.importance, recall_count=m.recall_count,
@@ -85,6 +93,7 @@ def memory_to_pb(m: Memory, b: ScoreBreakdown) -> pb.Memory:
         relations=[relation_to_pb(e) for e in m.edges], entities=m.entities,
         triples=[pb.Triple(subject=s, relation=r, object=o) for s, r, o in m.triples],
         understanding=understanding(m),
+        next_move=next_move_to_pb(move),
     )
 
 
@@ -143,9 +152,10 @@ def recall_query_from_pb(r: pb.RecallRequest) -> RecallQuery:
     )
 
 
-def recall_result_to_pb(r: RecallResult, now_breakdown: ScoreBreakdown) -> pb.RecallResult:
+def recall_result_to_pb(r: RecallResult, now_breakdown: ScoreBreakdown,
+                        move: NextMove | None = None) -> pb.RecallResult:
     return pb.RecallResult(
-        memory=memory_to_pb(r.memory, now_breakdown), found_in=zone_to_pb(r.found_in),
+        memory=memory_to_pb(r.memory, now_breakdown, move), found_in=zone_to_pb(r.found_in),
         relevance=r.relevance, breakdown=breakdown_to_pb(r.breakdown), archived=r.archived,
         via=None if r.via is None else pb.Via(from_id=r.via.source, relation=r.via.relation,
                                                weight=r.via.weight, hops=r.via.hops),

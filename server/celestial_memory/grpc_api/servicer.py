@@ -113,7 +113,7 @@ class MemoryServicer(GraphRpcs, pb_grpc.MemoryServiceServicer):
         await self._run(context, self._service.record_admin, tenant, method, key_id)
 
     def _memory(self, m: Any) -> pb.Memory:
-        return cv.memory_to_pb(m, self._service.breakdown(m))
+        return cv.memory_to_pb(m, self._service.breakdown(m), self._service.next_move(m))
 
     def _page_budget(self) -> int:
         """Bytes a page's items may take: every answer stays under the message limit."""
@@ -178,7 +178,9 @@ class MemoryServicer(GraphRpcs, pb_grpc.MemoryServiceServicer):
                                   cancellable=True)
         return pb.RecallResponse(
             results=[
-                cv.recall_result_to_pb(r, self._service.breakdown(r.memory)) for r in results
+                cv.recall_result_to_pb(r, self._service.breakdown(r.memory),
+                                       self._service.next_move(r.memory))
+                for r in results
             ]
         )
 

@@ -340,6 +340,13 @@ export interface Memory {
    * the last error once every try failed.
    */
   understanding: string;
+  /**
+   * Where the rebalance takes it next unless a recall (or an update) comes first, computed
+   * from the times its resting score falls below each zone threshold, stored at its last
+   * write. Not set when no move is scheduled: pinned, archived, or a score that never falls
+   * below its zone's threshold. A zone over capacity may also evict it earlier (not shown).
+   */
+  nextMove: NextMove | undefined;
 }
 
 export interface Memory_MetadataEntry {
@@ -355,6 +362,24 @@ export interface Triple {
   relation: string;
   /** What it relates the subject to. */
   object: string;
+}
+
+/** A memory's next scheduled move (Memory.next_move). */
+export interface NextMove {
+  /** The zone it moves to; ZONE_UNSPECIFIED when it leaves the zones for the archive. */
+  zone: Zone;
+  /**
+   * When it is due: the first rebalance after this moves it (the schedule runs every
+   * CELESTIAL_REBALANCE_INTERVAL_S). At or before the response's time: the next rebalance.
+   */
+  at:
+    | Date
+    | undefined;
+  /**
+   * True when the move is forgetting: not recalled for CELESTIAL_AUTO_FORGET_DAYS, a cloud
+   * memory moves into the archive.
+   */
+  archive: boolean;
 }
 
 /** One relation of a memory, as the memory at this end sees it. */
@@ -1445,6 +1470,7 @@ function createBaseMemory(): Memory {
     entities: [],
     triples: [],
     understanding: "",
+    nextMove: undefined,
   };
 }
 
@@ -1518,6 +1544,9 @@ export const Memory: MessageFns<Memory> = {
     }
     if (message.understanding !== "") {
       writer.uint32(250).string(message.understanding);
+    }
+    if (message.nextMove !== undefined) {
+      NextMove.encode(message.nextMove, writer.uint32(178).fork()).join();
     }
     return writer;
   },
@@ -1722,6 +1751,14 @@ export const Memory: MessageFns<Memory> = {
             message.understanding = reader.string();
             continue;
           }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.nextMove = NextMove.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1802,6 +1839,11 @@ export const Memory: MessageFns<Memory> = {
         : [],
       triples: globalThis.Array.isArray(object?.triples) ? object.triples.map((e: any) => Triple.fromJSON(e)) : [],
       understanding: isSet(object.understanding) ? globalThis.String(object.understanding) : "",
+      nextMove: isSet(object.nextMove)
+        ? NextMove.fromJSON(object.nextMove)
+        : isSet(object.next_move)
+        ? NextMove.fromJSON(object.next_move)
+        : undefined,
     };
   },
 
@@ -1882,6 +1924,9 @@ export const Memory: MessageFns<Memory> = {
     if (message.understanding !== "") {
       obj.understanding = message.understanding;
     }
+    if (message.nextMove !== undefined) {
+      obj.nextMove = NextMove.toJSON(message.nextMove);
+    }
     return obj;
   },
 
@@ -1923,6 +1968,9 @@ export const Memory: MessageFns<Memory> = {
     message.entities = object.entities?.map((e) => e) || [];
     message.triples = object.triples?.map((e) => Triple.fromPartial(e)) || [];
     message.understanding = object.understanding ?? "";
+    message.nextMove = (object.nextMove !== undefined && object.nextMove !== null)
+      ? NextMove.fromPartial(object.nextMove)
+      : undefined;
     return message;
   },
 };
@@ -2109,6 +2157,107 @@ export const Triple: MessageFns<Triple> = {
     message.subject = object.subject ?? "";
     message.relation = object.relation ?? "";
     message.object = object.object ?? "";
+    return message;
+  },
+};
+
+function createBaseNextMove(): NextMove {
+  return { zone: 0, at: undefined, archive: false };
+}
+
+export const NextMove: MessageFns<NextMove> = {
+  encode(message: NextMove, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.zone !== 0) {
+      writer.uint32(8).int32(message.zone);
+    }
+    if (message.at !== undefined) {
+      Timestamp.encode(toTimestamp(message.at), writer.uint32(18).fork()).join();
+    }
+    if (message.archive !== false) {
+      writer.uint32(24).bool(message.archive);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NextMove {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNextMove();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.zone = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.at = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.archive = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): NextMove {
+    return {
+      zone: isSet(object.zone) ? zoneFromJSON(object.zone) : 0,
+      at: isSet(object.at) ? fromJsonTimestamp(object.at) : undefined,
+      archive: isSet(object.archive) ? globalThis.Boolean(object.archive) : false,
+    };
+  },
+
+  toJSON(message: NextMove): unknown {
+    const obj: any = {};
+    if (message.zone !== 0) {
+      obj.zone = zoneToJSON(message.zone);
+    }
+    if (message.at !== undefined) {
+      obj.at = message.at.toISOString();
+    }
+    if (message.archive !== false) {
+      obj.archive = message.archive;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<NextMove>, I>>(base?: I): NextMove {
+    return NextMove.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<NextMove>, I>>(object: I): NextMove {
+    const message = createBaseNextMove();
+    message.zone = object.zone ?? 0;
+    message.at = object.at ?? undefined;
+    message.archive = object.archive ?? false;
     return message;
   },
 };
