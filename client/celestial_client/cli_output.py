@@ -74,6 +74,10 @@ def show_memory(m: Memory) -> str:
         lines.append(("relations    " if i == 0 else " " * 13) + show_relation(m.id, r))
     if m.entities:
         lines.append(f"entities     {', '.join(m.entities)}")
+    for i, (subject, relation, obj) in enumerate(m.triples):
+        lines.append(("facts        " if i == 0 else " " * 13) + f"{subject} | {relation} | {obj}")
+    if m.understanding:
+        lines.append(f"model        {m.understanding}")
     if b is not None:
         lines.append(
             f"now          R {_n(b.recall)}  F {_n(b.freshness)}  A {_n(b.importance, 2)}  "

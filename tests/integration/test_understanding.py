@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from celestial_client import AsyncCelestialClient
+from celestial_client.cli_output import show_memory
 from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
@@ -230,6 +231,8 @@ async def test_through_grpc_a_memory_says_what_the_model_read_and_export_carries
         assert got.understanding == "done"
         assert got.triples == [("Alice", "said", "moved to Oslo")]
         assert "name:oslo" in got.entities
+        shown = show_memory(got).splitlines()  # what `celestial get` prints
+        assert "facts        Alice | said | moved to Oslo" in shown and "model        done" in shown
         exported = [e async for e in c.export()]
     async with running_server(tmp_path / "b", embedder, clock) as srv, \
             AsyncCelestialClient(f"127.0.0.1:{srv.port}", tenant=T) as c:
