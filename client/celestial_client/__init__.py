@@ -23,6 +23,7 @@ from celestial_client.errors import (
     UnknownError,
 )
 from celestial_client.types import (
+    MEMORY_TYPES,
     AdminEvent,
     Consolidation,
     Entity,
@@ -49,6 +50,7 @@ from celestial_client.types import (
 )
 
 __all__ = [
+    "MEMORY_TYPES",
     "TLS",
     "AbortedError",
     "AdminEvent",
