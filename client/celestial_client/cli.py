@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from celestial_client.cli_commands import run_command, run_eval, run_mcp
+from celestial_client.cli_feedback import COMMANDS as FEEDBACK_COMMANDS
+from celestial_client.cli_feedback import add_feedback_command, run_feedback
 from celestial_client.cli_output import (
     as_json,
     show_entities,
@@ -168,6 +170,7 @@ def _parser() -> argparse.ArgumentParser:
     mc.add_argument("--print-tools", action="store_true",
                     help="print the tools' names and schemas as JSON and exit")
 
+    add_feedback_command(sub)
     lg = sub.add_parser("ledger", help="evictions, archived, restored, purged and deleted "
                                        "memories, oldest first")
     lg.add_argument("--limit", type=int, default=50)
@@ -194,7 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "mcp":
             return run_mcp(args, client)
         try:
-            print(run_command(args, client))
+            run = run_feedback if args.command in FEEDBACK_COMMANDS else run_command
+            print(run(args, client))
         except CelestialClientError as err:
             print(f"error ({err.code.name}): {err.details}", file=sys.stderr)
             return 1

@@ -5,6 +5,8 @@ and an Import replace, and Feedback moving importance with a ledger event per vo
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,6 +15,7 @@ from typing import Any
 import grpc
 import pytest
 from celestial_client import AsyncCelestialClient, StoreItem
+from celestial_client.cli import main
 from celestial_client.errors import (
     FailedPreconditionError,
     InvalidArgumentError,
@@ -216,3 +219,27 @@ async def test_feedback_moves_importance_re_places_and_is_in_the_ledger(
         tenant="u", id=m.id)) == grpc.StatusCode.INVALID_ARGUMENT
     assert await status_of(served, "Feedback", pb.FeedbackRequest(
         tenant="u", id=m.id, verdict=7)) == grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_cli_feedback(
+    served: Served, client: AsyncCelestialClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    m = await client.store("Dave's train leaves from platform 4", importance=0.5,
+                           memory_type="fact")
+
+    async def cli(*argv: str) -> tuple[int, str, str]:
+        code = await asyncio.to_thread(main, ["--target", served.target, "--tenant", "u", *argv])
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    code, out, _ = await cli("feedback", m.id, "--helpful")
+    assert code == 0 and out.startswith("helpful: importance now 0.60")
+    assert "type         fact   immutable False" in out
+    code, out, _ = await cli("feedback", m.id, "--not-helpful", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["helpful"] is False
+    assert doc["memory"]["importance"] == pytest.approx(0.6 * 0.8)
+    code, _, err = await cli("feedback", "00000000-0000-4000-8000-000000000404", "--helpful")
+    assert code == 1 and "NOT_FOUND" in err
+    with pytest.raises(SystemExit):  # a verdict is required
+        await cli("feedback", m.id)
