@@ -28,6 +28,7 @@ from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.requests import NewMemory
 from celestial_memory.embedding import SentenceTransformerEmbedder
+from celestial_memory.errors import PermissionDenied
 from celestial_memory.grpc_api.server import MemoryServer
 from celestial_memory.service import MemoryService
 from celestial_memory.store import repository
@@ -243,3 +244,25 @@ async def test_cli_feedback(
     assert code == 1 and "NOT_FOUND" in err
     with pytest.raises(SystemExit):  # a verdict is required
         await cli("feedback", m.id)
+
+
+async def test_delete_by_type_and_a_write_key_cannot_erase_protection(
+    served: Served, client: AsyncCelestialClient
+) -> None:
+    svc = served.service
+    kept = await client.store("The deed names both owners", immutable=True)
+    insight = await client.store("Bob tends to forget keys", memory_type="insight")
+    plain = await client.store("Bob lost his keys on Monday")
+    # As a write key's Delete reaches the service (the servicer passes the caller's role).
+    with pytest.raises(PermissionDenied):
+        await asyncio.to_thread(svc.delete, "u", kept.id, False)
+    assert await asyncio.to_thread(svc.delete, "u", plain.id, False)
+    assert (await client.get(kept.id)).immutable
+    # DeleteByFilter (admin) by type: only the insight goes.
+    async with grpc.aio.insecure_channel(served.target) as ch:
+        gone = await pb_grpc.MemoryServiceStub(ch).DeleteByFilter(pb.DeleteByFilterRequest(
+            tenant="u", filter=pb.RecallFilter(memory_types=[pb.MEMORY_TYPE_INSIGHT])))
+    assert gone.deleted == 1
+    with pytest.raises(NotFoundError):
+        await client.get(insight.id)
+    assert [e.reason for e in await client.ledger(memory_id=insight.id)] == ["deleted"]
