@@ -23,6 +23,7 @@ from celestial_client.errors import (
     UnknownError,
 )
 from celestial_client.types import (
+    MEMORY_TYPES,
     AdminEvent,
     Consolidation,
     Entity,
@@ -50,6 +51,7 @@ from celestial_client.types import (
 )
 
 __all__ = [
+    "MEMORY_TYPES",
     "TLS",
     "AbortedError",
     "AdminEvent",

@@ -34,6 +34,7 @@ class Filters(TypedDict, total=False):
     min_importance: float
     metadata: Mapping[str, str]
     entities_any: Sequence[str]  # entity ids "<kind>:<key>" (see ``entities``)
+    memory_types: Sequence[str]  # any of these types (MEMORY_TYPES); "episode" matches untyped
 
 
 class RecallOptions(Filters, total=False):
@@ -162,6 +163,10 @@ class _Base:
 
     def _entity(self, entity_id: str) -> pb.EntitiesRequest:
         return pb.EntitiesRequest(tenant=self.tenant, entity=entity_id)
+
+    def _feedback(self, memory_id: str, helpful: bool) -> pb.FeedbackRequest:
+        return pb.FeedbackRequest(tenant=self.tenant, id=memory_id, verdict=(
+            pb.VERDICT_HELPFUL if helpful else pb.VERDICT_NOT_HELPFUL))
 
     def _filter(self, filters: Filters) -> pb.RecallFilter:
         return cv.recall_request(self.tenant, "", 1, **filters).filter

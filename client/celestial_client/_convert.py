@@ -11,6 +11,7 @@ from typing import cast
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from celestial_client.types import (
+    MEMORY_TYPES,
     AdminEvent,
     Consolidation,
     Entity,
@@ -48,6 +49,19 @@ def zone_from_pb(v: int) -> Zone:
     return _ZONES[v - 1]
 
 
+def type_to_pb(t: str) -> pb.MemoryType:
+    """A memory type by name ("" : not set, the server's default)."""
+    if not t:
+        return pb.MEMORY_TYPE_UNSPECIFIED
+    if t not in MEMORY_TYPES:
+        raise ValueError(f"unknown memory type {t!r}: one of {', '.join(MEMORY_TYPES)}")
+    return cast(pb.MemoryType, MEMORY_TYPES.index(t) + 1)
+
+
+def type_from_pb(v: int) -> str:
+    return MEMORY_TYPES[v - 1] if 1 <= v <= len(MEMORY_TYPES) else "episode"
+
+
 def timestamp(t: TimeLike) -> Timestamp:
     ts = Timestamp()
     if isinstance(t, datetime):
@@ -73,6 +87,7 @@ def store_request(tenant: str, item: StoreItem) -> pb.StoreRequest:
         tenant=tenant, content=item.content, tags=item.tags, session_id=item.session_id,
         agent_id=item.agent_id, metadata=item.metadata, vector=item.vector or [], id=item.id,
         pinned=item.pinned, context=item.context, request_id=request_id, upsert=item.upsert,
+        memory_type=type_to_pb(item.memory_type), immutable=item.immutable,
     )
     if item.importance is not None:
         req.importance = item.importance
@@ -98,6 +113,7 @@ def recall_request(
     min_importance: float | None = None,
     metadata: Mapping[str, str] | None = None,
     entities_any: Sequence[str] = (),
+    memory_types: Sequence[str] = (),
     reinforce: bool = True,
     context: str = "",
     query_vector: Sequence[float] | None = None,
@@ -110,7 +126,7 @@ def recall_request(
     f = pb.RecallFilter(
         zones=[zone_to_pb(z) for z in zones], tags_any=tags_any, tags_all=tags_all,
         session_id=session_id, agent_id=agent_id, metadata=dict(metadata or {}),
-        entities_any=entities_any,
+        entities_any=entities_any, memory_types=[type_to_pb(t) for t in memory_types],
     )
     for name, value in (
         ("created_after", created_after), ("created_before", created_before),
@@ -182,6 +198,7 @@ def memory(m: pb.Memory) -> Memory:
         triples=[(t.subject, t.relation, t.object) for t in m.triples],
         understanding=m.understanding,
         next_move=next_move(m.next_move) if m.HasField("next_move") else None,
+        memory_type=type_from_pb(m.memory_type), immutable=m.immutable,
     )
 
 
@@ -253,7 +270,9 @@ def ledger_request(
 
 EVENT_REASONS = {pb.ZONE_EVENT_KIND_CAPACITY: "capacity", pb.ZONE_EVENT_KIND_FORGOTTEN: "forgotten",
                  pb.ZONE_EVENT_KIND_RESTORED: "restored", pb.ZONE_EVENT_KIND_PURGED: "purged",
-                 pb.ZONE_EVENT_KIND_DELETED: "deleted", pb.ZONE_EVENT_KIND_MERGED: "merged"}
+                 pb.ZONE_EVENT_KIND_DELETED: "deleted", pb.ZONE_EVENT_KIND_MERGED: "merged",
+                 pb.ZONE_EVENT_KIND_FEEDBACK_HELPFUL: "helpful",
+                 pb.ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL: "not_helpful"}
 
 
 def events(resp: pb.LedgerResponse) -> list[ZoneEvent]:
@@ -303,7 +322,8 @@ def exported_record(e: ExportedMemory | pb.ExportedMemory) -> pb.ExportedMemory:
                                    made_by=r.made_by, created_at=timestamp(r.created_at),
                                    outgoing=r.outgoing) for r in m.relations],
             entities=m.entities,
-            triples=[pb.Triple(subject=s, relation=r, object=o) for s, r, o in m.triples]),
+            triples=[pb.Triple(subject=s, relation=r, object=o) for s, r, o in m.triples],
+            memory_type=type_to_pb(m.memory_type), immutable=m.immutable),
         vector=e.vector, context_vector=e.context_vector, context_score=e.context_score,
         written_at=timestamp(e.written_at))
 

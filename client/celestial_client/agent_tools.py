@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from celestial_client.client import CelestialClient
-from celestial_client.types import Memory, RecallResult, RelatedMemory, Zone
+from celestial_client.types import MEMORY_TYPES, Memory, RecallResult, RelatedMemory, Zone
 
 ZONES = [z.value for z in Zone]
 
@@ -87,12 +87,15 @@ def memory_data(m: Memory) -> dict[str, Any]:
             # Where the rebalance takes it next unless recalled (zone None: the archive).
             "next_move": None if m.next_move is None else {
                 "zone": m.next_move.zone.value if m.next_move.zone else None,
-                "at": m.next_move.at.isoformat()}}
+                "at": m.next_move.at.isoformat()},
+            "memory_type": m.memory_type, "immutable": m.immutable}
 
 
 def _line(m: Memory) -> str:
-    flags = "".join(f" [{f}]" for f, on in (("pinned", m.pinned), ("archived", m.archived)) if on)
-    return f"{m.id} ({m.zone.value}, {m.created_at:%Y-%m-%d}){flags}: {m.content}"
+    flags = "".join(f" [{f}]" for f, on in (("pinned", m.pinned), ("archived", m.archived),
+                                            ("immutable", m.immutable)) if on)
+    kind = "" if m.memory_type == "episode" else f"{m.memory_type}, "
+    return f"{m.id} ({kind}{m.zone.value}, {m.created_at:%Y-%m-%d}){flags}: {m.content}"
 
 
 def result_data(r: RecallResult) -> dict[str, Any]:
@@ -105,7 +108,8 @@ def result_data(r: RecallResult) -> dict[str, Any]:
 
 def _save(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
     m = c.store(a["content"], importance=a.get("importance"), tags=a["tags"],
-                session_id=a.get("session_id", ""), pinned=a["pinned"], context=a.get("context", ""))
+                session_id=a.get("session_id", ""), pinned=a["pinned"], context=a.get("context", ""),
+                memory_type=a.get("memory_type", ""), immutable=a["immutable"])
     verb = "merged into the memory it repeats" if m.merged else "saved"
     return ToolOutput(f"{verb}: {_line(m)}", {"memory": memory_data(m)})
 
@@ -118,6 +122,8 @@ def _filters(a: dict[str, Any]) -> dict[str, Any]:
         f["tags_any"] = a["tags"]
     if a.get("session_id"):
         f["session_id"] = a["session_id"]
+    if a.get("memory_types"):
+        f["memory_types"] = a["memory_types"]
     return f
 
 
@@ -163,6 +169,13 @@ def _delete(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
     gone = c.delete(a["id"])
     return ToolOutput(f"deleted {a['id']}" if gone else f"no memory {a['id']}",
                       {"id": a["id"], "deleted": gone})
+
+
+def _feedback(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
+    m = c.feedback(a["id"], a["helpful"])
+    verdict = "helpful" if a["helpful"] else "not helpful"
+    return ToolOutput(f"noted as {verdict} (importance now {m.importance:.2f}): {_line(m)}",
+                      {"helpful": a["helpful"], "memory": memory_data(m)})
 
 
 def _stats(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
@@ -231,6 +244,8 @@ FILTER_PROPS: dict[str, dict[str, Any]] = {
               "description": "Only these zones (core is the most recalled and important)."},
     "tags": _strings("Only memories with any of these tags."),
     "session_id": _str("Only memories of this conversation or session."),
+    "memory_types": {"type": "array", "items": {"enum": list(MEMORY_TYPES)}, "uniqueItems": True,
+                     "description": "Only memories of these types (a plain save is an episode)."},
 }
 
 TOOLS: tuple[ToolSpec, ...] = (
@@ -245,7 +260,14 @@ TOOLS: tuple[ToolSpec, ...] = (
                      context=_str("Surrounding text that helps find it later (not stored as "
                                   "its content)."),
                      pinned={"type": "boolean", "default": False,
-                             "description": "Never let it decay out of its zone or be forgotten."}),
+                             "description": "Never let it decay out of its zone or be forgotten."},
+                     memory_type={"enum": list(MEMORY_TYPES),
+                                  "description": "What it is: fact, preference, triple (subject | "
+                                                 "relation | object), insight, or episode (what "
+                                                 "was said or happened; the default)."},
+                     immutable={"type": "boolean", "default": False,
+                                "description": "Protect it: never updated, merged into or "
+                                               "forgotten; only an admin deletes it."}),
              _save, read_only=False),
     ToolSpec("memory_search", "Recall memories by meaning (and keywords), most relevant first. Recalling a "
              "memory reinforces it.",
@@ -281,6 +303,13 @@ TOOLS: tuple[ToolSpec, ...] = (
              _pin, read_only=False),
     ToolSpec("memory_delete", "Delete a memory for good (its archived copy too).", _schema("id", id=ID),
              _delete, read_only=False, destructive=True),
+    ToolSpec("memory_feedback", "Say whether a memory that search or context returned helped: a "
+             "helpful one gains importance (recalled ahead of others and kept longer), an "
+             "unhelpful one loses it. Each call counts as one vote.",
+             _schema("id", "helpful", id=ID,
+                     helpful={"type": "boolean",
+                              "description": "true: it helped; false: it did not."}),
+             _feedback, read_only=False),
     ToolSpec("memory_stats", "How many memories each zone holds, and how many are archived.", _schema(),
              _stats),
     ToolSpec("memory_recent", "The newest memories, newest first.",

@@ -90,12 +90,13 @@ class AsyncCelestialClient(_Base):
         metadata: Mapping[str, str] | None = None, created_at: datetime | float | None = None,
         vector: Sequence[float] | None = None, id: str = "", pinned: bool = False,
         context: str = "", request_id: str = "", upsert: bool = False,
+        memory_type: str = "", immutable: bool = False,
     ) -> Memory:
         fields = {"importance": importance, "tags": list(tags), "session_id": session_id,
                   "agent_id": agent_id, "metadata": dict(metadata or {}),
                   "created_at": created_at, "vector": list(vector) if vector else None,
                   "id": id, "pinned": pinned, "context": context, "request_id": request_id,
-                  "upsert": upsert}
+                  "upsert": upsert, "memory_type": memory_type, "immutable": immutable}
         return cv.memory((await self._call("Store", self._store(content, fields))).memory)
 
     async def store_batch(self, items: Iterable[str | StoreItem]) -> list[str]:
@@ -124,6 +125,11 @@ class AsyncCelestialClient(_Base):
     async def delete(self, memory_id: str) -> bool:
         resp = await self._call("Delete", pb.DeleteRequest(tenant=self.tenant, id=memory_id))
         return bool(resp.deleted)
+
+    async def feedback(self, memory_id: str, helpful: bool) -> Memory:
+        """Say whether a memory (one a recall returned) helped: its importance moves toward 1
+        or toward 0 and it is re-placed; the vote is a ledger event. Every call is a vote."""
+        return cv.memory((await self._call("Feedback", self._feedback(memory_id, helpful))).memory)
 
     async def stats(self) -> Stats:
         return cv.stats(await self._call("Stats", pb.StatsRequest(tenant=self.tenant)))

@@ -18,6 +18,8 @@ import grpc
 
 from celestial_client.cli_commands import run_command
 from celestial_client.cli_config import run_config
+from celestial_client.cli_feedback import COMMANDS as FEEDBACK_COMMANDS
+from celestial_client.cli_feedback import run_feedback
 from celestial_client.cli_output import (
     Answer,
     as_json,
@@ -120,6 +122,8 @@ def _run(args: argparse.Namespace) -> int:
             return _print(args, export(args, client))
         if args.command == "import":
             return _print(args, import_(args, client))
+        if args.command in FEEDBACK_COMMANDS:
+            return _print(args, run_feedback(args, client))
         return _print(args, run_command(args, client))
 
 

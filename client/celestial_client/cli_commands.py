@@ -45,7 +45,7 @@ def store(args: argparse.Namespace, client: CelestialClient) -> Answer:
     return _one(client.store(
         args.content, importance=args.importance, tags=args.tags,
         session_id=args.session or "", agent_id=args.agent or "", metadata=_meta(args.meta),
-        pinned=args.pinned,
+        pinned=args.pinned, memory_type=args.type or "", immutable=args.immutable,
     ))
 
 
@@ -53,6 +53,7 @@ def recall(args: argparse.Namespace, client: CelestialClient) -> Answer:
     results = client.recall(
         args.query, args.limit, zones=args.zones, tags_any=args.tags_any,
         reinforce=not args.no_reinforce, context=args.context, include_archived=args.archived,
+        memory_types=args.types,
     )
     return Answer(show_recall(results), {"query": args.query, "results": results})
 

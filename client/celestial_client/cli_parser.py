@@ -13,9 +13,12 @@ import importlib
 from collections.abc import Callable
 from pathlib import Path
 
+from celestial_client.cli_feedback import add_feedback_command
+from celestial_client.types import MEMORY_TYPES
+
 DESCRIPTION = """\
 Celestial Memory from the command line: store and recall memories; browse them (list, recent,
-get, archived); edit them (update, delete, restore); connect them (relate, unrelate, related,
+get, archived); edit them (update, delete, restore, feedback); connect them (relate, unrelate, related,
 entities); look after the zones (stats, rebalance, consolidate, ledger); move them between
 servers (export, import); measure recall (eval); serve the tools to an MCP host (mcp); show the
 effective configuration (config); run the server (serve, keys).
@@ -116,6 +119,9 @@ def build() -> argparse.ArgumentParser:
     s.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE",
                    help="metadata (repeat)")
     s.add_argument("--pinned", action="store_true", help="never decays out of its zone")
+    s.add_argument("--type", choices=MEMORY_TYPES, help="what it is (default: episode)")
+    s.add_argument("--immutable", action="store_true",
+                   help="never updated, merged into or forgotten; only an admin key deletes it")
 
     r = command("recall", "recall memories by meaning (reinforces what it returns)")
     r.add_argument("query", help="what to look for, in words")
@@ -128,6 +134,8 @@ def build() -> argparse.ArgumentParser:
                    help="a read-only look: count no recall, move nothing")
     r.add_argument("--context", default="",
                    help="the conversation now: lifts the memories it matches (score C)")
+    r.add_argument("--type", action="append", default=[], dest="types", choices=MEMORY_TYPES,
+                   help="only memories of this type (repeat: any of them)")
     r.add_argument("--archived", action="store_true",
                    help="search the archive (forgotten memories) too")
 
@@ -208,6 +216,7 @@ def build() -> argparse.ArgumentParser:
 
 def _graph(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
     """relate, unrelate, related and entities."""
+    add_feedback_command(command)
     rl = command("relate", "relate two memories: a named, weighted edge FROM -> TO (relating "
                            "them again sets the weight)")
     rl.add_argument("from_id", metavar="FROM", help="the memory the relation starts at")

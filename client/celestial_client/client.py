@@ -112,6 +112,7 @@ class CelestialClient(_Base):
         metadata: Mapping[str, str] | None = None, created_at: datetime | float | None = None,
         vector: Sequence[float] | None = None, id: str = "", pinned: bool = False,
         context: str = "", request_id: str = "", upsert: bool = False,
+        memory_type: str = "", immutable: bool = False,
     ) -> Memory:
         """Store one memory (or a ``StoreItem``). With ``id`` or ``request_id``, storing again
         returns the memory already there (same content) or raises AlreadyExistsError; with
@@ -122,7 +123,7 @@ class CelestialClient(_Base):
                   "agent_id": agent_id, "metadata": dict(metadata or {}),
                   "created_at": created_at, "vector": list(vector) if vector else None,
                   "id": id, "pinned": pinned, "context": context, "request_id": request_id,
-                  "upsert": upsert}
+                  "upsert": upsert, "memory_type": memory_type, "immutable": immutable}
         return cv.memory(self._call("Store", self._store(content, fields)).memory)
 
     def store_batch(self, items: Iterable[str | StoreItem]) -> list[str]:
@@ -156,6 +157,11 @@ class CelestialClient(_Base):
 
     def delete(self, memory_id: str) -> bool:
         return bool(self._call("Delete", pb.DeleteRequest(tenant=self.tenant, id=memory_id)).deleted)
+
+    def feedback(self, memory_id: str, helpful: bool) -> Memory:
+        """Say whether a memory (one a recall returned) helped: its importance moves toward 1
+        or toward 0 and it is re-placed; the vote is a ledger event. Every call is a vote."""
+        return cv.memory(self._call("Feedback", self._feedback(memory_id, helpful)).memory)
 
     def stats(self) -> Stats:
         return cv.stats(self._call("Stats", pb.StatsRequest(tenant=self.tenant)))

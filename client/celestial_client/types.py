@@ -23,6 +23,10 @@ class Zone(StrEnum):
         return list(Zone).index(self)
 
 
+# What a memory is, in the proto's order (MemoryType 1..5): a plain store is an episode.
+MEMORY_TYPES = ("fact", "preference", "triple", "insight", "episode")
+
+
 @dataclass(frozen=True, slots=True)
 class ScoreBreakdown:
     recall: float
@@ -90,6 +94,10 @@ class Memory:
     triples: list[tuple[str, str, str]] = field(default_factory=list)
     understanding: str = ""
     next_move: NextMove | None = None  # None: nothing scheduled (pinned, archived, or never)
+    # fact, preference, triple, insight or episode (MEMORY_TYPES); a plain store is an episode.
+    memory_type: str = "episode"
+    # Protected: not updated, merged into or forgotten; only an admin key deletes it.
+    immutable: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +265,8 @@ class StoreItem:
     # An idempotency key (the id is derived from it); the client makes one when neither is set.
     request_id: str = ""
     upsert: bool = False  # replace the memory the tenant holds under this id
+    memory_type: str = ""  # one of MEMORY_TYPES; empty: episode
+    immutable: bool = False  # protected (see Memory.immutable)
 
 
 @dataclass(frozen=True, slots=True)

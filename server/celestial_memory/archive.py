@@ -11,7 +11,7 @@ from celestial_memory.domain import validation as check
 from celestial_memory.domain.models import RESTORED, Memory, MemoryFilter, ZoneEvent
 from celestial_memory.domain.scoring import MemoryFunction
 from celestial_memory.domain.zones import Zone, ZoneTable
-from celestial_memory.errors import InvalidArgument
+from celestial_memory.errors import InvalidArgument, PermissionDenied
 from celestial_memory.placement import Placement
 from celestial_memory.rebalancer import event_id
 from celestial_memory.store.repository import MemoryRepository
@@ -30,23 +30,32 @@ class Archive:
         self._placement = placement
         self._rebalancer = placement.rebalancer
 
-    def delete(self, tenant: str, memory_id: str) -> bool:
+    def delete(self, tenant: str, memory_id: str, admin: bool = True) -> bool:
         """Erase a memory, live or archived: the point with its vectors goes, and the ledger
         keeps a tombstone without its content hash (the hash is blanked on its earlier events
-        too)."""
+        too). An immutable memory, or a repeat kept in one, is erased only by an ``admin``
+        caller (PERMISSION_DENIED otherwise): protection holds against a write key, the right
+        to erasure stays with the admin."""
         mid = check.memory_id(memory_id)
         self._placement.flush(tenant)
         with self._placement.locked(tenant):
-            if self._erase(tenant, self._store.matching(tenant, ids=[mid])):
+            found = self._store.matching(tenant, ids=[mid])
+            if found and not admin and any(m.immutable
+                                           for m in self._store.get(tenant, [mid]).values()):
+                raise PermissionDenied(f"memory {mid} is immutable: only an admin key deletes it")
+            if self._erase(tenant, found):
                 return True
-            return self._erase_repeat(tenant, mid)
+            return self._erase_repeat(tenant, mid, admin)
 
-    def _erase_repeat(self, tenant: str, mid: str) -> bool:
+    def _erase_repeat(self, tenant: str, mid: str, admin: bool) -> bool:
         """An id that lives on only as a repeat merged into another memory (a consolidated
         memory, or a Store's request_id): its wording and provenance leave that memory."""
         holder = self._store.merged_holders(tenant, [mid], live_only=False).get(mid)
         if holder is None:
             return False
+        if holder.immutable and not admin:
+            raise PermissionDenied(f"{mid} is kept in immutable memory {holder.id}: only an "
+                                   "admin key deletes it")
         holder.merged = [p for p in holder.merged if p.id != mid]
         now = self._clock.now()
         self._store.append_events([ZoneEvent(

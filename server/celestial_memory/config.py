@@ -200,6 +200,9 @@ class Settings(BaseSettings):
         True, description="a Store that repeats a live memory reinforces it instead (repeats.py)")
     merge_similarity: float = Field(
         0.9, gt=0, le=1, description="content cosine at or above which a repeat may merge")
+    # Feedback (understanding/feedback.py; docs/design.md, "Types, protection and feedback")
+    feedback_step: float = Field(
+        0.2, gt=0, le=1, description="share of the way to 1 (helpful) or 0 a vote moves importance")
     # Connected memory (graph/; docs/design.md, "Connected memory")
     max_relations: int = Field(
         256, gt=0, description="relations one memory may hold (both directions)")

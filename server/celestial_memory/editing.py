@@ -12,7 +12,7 @@ from celestial_memory.domain.requests import MemoryChanges
 from celestial_memory.domain.scoring import MemoryFunction
 from celestial_memory.domain.zones import ZoneTable
 from celestial_memory.embedding import Embedder
-from celestial_memory.errors import FailedPrecondition, InvalidArgument
+from celestial_memory.errors import FailedPrecondition, Immutable, InvalidArgument
 from celestial_memory.placement import Placement
 from celestial_memory.retrieval import Retrieval
 from celestial_memory.store.repository import MemoryRepository
@@ -49,6 +49,8 @@ class Editing:
         self._placement.flush(tenant)
         with self._placement.locked(tenant):
             m = self._store.get_one(tenant, mid)
+            if m.immutable:
+                raise Immutable(mid, "it may not be updated")
             if m.archived:
                 raise FailedPrecondition(f"memory {mid} is archived: restore it first")
             now = self._clock.now()

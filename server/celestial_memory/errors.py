@@ -11,6 +11,7 @@
     ├── AlreadyExists(field)          ALREADY_EXISTS
     ├── PermissionDenied              PERMISSION_DENIED
     ├── FailedPrecondition            FAILED_PRECONDITION
+    │   └── Immutable                 FAILED_PRECONDITION (reason IMMUTABLE)
     ├── SchemaMismatch                FAILED_PRECONDITION
     ├── Cancelled                     CANCELLED
     └── DeadlineExceeded              DEADLINE_EXCEEDED
@@ -69,6 +70,14 @@ class PermissionDenied(CelestialError):
 
 class FailedPrecondition(CelestialError):
     """The server is not in the state the call needs (e.g. the admin clock is off)."""
+
+
+class Immutable(FailedPrecondition):
+    """The memory is immutable: it is not updated, replaced or merged into (understanding/)."""
+
+    def __init__(self, memory_id: str, what: str) -> None:
+        super().__init__(f"memory {memory_id} is immutable: {what}")
+        self.memory_id = memory_id
 
 
 class SchemaMismatch(CelestialError):

@@ -10,8 +10,8 @@ will drop below each zone threshold (``domain/trajectory.py``). A rebalance:
    (only recall and update do) and never moves a pinned one.
 2. **enforces capacity** with cascade: a bounded zone over capacity sends its lowest-scoring
    memories one zone outward (pinned and just-recalled ones last).
-3. **forgets** unpinned Cloud memories not recalled for ``auto_forget_days``: they move into the
-   archive (out of recall, capacity and Stats, kept with their vectors, restorable; a deep
+3. **forgets** unpinned, not immutable Cloud memories not recalled for ``auto_forget_days``:
+   they move into the archive (out of recall, capacity and Stats, kept with their vectors, restorable; a deep
    recall still finds them), and archived memories older than ``archive_retention_days`` (when
    set) are deleted for good.
 
@@ -237,7 +237,7 @@ class Rebalancer:
         # In the cloud, or falling there in this rebalance (so a dry run counts what a real
         # run, which moves first and forgets after, will forget).
         return Selection(unpinned=True, reaching_cloud_by=now,
-                         not_recalled_since=now - self._forget_after)
+                         not_recalled_since=now - self._forget_after, unprotected=True)
 
     def forget(self, tenant: str, now: float) -> int:
         """Move forgettable memories into the archive, ledger first: an event is written before
@@ -254,7 +254,7 @@ class Rebalancer:
         return len(m.ids)
 
     def _purgeable(self, now: float) -> Selection:
-        return Selection(archived=True, archived_before=now - self._retention)
+        return Selection(archived=True, archived_before=now - self._retention, unprotected=True)
 
     def purge(self, tenant: str, now: float) -> int:
         """Delete for good what was archived longer than the retention, ledger first."""

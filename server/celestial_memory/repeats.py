@@ -143,7 +143,9 @@ class Repeats:
     def groups(self, tenant: str) -> tuple[list[tuple[Memory, list[Memory]]], int]:
         """The repeats among the tenant's live memories: (the memory that stays, the ones
         that fold into it) oldest first, and how many memories were examined."""
-        live = [m for page in self._store.export_pages(tenant, live_only=True) for m in page]
+        # Immutable memories neither take repeats nor fold into others (understanding/).
+        live = [m for page in self._store.export_pages(tenant, live_only=True) for m in page
+                if not m.immutable]
         live.sort(key=lambda m: (m.created_at, m.id))
         by_id = {m.id: m for m in live}
         terms = {m.id: self.terms(m.content) for m in live}

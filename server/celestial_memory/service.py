@@ -59,6 +59,7 @@ from celestial_memory.store.repository import MemoryRepository
 from celestial_memory.storing import Storing
 from celestial_memory.transfer import Transfer
 from celestial_memory.understanding.extraction_queue import ExtractionQueue
+from celestial_memory.understanding.feedback import Feedback
 
 
 class MemoryService:
@@ -98,6 +99,7 @@ class MemoryService:
         self.understanding = understanding
         self.editing = Editing(settings, store, embedder, self.retrieval, self.fn, self.zones,
                                clock, self.placement)
+        self.feedback = Feedback(settings, store, self.fn, self.zones, clock, self.placement)
 
     def close(self) -> None:
         """Write pending reinforcements, then flush and close the store (and an evaluator that
@@ -295,8 +297,9 @@ class MemoryService:
 
     # -- erasure and the archive (archive.py) ----------------------------------------------------
 
-    def delete(self, tenant: str, memory_id: str) -> bool:
-        return self.archive.delete(tenant, memory_id)
+    def delete(self, tenant: str, memory_id: str, admin: bool = True) -> bool:
+        """``admin``: the caller may erase an immutable memory (archive.py)."""
+        return self.archive.delete(tenant, memory_id, admin)
 
     def delete_by_filter(self, tenant: str, flt: MemoryFilter) -> int:
         return self.archive.delete_by_filter(tenant, flt)

@@ -26,7 +26,7 @@ from celestial_memory.domain.requests import NewMemory, Stored, derived_id
 from celestial_memory.domain.scoring import MemoryFunction
 from celestial_memory.domain.zones import ZoneTable
 from celestial_memory.embedding import Embedder
-from celestial_memory.errors import AlreadyExists, InvalidArgument
+from celestial_memory.errors import AlreadyExists, Immutable, InvalidArgument
 from celestial_memory.graph.entities import RuleExtractor
 from celestial_memory.graph.entity_index import ref
 from celestial_memory.graph.relations import Relations
@@ -35,6 +35,7 @@ from celestial_memory.rebalancer import event_id
 from celestial_memory.repeats import Repeats
 from celestial_memory.retrieval import Retrieval
 from celestial_memory.store.repository import MemoryRepository
+from celestial_memory.understanding import types as memory_types
 
 
 class Storing:
@@ -99,8 +100,10 @@ class Storing:
                 cancel.check("the store")
                 # Items that name an id ask for that memory: they never merge. Those with a
                 # request_id may (a retry then finds the memory it went into: ``_held``).
+                # An immutable item is stored as given, never folded into another memory.
                 merged = self._merge_repeats(tenant, memories, [
-                    i for i in fresh if not checked[i].id and not checked[i].upsert], ids)
+                    i for i in fresh if not checked[i].id and not checked[i].upsert
+                    and not checked[i].immutable], ids)
                 # An upsert writes the point whole: the relations it had stay.
                 upserts = [i for i in fresh if checked[i].upsert]
                 kept = self._store.graph.edges_of(tenant, [memories[i].id for i in upserts])
@@ -145,14 +148,15 @@ class Storing:
         into: dict[int, Memory] = {}
         with self._placement.locked(tenant):
             read = self._store.get(tenant, stored_ids, with_vectors=True) if stored_ids else {}
-            # Archived since the search: stored as itself, as for one deleted meanwhile.
-            stored = {mid: m for mid, m in read.items() if not m.archived}
+            # Archived since the search: stored as itself, as for one deleted meanwhile. An
+            # immutable memory takes no repeat either (understanding/): the repeat is stored.
+            stored = {mid: m for mid, m in read.items() if not m.archived and not m.immutable}
             self._overlay_pending(tenant, list(stored.values()))
             whole: set[str] = set()  # stored memories that took a repeat's wording
             mentions: dict[str, tuple[Memory, int]] = {}
             for r in found:
                 target = stored.get(r.into) if r.into else into.get(r.of, memories[r.of])
-                if target is None:
+                if target is None or target.immutable:
                     continue
                 # Checked again against the target as it reads now: an earlier fold may have
                 # given it a longer wording that this item no longer repeats.
@@ -254,6 +258,7 @@ class Storing:
                     entities=list(dict.fromkeys(ref(e) for e in mentions[k])),
                     # Queued for the model in the same write (understanding/extraction_queue.py).
                     understand_due=now if self._settings.extractor == "llm" else None,
+                    memory_type=it.memory_type or memory_types.DEFAULT, immutable=it.immutable,
                 ), now
             )
         return memories
@@ -292,9 +297,11 @@ class Storing:
                 continue
             if owners[mid] != tenant:
                 raise AlreadyExists(field, f"id {mid} is taken")
-            if it.upsert:
-                continue
             m = mine.get(mid)
+            if it.upsert:
+                if m is not None and m.immutable:
+                    raise Immutable(mid, "upsert may not replace it")
+                continue
             if m is None or m.content_hash != content_hash(it.content):
                 raise AlreadyExists(
                     field, f"memory {mid} exists with other content (upsert replaces it)")
@@ -325,6 +332,7 @@ class Storing:
             request_id=check.request_id(item.request_id, f"{p}request_id") if item.request_id
             else "",
             vector=vec,
+            memory_type=memory_types.checked(item.memory_type, f"{p}memory_type"),
         )
 
 

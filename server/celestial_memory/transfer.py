@@ -27,6 +27,7 @@ from celestial_memory.errors import AlreadyExists, InvalidArgument
 from celestial_memory.placement import Placement
 from celestial_memory.retrieval import Retrieval
 from celestial_memory.store.repository import MemoryRepository
+from celestial_memory.understanding import types as memory_types
 
 
 class Transfer:
@@ -77,10 +78,15 @@ class Transfer:
                     raise AlreadyExists(f"memories[{first + i}].memory.id", f"id {mid} is taken")
             fresh = [m for m in memories if m.id not in owners]
             held = [m for m in memories if m.id in owners]
+            if replace and held:  # an immutable memory is never replaced: skipped, as held
+                protected = {mid for mid, m in self._store.get(tenant, [m.id for m in held]).items()
+                             if m.immutable}
+                held = [m for m in held if m.id not in protected]
             self._placement.flush(tenant)
             cancel.check("the import")
             self._placement.write(tenant, fresh, replacing=held if replace else ())
-        return (len(memories), 0) if replace else (len(fresh), len(held))
+        return ((len(fresh) + len(held), len(memories) - len(fresh) - len(held)) if replace
+                else (len(fresh), len(held)))
 
     def _checked(self, tenant: str, it: Imported, i: int, now: float) -> tuple[Memory, Vector | None]:
         """The memory validated and placed (vector set, not yet indexed), and its exported
@@ -103,6 +109,7 @@ class Transfer:
         check.label(m.agent_id, s, f"{p}memory.agent_id")
         check.metadata(m.metadata, s, f"{p}memory.metadata")
         m.merged = check.merged(m.merged, s, f"{p}memory.merged")
+        m.memory_type = memory_types.checked(m.memory_type, f"{p}memory.memory_type")
         assert m.vector is not None
         vec = check.vector(m.vector, self._store.dimension, f"{p}vector")
         ctx = (check.vector(it.context_vector, self._store.dimension, f"{p}context_vector")

@@ -113,6 +113,8 @@ def every_rpc(stub: Stub, tenant: str, memory_id: str, md: Any) -> dict[str, Cal
         "Related": lambda: stub.Related(pb.RelatedRequest(tenant=tenant, id=memory_id),
                                         metadata=md),
         "Entities": lambda: stub.Entities(pb.EntitiesRequest(tenant=tenant), metadata=md),
+        "Feedback": lambda: stub.Feedback(pb.FeedbackRequest(
+            tenant=tenant, id=memory_id, verdict=pb.VERDICT_HELPFUL), metadata=md),
         "Delete": lambda: stub.Delete(pb.DeleteRequest(tenant=tenant, id=memory_id), metadata=md),
         "DeleteByFilter": lambda: stub.DeleteByFilter(
             pb.DeleteByFilterRequest(tenant=tenant, filter=pb.RecallFilter(tags_any=["zz"])),
@@ -196,7 +198,7 @@ ROLE_ALLOWS = {
              "Related", "Entities"},
     "write": {"RecallRead", "ContextRead", "Get", "Recent", "List", "Stats", "Export", "Ledger",
               "Related", "Entities", "Store", "StoreBatch", "Recall", "Context", "Update",
-              "Import", "Delete", "Restore", "Relate", "Unrelate"},
+              "Import", "Delete", "Restore", "Relate", "Unrelate", "Feedback"},
 }
 
 
@@ -219,8 +221,31 @@ async def test_an_admin_key_reaches_every_tenant_and_every_method(stub: Stub, ke
         for name, call in calls.items():
             code = await code_of(call())
             expected = grpc.StatusCode.NOT_FOUND if tenant == "b" and name in {
-                "Get", "Update", "Restore", "Relate", "Unrelate", "Related"} else grpc.StatusCode.OK
+                "Get", "Update", "Restore", "Relate", "Unrelate", "Related", "Feedback"
+            } else grpc.StatusCode.OK
             assert code == expected, (tenant, name, code)
+
+
+async def test_only_an_admin_key_deletes_an_immutable_memory(stub: Stub, keys: Keys) -> None:
+    kept = await stub.Store(pb.StoreRequest(content="the will is in the safe", immutable=True),
+                            metadata=auth(keys.a_write))
+    mid = kept.memory.id
+    assert kept.memory.immutable
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.Delete(pb.DeleteRequest(id=mid), metadata=auth(keys.a_write))
+    assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert "admin" in (err.value.details() or "")
+    # A read key may not even try; a write key may still vote on it (no content changes).
+    assert await code_of(stub.Feedback(pb.FeedbackRequest(id=mid, verdict=pb.VERDICT_HELPFUL),
+                                       metadata=auth(keys.a_read))) == grpc.StatusCode.PERMISSION_DENIED
+    voted = await stub.Feedback(pb.FeedbackRequest(id=mid, verdict=pb.VERDICT_HELPFUL),
+                                metadata=auth(keys.a_write))
+    assert voted.memory.importance > voted.importance_before
+    # The right to erasure stays with the admin.
+    gone = await stub.Delete(pb.DeleteRequest(tenant="a", id=mid), metadata=auth(keys.admin))
+    assert gone.deleted
+    assert await code_of(stub.Get(pb.GetRequest(id=mid), metadata=auth(keys.a_read))
+                         ) == grpc.StatusCode.NOT_FOUND
 
 
 async def test_a_new_key_works_and_a_revoked_one_stops_without_a_restart(

@@ -122,6 +122,7 @@ VALID: dict[str, Any] = {
     "UnrelateRequest": pb.UnrelateRequest(tenant="fuzz", from_id=ID_A, to_id=ID_B),
     "RelatedRequest": pb.RelatedRequest(tenant="fuzz", id=ID_A, depth=2),
     "EntitiesRequest": pb.EntitiesRequest(tenant="fuzz", entity="name:alice"),
+    "FeedbackRequest": pb.FeedbackRequest(tenant="fuzz", id=ID_A, verdict=pb.VERDICT_HELPFUL),
 }
 
 
@@ -228,7 +229,7 @@ def _keep_snapshot(h: Harness) -> list[tuple[str, str, float]]:
 
 # Methods that may legitimately delete or change what they name: kept off the KEEP tenant.
 DESTRUCTIVE = {"Delete", "DeleteByFilter", "Update", "Import", "Rebalance", "Restore",
-               "Consolidate"}
+               "Consolidate", "Feedback"}
 # Methods whose random requests may write legitimately; the rest must never change the count.
 WRITERS = {"Store", "StoreBatch", "Import", "Delete", "DeleteByFilter", "Update", "Recall",
            "Rebalance", "SetClock", "Restore", "Consolidate"}
@@ -277,8 +278,8 @@ def test_the_fuzz_reached_the_service(harness: Harness) -> None:
     accepted = {m for (m, c), n in OUTCOMES.items() if c == "OK"}
     refused = {m for (m, c), n in OUTCOMES.items() if c == "INVALID_ARGUMENT"}
     assert {"Store", "Recall", "Stats", "Recent", "Export", "Ledger", "Relate", "Related",
-            "Entities"} <= accepted
-    assert {"Store", "StoreBatch", "Recall", "Update", "Import"} <= refused
+            "Entities", "Feedback"} <= accepted
+    assert {"Store", "StoreBatch", "Recall", "Update", "Import", "Feedback"} <= refused
 
 
 def test_the_memories_there_before_are_intact(harness: Harness) -> None:

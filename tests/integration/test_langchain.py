@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from celestial_client import CelestialClient
 from celestial_client.langchain_tools import CelestialRetriever, memory_tools
 from langchain_core.messages import ToolMessage
@@ -41,6 +42,14 @@ def _tools(client: CelestialClient) -> None:
     missing = tools["memory_delete"].invoke({"type": "tool_call", "id": "t4",
                                              "name": "memory_delete", "args": {"id": "x"}})
     assert missing.content.startswith("INVALID_ARGUMENT")
+    before = client.get(mid).importance
+    voted = tools["memory_feedback"].invoke({"type": "tool_call", "id": "t5",
+                                             "name": "memory_feedback",
+                                             "args": {"id": mid, "helpful": False}})
+    assert voted.content.startswith("noted as not helpful")
+    # The server's default step: a fifth of the way to 0.
+    assert voted.artifact["memory"]["importance"] == pytest.approx(before * 0.8, abs=1e-4)
+    assert [e.reason for e in client.ledger(memory_id=mid)][-1] == "not_helpful"
 
 
 async def test_retriever(client: CelestialClient) -> None:

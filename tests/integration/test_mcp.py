@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -11,7 +12,7 @@ pytest.importorskip("mcp")
 
 from celestial_memory.grpc_api.server import MemoryServer
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, get_default_environment
 
 from tests.integration.celestial_exe import write_celestial
 
@@ -20,9 +21,14 @@ CELESTIAL = str(write_celestial(Path(tempfile.mkdtemp(prefix="celestial-bin-")))
 
 
 def stdio(server: MemoryServer, *more: str) -> StdioServerParameters:
+    # The SDK passes the child only a safe part of the environment: PYTHONPATH goes along, so
+    # the child runs the code under test (a checkout ahead of the installed package).
+    env = get_default_environment()
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return StdioServerParameters(
         command=CELESTIAL, args=["--target", f"127.0.0.1:{server.port}", "--tenant", "mcp", "mcp",
-                                 *more])
+                                 *more], env=env)
 
 
 async def test_mcp_over_stdio_lists_saves_searches_pins_and_reports_errors(
@@ -33,7 +39,8 @@ async def test_mcp_over_stdio_lists_saves_searches_pins_and_reports_errors(
         assert set(tools) == {"memory_save", "memory_search", "memory_context", "memory_get",
                               "memory_update",
                               "memory_pin", "memory_delete", "memory_stats", "memory_recent",
-                              "memory_related", "memory_ledger", "memory_rebalance"}
+                              "memory_related", "memory_ledger", "memory_rebalance",
+                              "memory_feedback"}
         save = tools["memory_save"].input_schema
         assert save["required"] == ["content"]
         assert all(p.get("description") for p in save["properties"].values())
@@ -75,6 +82,23 @@ async def test_mcp_over_stdio_lists_saves_searches_pins_and_reports_errors(
         missing = await mcp.call_tool("memory_get", {"id": "no-such-memory"})
         assert missing.is_error
         assert missing.content[0].text.startswith(("NOT_FOUND", "INVALID_ARGUMENT"))
+
+        voted = await mcp.call_tool("memory_feedback", {"id": memory["id"], "helpful": True})
+        assert not voted.is_error
+        assert voted.structured_content["memory"]["importance"] > memory["importance"]
+        fact = await mcp.call_tool("memory_save", {"content": "Alice's office is on floor 7",
+                                                   "memory_type": "fact", "immutable": True})
+        assert fact.structured_content["memory"]["memory_type"] == "fact"
+        assert fact.structured_content["memory"]["immutable"] is True
+        facts = await mcp.call_tool("memory_search", {"query": "Alice", "memory_types": ["fact"],
+                                                      "reinforce": False})
+        assert [r["id"] for r in facts.structured_content["results"]] == [
+            fact.structured_content["memory"]["id"]]
+        refused = await mcp.call_tool("memory_update", {"id": fact.structured_content["memory"]["id"],
+                                                        "content": "floor 8"})
+        assert refused.is_error and "immutable" in refused.content[0].text
+        no_verdict = await mcp.call_tool("memory_feedback", {"id": memory["id"]})
+        assert no_verdict.is_error and "helpful" in no_verdict.content[0].text
 
         dry = await mcp.call_tool("memory_rebalance", {})
         assert dry.structured_content["dry_run"] is True

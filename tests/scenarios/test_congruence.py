@@ -7,9 +7,10 @@ agents, metadata, creation times and pins, recall with random filters over zones
 importance and metadata (with and without keywords, reinforcing or not), advance the clock,
 update, delete, delete by filter and rebalance (incremental and full, with forgetting and small
 capacities so that eviction bites), relate and unrelate memories, walk their relations and
-recall with graph expansion. Ids are fixed by the history, so both sides name the same
-memories; vectors are random, so relevance ties (whose order is the engine's choice) do not
-occur in practice.
+recall with graph expansion; memories have types and may be immutable (kept from forgetting),
+recalls filter by type, and feedback votes move importance. Ids are fixed by the history, so
+both sides name the same memories; vectors are random, so relevance ties (whose order is the
+engine's choice) do not occur in practice.
 
 One difference is known and kept out: Qdrant Edge keeps a deleted point in its BM25 IDF
 statistics (until its segment is rebuilt) where local mode drops it at once, so after a deletion
@@ -83,10 +84,13 @@ filters = st.one_of(st.just(MemoryFilter()), st.builds(
     recalled_before=mostly(None, st.floats(T0, T0 + 3 * DAY)),
     min_importance=mostly(None, st.floats(0, 1)),
     metadata=mostly({}, st.just({"lang": "en"})),
+    memory_types=mostly([], st.lists(st.sampled_from(("fact", "episode", "insight")),
+                                     min_size=1, max_size=2, unique=True)),
 ))
 store_op = st.tuples(
     st.just("store"), st.sampled_from(TENANTS), st.integers(0, 5), texts, st.floats(0, 1),
     tags, st.sampled_from(("", "s1")), metadata, st.floats(0, 2 * DAY), st.booleans(),
+    st.sampled_from(("", "fact", "insight")), mostly(False, st.just(True)),
 )
 recall_op = st.tuples(st.just("recall"), st.sampled_from(TENANTS), st.integers(0, 5),
                       st.one_of(st.just(""), texts), filters, st.integers(1, 6), st.booleans(),
@@ -95,8 +99,9 @@ relate_op = st.tuples(st.just("relate"), st.sampled_from(TENANTS), st.integers(0
                       st.integers(0, 40), st.sampled_from(("about", "cause")), st.floats(0, 1))
 # (weight, step): one_of draws its branches unevenly, so the mix is set by weights out of 100.
 STEPS: list[tuple[int, st.SearchStrategy[tuple[Any, ...]]]] = [
-    (28, store_op),
-    (28, recall_op),
+    (26, store_op),
+    (27, recall_op),
+    (3, st.tuples(st.just("feedback"), st.integers(0, 40), st.booleans())),
     (4, relate_op),
     (2, st.tuples(st.just("unrelate"), st.sampled_from(TENANTS), st.integers(0, 40),
                   st.integers(0, 40))),
@@ -144,7 +149,8 @@ def state(m: Memory) -> tuple[Any, ...]:
     return (m.id, m.tenant, m.content, int(m.zone), m.score, m.importance, m.recall_count,
             m.last_recalled_at, m.created_at, m.context_score, sorted(m.tags), m.session_id,
             m.metadata, m.pinned, sorted((e.other, e.relation, e.weight, e.made_by, e.outgoing)
-                                         for e in m.edges), sorted(m.entities))
+                                         for e in m.edges), sorted(m.entities), m.memory_type,
+            m.immutable)
 
 
 def alike(a: Any, b: Any) -> bool:
@@ -175,12 +181,11 @@ def run(svc: MemoryService, clock: ManualClock, op: tuple[Any, ...], ids: list[s
     """Apply one step; returns what the caller would see (compared across engines)."""
     kind = op[0]
     if kind == "store":
-        _, tenant, v, text, importance, tg, session, meta, age, pinned = op
+        _, tenant, v, text, importance, tg, session, meta, age, pinned, kind_, immutable = op
         mid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"congruence:{len(ids)}"))
         item = NewMemory(text, importance=importance, tags=tg, session_id=session, metadata=meta,
                          created_at=clock.now() - age, vector=memory_vector(v, len(ids)).tolist(),
-                         id=mid,
-                         pinned=pinned)
+                         id=mid, pinned=pinned, memory_type=kind_, immutable=immutable)
         return state(svc.store_memory(tenant, item))
     if kind == "recall":
         _, tenant, v, text, flt, limit, reinforce, hops = op
@@ -208,6 +213,15 @@ def run(svc: MemoryService, clock: ManualClock, op: tuple[Any, ...], ids: list[s
             return "gone"
         return state(svc.update(tenant, mid, MemoryChanges(importance=importance, pinned=pinned,
                                                           tags=tg)))
+    if kind == "feedback" and ids:
+        _, i, helpful = op
+        mid = ids[i % len(ids)]
+        try:
+            tenant = next(t for t in TENANTS if svc.store.get(t, [mid]))
+        except StopIteration:
+            return "gone"
+        voted = svc.feedback.give(tenant, mid, helpful)
+        return state(voted.memory), voted.importance_before
     if kind == "delete" and ids:
         mid = ids[op[1] % len(ids)]
         return [svc.delete(t, mid) for t in TENANTS]
@@ -223,7 +237,10 @@ def run(svc: MemoryService, clock: ManualClock, op: tuple[Any, ...], ids: list[s
 
 def snapshot(svc: MemoryService, tenant: str) -> tuple[Any, ...]:
     memories = sorted(state(m) for page in svc.store.scan(tenant, MemoryFilter()) for m in page)
-    events = [(e.id, e.memory_id, int(e.from_zone), e.to_zone, e.reason, e.at)
+    # A vote's event id is random (each call is a vote: understanding/feedback.py); the
+    # others are derived, and compared.
+    events = [("vote" if e.reason in ("helpful", "not_helpful") else e.id, e.memory_id,
+               int(e.from_zone), e.to_zone, e.reason, e.at)
               for e in svc.ledger(tenant, limit=10_000)]
     counts = [(int(z.zone), z.count) for z in svc.stats(tenant).zones]
     return memories, sorted(events), counts
@@ -271,6 +288,9 @@ def test_random_histories_answer_alike_on_both_engines(
                 event("a recall found memories")
                 if len({a[1] for a in answers[0]}) > 1:
                     event("a recall found memories in two zones")
+            if op[0] == "feedback" and isinstance(answers[0], tuple) and isinstance(
+                    answers[0][0], tuple):
+                event("a feedback vote counted")
             if op[0] == "rebalance" and answers[0][1]:
                 event("a rebalance moved memories")
             if op[0] == "rebalance" and answers[0][2]:

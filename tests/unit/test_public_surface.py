@@ -7,7 +7,8 @@ import inspect
 import celestial_client
 from celestial_client import AsyncCelestialClient, CelestialClient
 
-METHODS = ["close", "consolidate", "context", "delete", "entities", "entity", "export", "get",
+METHODS = ["close", "consolidate", "context", "delete", "entities", "entity", "export", "feedback",
+           "get",
            "import_memories", "iter_memories", "ledger", "ledger_page", "list_page", "rebalance",
            "recall", "recent", "recent_page", "relate", "related", "restore", "set_clock", "stats",
            "store", "store_batch", "unrelate", "update", "with_options"]
@@ -35,6 +36,7 @@ def test_exports_are_pinned() -> None:
         "InternalError",
         "InvalidArgumentError",
         "LedgerPage",
+        "MEMORY_TYPES",
         "Memory",
         "MergedRepeat",
         "NextMove",

@@ -20,6 +20,21 @@ class Zone(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ZONE_BELT: _ClassVar[Zone]
     ZONE_CLOUD: _ClassVar[Zone]
 
+class MemoryType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MEMORY_TYPE_UNSPECIFIED: _ClassVar[MemoryType]
+    MEMORY_TYPE_FACT: _ClassVar[MemoryType]
+    MEMORY_TYPE_PREFERENCE: _ClassVar[MemoryType]
+    MEMORY_TYPE_TRIPLE: _ClassVar[MemoryType]
+    MEMORY_TYPE_INSIGHT: _ClassVar[MemoryType]
+    MEMORY_TYPE_EPISODE: _ClassVar[MemoryType]
+
+class Verdict(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    VERDICT_UNSPECIFIED: _ClassVar[Verdict]
+    VERDICT_HELPFUL: _ClassVar[Verdict]
+    VERDICT_NOT_HELPFUL: _ClassVar[Verdict]
+
 class ZoneEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     ZONE_EVENT_KIND_UNSPECIFIED: _ClassVar[ZoneEventKind]
@@ -29,6 +44,8 @@ class ZoneEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ZONE_EVENT_KIND_PURGED: _ClassVar[ZoneEventKind]
     ZONE_EVENT_KIND_DELETED: _ClassVar[ZoneEventKind]
     ZONE_EVENT_KIND_MERGED: _ClassVar[ZoneEventKind]
+    ZONE_EVENT_KIND_FEEDBACK_HELPFUL: _ClassVar[ZoneEventKind]
+    ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL: _ClassVar[ZoneEventKind]
 
 class StorageBackend(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -42,6 +59,15 @@ ZONE_INNER: Zone
 ZONE_OUTER: Zone
 ZONE_BELT: Zone
 ZONE_CLOUD: Zone
+MEMORY_TYPE_UNSPECIFIED: MemoryType
+MEMORY_TYPE_FACT: MemoryType
+MEMORY_TYPE_PREFERENCE: MemoryType
+MEMORY_TYPE_TRIPLE: MemoryType
+MEMORY_TYPE_INSIGHT: MemoryType
+MEMORY_TYPE_EPISODE: MemoryType
+VERDICT_UNSPECIFIED: Verdict
+VERDICT_HELPFUL: Verdict
+VERDICT_NOT_HELPFUL: Verdict
 ZONE_EVENT_KIND_UNSPECIFIED: ZoneEventKind
 ZONE_EVENT_KIND_CAPACITY: ZoneEventKind
 ZONE_EVENT_KIND_FORGOTTEN: ZoneEventKind
@@ -49,6 +75,8 @@ ZONE_EVENT_KIND_RESTORED: ZoneEventKind
 ZONE_EVENT_KIND_PURGED: ZoneEventKind
 ZONE_EVENT_KIND_DELETED: ZoneEventKind
 ZONE_EVENT_KIND_MERGED: ZoneEventKind
+ZONE_EVENT_KIND_FEEDBACK_HELPFUL: ZoneEventKind
+ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL: ZoneEventKind
 STORAGE_BACKEND_UNSPECIFIED: StorageBackend
 STORAGE_BACKEND_EDGE: StorageBackend
 STORAGE_BACKEND_QDRANT_LOCAL: StorageBackend
@@ -69,7 +97,7 @@ class ScoreBreakdown(_message.Message):
     def __init__(self, recall: _Optional[float] = ..., freshness: _Optional[float] = ..., importance: _Optional[float] = ..., context: _Optional[float] = ..., total: _Optional[float] = ...) -> None: ...
 
 class Memory(_message.Message):
-    __slots__ = ("id", "tenant", "content", "zone", "score", "importance", "recall_count", "created_at", "last_recalled_at", "tags", "session_id", "agent_id", "metadata", "pinned", "breakdown", "context", "archived", "archived_at", "merged", "relations", "entities", "triples", "understanding", "next_move")
+    __slots__ = ("id", "tenant", "content", "zone", "score", "importance", "recall_count", "created_at", "last_recalled_at", "tags", "session_id", "agent_id", "metadata", "pinned", "breakdown", "context", "archived", "archived_at", "merged", "relations", "entities", "triples", "understanding", "next_move", "memory_type", "immutable")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -101,6 +129,8 @@ class Memory(_message.Message):
     TRIPLES_FIELD_NUMBER: _ClassVar[int]
     UNDERSTANDING_FIELD_NUMBER: _ClassVar[int]
     NEXT_MOVE_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_TYPE_FIELD_NUMBER: _ClassVar[int]
+    IMMUTABLE_FIELD_NUMBER: _ClassVar[int]
     id: str
     tenant: str
     content: str
@@ -125,7 +155,9 @@ class Memory(_message.Message):
     triples: _containers.RepeatedCompositeFieldContainer[Triple]
     understanding: str
     next_move: NextMove
-    def __init__(self, id: _Optional[str] = ..., tenant: _Optional[str] = ..., content: _Optional[str] = ..., zone: _Optional[_Union[Zone, str]] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., recall_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_recalled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., pinned: _Optional[bool] = ..., breakdown: _Optional[_Union[ScoreBreakdown, _Mapping]] = ..., context: _Optional[str] = ..., archived: _Optional[bool] = ..., archived_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., merged: _Optional[_Iterable[_Union[MergedRepeat, _Mapping]]] = ..., relations: _Optional[_Iterable[_Union[Relation, _Mapping]]] = ..., entities: _Optional[_Iterable[str]] = ..., triples: _Optional[_Iterable[_Union[Triple, _Mapping]]] = ..., understanding: _Optional[str] = ..., next_move: _Optional[_Union[NextMove, _Mapping]] = ...) -> None: ...
+    memory_type: MemoryType
+    immutable: bool
+    def __init__(self, id: _Optional[str] = ..., tenant: _Optional[str] = ..., content: _Optional[str] = ..., zone: _Optional[_Union[Zone, str]] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., recall_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_recalled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., pinned: _Optional[bool] = ..., breakdown: _Optional[_Union[ScoreBreakdown, _Mapping]] = ..., context: _Optional[str] = ..., archived: _Optional[bool] = ..., archived_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., merged: _Optional[_Iterable[_Union[MergedRepeat, _Mapping]]] = ..., relations: _Optional[_Iterable[_Union[Relation, _Mapping]]] = ..., entities: _Optional[_Iterable[str]] = ..., triples: _Optional[_Iterable[_Union[Triple, _Mapping]]] = ..., understanding: _Optional[str] = ..., next_move: _Optional[_Union[NextMove, _Mapping]] = ..., memory_type: _Optional[_Union[MemoryType, str]] = ..., immutable: _Optional[bool] = ...) -> None: ...
 
 class Triple(_message.Message):
     __slots__ = ("subject", "relation", "object")
@@ -189,7 +221,7 @@ class MergedRepeat(_message.Message):
     def __init__(self, content: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., id: _Optional[str] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., context: _Optional[str] = ...) -> None: ...
 
 class StoreRequest(_message.Message):
-    __slots__ = ("tenant", "content", "importance", "tags", "session_id", "agent_id", "metadata", "created_at", "vector", "id", "pinned", "context", "request_id", "upsert")
+    __slots__ = ("tenant", "content", "importance", "tags", "session_id", "agent_id", "metadata", "created_at", "vector", "id", "pinned", "context", "request_id", "upsert", "memory_type", "immutable")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -211,6 +243,8 @@ class StoreRequest(_message.Message):
     CONTEXT_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     UPSERT_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_TYPE_FIELD_NUMBER: _ClassVar[int]
+    IMMUTABLE_FIELD_NUMBER: _ClassVar[int]
     tenant: str
     content: str
     importance: float
@@ -225,7 +259,9 @@ class StoreRequest(_message.Message):
     context: str
     request_id: str
     upsert: bool
-    def __init__(self, tenant: _Optional[str] = ..., content: _Optional[str] = ..., importance: _Optional[float] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., vector: _Optional[_Iterable[float]] = ..., id: _Optional[str] = ..., pinned: _Optional[bool] = ..., context: _Optional[str] = ..., request_id: _Optional[str] = ..., upsert: _Optional[bool] = ...) -> None: ...
+    memory_type: MemoryType
+    immutable: bool
+    def __init__(self, tenant: _Optional[str] = ..., content: _Optional[str] = ..., importance: _Optional[float] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., vector: _Optional[_Iterable[float]] = ..., id: _Optional[str] = ..., pinned: _Optional[bool] = ..., context: _Optional[str] = ..., request_id: _Optional[str] = ..., upsert: _Optional[bool] = ..., memory_type: _Optional[_Union[MemoryType, str]] = ..., immutable: _Optional[bool] = ...) -> None: ...
 
 class StoreResponse(_message.Message):
     __slots__ = ("memory", "created", "merged_into")
@@ -250,7 +286,7 @@ class StoreBatchResponse(_message.Message):
     def __init__(self, ids: _Optional[_Iterable[str]] = ..., stored: _Optional[int] = ..., existing: _Optional[int] = ..., merged: _Optional[int] = ...) -> None: ...
 
 class RecallFilter(_message.Message):
-    __slots__ = ("zones", "tags_any", "tags_all", "session_id", "agent_id", "created_after", "created_before", "recalled_after", "recalled_before", "min_importance", "metadata", "entities_any")
+    __slots__ = ("zones", "tags_any", "tags_all", "session_id", "agent_id", "created_after", "created_before", "recalled_after", "recalled_before", "min_importance", "metadata", "entities_any", "memory_types")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -270,6 +306,7 @@ class RecallFilter(_message.Message):
     MIN_IMPORTANCE_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
     ENTITIES_ANY_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_TYPES_FIELD_NUMBER: _ClassVar[int]
     zones: _containers.RepeatedScalarFieldContainer[Zone]
     tags_any: _containers.RepeatedScalarFieldContainer[str]
     tags_all: _containers.RepeatedScalarFieldContainer[str]
@@ -282,7 +319,8 @@ class RecallFilter(_message.Message):
     min_importance: float
     metadata: _containers.ScalarMap[str, str]
     entities_any: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, zones: _Optional[_Iterable[_Union[Zone, str]]] = ..., tags_any: _Optional[_Iterable[str]] = ..., tags_all: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., recalled_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., recalled_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., min_importance: _Optional[float] = ..., metadata: _Optional[_Mapping[str, str]] = ..., entities_any: _Optional[_Iterable[str]] = ...) -> None: ...
+    memory_types: _containers.RepeatedScalarFieldContainer[MemoryType]
+    def __init__(self, zones: _Optional[_Iterable[_Union[Zone, str]]] = ..., tags_any: _Optional[_Iterable[str]] = ..., tags_all: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., recalled_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., recalled_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., min_importance: _Optional[float] = ..., metadata: _Optional[_Mapping[str, str]] = ..., entities_any: _Optional[_Iterable[str]] = ..., memory_types: _Optional[_Iterable[_Union[MemoryType, str]]] = ...) -> None: ...
 
 class RecallRequest(_message.Message):
     __slots__ = ("tenant", "query", "limit", "filter", "no_reinforce", "context", "query_vector", "min_relevance", "ignore_zones", "include_archived", "deep", "expand")
@@ -872,3 +910,21 @@ class EntitiesResponse(_message.Message):
     next_page_token: str
     profile: EntityProfile
     def __init__(self, entities: _Optional[_Iterable[_Union[Entity, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., profile: _Optional[_Union[EntityProfile, _Mapping]] = ...) -> None: ...
+
+class FeedbackRequest(_message.Message):
+    __slots__ = ("tenant", "id", "verdict")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    VERDICT_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    id: str
+    verdict: Verdict
+    def __init__(self, tenant: _Optional[str] = ..., id: _Optional[str] = ..., verdict: _Optional[_Union[Verdict, str]] = ...) -> None: ...
+
+class FeedbackResponse(_message.Message):
+    __slots__ = ("memory", "importance_before")
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    IMPORTANCE_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    memory: Memory
+    importance_before: float
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., importance_before: _Optional[float] = ...) -> None: ...

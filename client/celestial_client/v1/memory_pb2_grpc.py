@@ -145,6 +145,11 @@ class MemoryServiceStub:
                 request_serializer=celestial_dot_v1_dot_memory__pb2.EntitiesRequest.SerializeToString,
                 response_deserializer=celestial_dot_v1_dot_memory__pb2.EntitiesResponse.FromString,
                 _registered_method=True)
+        self.Feedback = channel.unary_unary(
+                '/celestial.v1.MemoryService/Feedback',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.FeedbackRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.FeedbackResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -350,6 +355,17 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Feedback(self, request, context):
+        """Tells the service whether a memory (one a recall returned) helped: its importance moves a
+        share (the server's feedback step, 0.2 by default) of the way to 1 when it helped, to 0
+        when it did not, and it is re-placed by its new score. Each vote is a ledger event
+        (ZONE_EVENT_KIND_FEEDBACK_HELPFUL or _NOT_HELPFUL). An archived memory is refused
+        (FAILED_PRECONDITION). Not a safe retry: every call is a vote. Needs the write role.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -462,6 +478,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.Entities,
                     request_deserializer=celestial_dot_v1_dot_memory__pb2.EntitiesRequest.FromString,
                     response_serializer=celestial_dot_v1_dot_memory__pb2.EntitiesResponse.SerializeToString,
+            ),
+            'Feedback': grpc.unary_unary_rpc_method_handler(
+                    servicer.Feedback,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.FeedbackRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.FeedbackResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1059,6 +1080,33 @@ class MemoryService:
             '/celestial.v1.MemoryService/Entities',
             celestial_dot_v1_dot_memory__pb2.EntitiesRequest.SerializeToString,
             celestial_dot_v1_dot_memory__pb2.EntitiesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Feedback(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/celestial.v1.MemoryService/Feedback',
+            celestial_dot_v1_dot_memory__pb2.FeedbackRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.FeedbackResponse.FromString,
             options,
             channel_credentials,
             insecure,

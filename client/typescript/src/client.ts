@@ -213,6 +213,18 @@ export class CelestialClient {
     return resp.deleted;
   }
 
+  /**
+   * Says whether a memory (one a recall returned) helped: its importance moves toward 1
+   * (helpful) or toward 0, it is re-placed, and the vote is a ledger event. Not retried: every
+   * call is a vote.
+   */
+  async feedback(id: string, helpful: boolean): Promise<Memory> {
+    const verdict = helpful ? pb.Verdict.VERDICT_HELPFUL : pb.Verdict.VERDICT_NOT_HELPFUL;
+    const resp = await this.unary(this.stub.feedback.bind(this.stub),
+      pb.FeedbackRequest.fromPartial({ tenant: this.tenant, id, verdict }), false);
+    return cv.memory(resp.memory);
+  }
+
   /** Brings an archived (forgotten) memory back into the zones; a live one is returned as is. */
   async restore(id: string): Promise<Memory> {
     const resp = await this.unary(this.stub.restore.bind(this.stub),

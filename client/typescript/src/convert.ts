@@ -9,6 +9,8 @@ import {
   type Filter,
   type Memory,
   type MemoryPage,
+  type MemoryType,
+  MEMORY_TYPES,
   type RebalanceReport,
   type RecallOptions,
   type RecallResult,
@@ -38,6 +40,22 @@ export function zoneToPb(z: Zone): pb.Zone {
   const i = ZONES.indexOf(z);
   if (i < 0) {
     throw new TypeError(`unknown zone ${JSON.stringify(z)}; one of ${ZONES.join(", ")}`);
+  }
+  return i + 1;
+}
+
+export function memoryType(t: pb.MemoryType): MemoryType {
+  // Unset or unknown (a newer contract): an episode, as a memory stored before types.
+  return MEMORY_TYPES[t - 1] ?? "episode";
+}
+
+export function memoryTypeToPb(t: MemoryType | undefined): pb.MemoryType {
+  if (t === undefined) {
+    return pb.MemoryType.MEMORY_TYPE_UNSPECIFIED;
+  }
+  const i = MEMORY_TYPES.indexOf(t);
+  if (i < 0) {
+    throw new TypeError(`unknown memory type ${JSON.stringify(t)}; one of ${MEMORY_TYPES.join(", ")}`);
   }
   return i + 1;
 }
@@ -84,6 +102,7 @@ export function memory(m: pb.Memory | undefined): Memory {
     relations: m.relations.map(relation), entities: m.entities,
     triples: m.triples.map((t): [string, string, string] => [t.subject, t.relation, t.object]),
     understanding: m.understanding,
+    memoryType: memoryType(m.memoryType), immutable: m.immutable,
   };
   if (m.archivedAt !== undefined) {
     out.archivedAt = date(m.archivedAt);
@@ -106,6 +125,7 @@ export function storeRequest(tenant: string, item: StoreItem): pb.StoreRequest {
     sessionId: item.sessionId, agentId: item.agentId, metadata: item.metadata,
     createdAt: item.createdAt, vector: vector(item.vector), id: item.id, pinned: item.pinned,
     context: item.context, requestId: item.requestId, upsert: item.upsert,
+    memoryType: memoryTypeToPb(item.memoryType), immutable: item.immutable,
   });
 }
 
@@ -115,7 +135,7 @@ export function filter(f: Filter): pb.RecallFilter {
     sessionId: f.sessionId, agentId: f.agentId, createdAfter: f.createdAfter,
     createdBefore: f.createdBefore, recalledAfter: f.recalledAfter,
     recalledBefore: f.recalledBefore, minImportance: f.minImportance, metadata: f.metadata,
-    entitiesAny: f.entitiesAny,
+    entitiesAny: f.entitiesAny, memoryTypes: (f.memoryTypes ?? []).map(memoryTypeToPb),
   });
 }
 
@@ -228,6 +248,8 @@ const EVENT_KINDS: Record<number, ZoneEventKind> = {
   [pb.ZoneEventKind.ZONE_EVENT_KIND_PURGED]: "purged",
   [pb.ZoneEventKind.ZONE_EVENT_KIND_DELETED]: "deleted",
   [pb.ZoneEventKind.ZONE_EVENT_KIND_MERGED]: "merged",
+  [pb.ZoneEventKind.ZONE_EVENT_KIND_FEEDBACK_HELPFUL]: "helpful",
+  [pb.ZoneEventKind.ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL]: "not_helpful",
 };
 
 function zoneEvent(e: pb.ZoneEvent): ZoneEvent {

@@ -14,6 +14,6 @@ export { CelestialClient } from "./client";
 export type { CelestialClientOptions, Pem, RetryPolicy, TlsOptions } from "./client";
 export { CelestialError, toCelestialError } from "./errors";
 export type { CelestialErrorInit, FieldViolation, StatusName } from "./errors";
-export { ZONES } from "./types";
+export { MEMORY_TYPES, ZONES } from "./types";
 export type * from "./types";
 export * as proto from "./gen/celestial/v1/memory";

@@ -5,6 +5,13 @@
 export const ZONES = ["core", "inner", "outer", "belt", "cloud"] as const;
 export type Zone = (typeof ZONES)[number];
 
+/**
+ * What a memory is, in the proto's order (MEMORY_TYPE_FACT is "fact", and so on). A plain store
+ * is an episode; the others are drawn from episodes.
+ */
+export const MEMORY_TYPES = ["fact", "preference", "triple", "insight", "episode"] as const;
+export type MemoryType = (typeof MEMORY_TYPES)[number];
+
 /** The terms of the memory function for one memory at one moment. */
 export interface ScoreBreakdown {
   /** R: recall score in [0, 1]. */
@@ -53,6 +60,10 @@ export interface Memory {
   understanding: string;
   /** Where the rebalance takes it next unless it is recalled first; absent: nothing scheduled. */
   nextMove?: NextMove;
+  /** What it is ("episode" for a plain store, and for memories stored before types). */
+  memoryType: MemoryType;
+  /** Protected: not updated, merged into or forgotten; only an admin key deletes it. */
+  immutable: boolean;
 }
 
 /** A memory's next scheduled move: into `zone` (absent: the archive) once `at` has passed. */
@@ -144,6 +155,10 @@ export interface StoreOptions {
   requestId?: string;
   /** With an id or requestId the tenant holds: replace that memory. Not a safe retry. */
   upsert?: boolean;
+  /** What the memory is; absent: "episode". */
+  memoryType?: MemoryType;
+  /** Protected from update, merging and forgetting; only an admin key deletes it. */
+  immutable?: boolean;
 }
 
 export interface StoreItem extends StoreOptions {
@@ -183,6 +198,8 @@ export interface Filter {
   metadata?: Record<string, string>;
   /** Mentions at least one of these entities (ids "<kind>:<key>", see entities()). */
   entitiesAny?: string[];
+  /** Of one of these types ("episode" also matches memories stored before types). */
+  memoryTypes?: MemoryType[];
 }
 
 export interface RecallOptions extends Filter {
@@ -342,7 +359,8 @@ export interface RebalanceReport {
 }
 
 export type ZoneEventKind =
-  "capacity" | "forgotten" | "restored" | "purged" | "deleted" | "merged";
+  "capacity" | "forgotten" | "restored" | "purged" | "deleted" | "merged" | "helpful"
+  | "not_helpful";
 
 export interface ZoneEvent {
   id: string;

@@ -283,6 +283,24 @@ describe("a live server", { skip: ADDRESS ? false : "CELESTIAL_TEST_ADDRESS is n
     }
   });
 
+  test("types, an immutable memory and feedback", async () => {
+    const fact = (await c.store("The TypeScript build needs Node 20", { memoryType: "fact" })).memory;
+    assert.equal(fact.memoryType, "fact");
+    const found = await c.recall("Which Node does the build need?", {
+      limit: 5, reinforce: false, memoryTypes: ["fact"],
+    });
+    assert.ok(found.length > 0 && found.every((r) => r.memory.memoryType === "fact"));
+    const kept = (await c.store("The release key is in the vault", { immutable: true })).memory;
+    assert.equal(kept.immutable, true);
+    assert.equal(kept.memoryType, "episode");
+    await assert.rejects(c.update(kept.id, { importance: 0.9 }), (err: unknown) =>
+      err instanceof CelestialError && err.code === "FAILED_PRECONDITION" && err.reason === "IMMUTABLE");
+    const voted = await c.feedback(fact.id, true);
+    assert.ok(voted.importance > fact.importance);
+    const events = (await c.ledger({ memoryId: fact.id })).events;
+    assert.ok(events.some((e) => e.kind === "helpful"));
+  });
+
   test("ledger answers a page", async () => {
     const page = await c.ledger({ pageSize: 10 });
     assert.ok(Array.isArray(page.events) && Array.isArray(page.adminEvents));

@@ -480,3 +480,96 @@ describe("conversion of the next move", () => {
     assert.equal(wire({}).nextMove, undefined);
   });
 });
+
+describe("types, protection and feedback against a fake server", () => {
+  const server = new grpc.Server();
+  let address = "";
+  const seen: {
+    store?: proto.StoreRequest; recall?: proto.RecallRequest; feedback: proto.FeedbackRequest[];
+  } = { feedback: [] };
+
+  before(async () => {
+    const impl: Partial<proto.MemoryServiceServer> = {
+      store: (call, cb) => {
+        seen.store = call.request;
+        const r = call.request;
+        cb(null, { created: true, mergedInto: "", memory: pbMemory(A, {
+          memoryType: r.memoryType || proto.MemoryType.MEMORY_TYPE_EPISODE, immutable: r.immutable,
+        }) });
+      },
+      recall: (call, cb) => {
+        seen.recall = call.request;
+        cb(null, proto.RecallResponse.fromPartial({ results: [] }));
+      },
+      feedback: (call, cb) => {
+        seen.feedback.push(call.request);
+        if (seen.feedback.length === 3) {  // once unavailable: a vote is never sent twice
+          cb(unavailable(10));
+          return;
+        }
+        const helpful = call.request.verdict === proto.Verdict.VERDICT_HELPFUL;
+        cb(null, { importanceBefore: 0.5, memory: pbMemory(call.request.id, {
+          importance: helpful ? 0.6 : 0.4,
+        }) });
+      },
+    };
+    server.addService(proto.MemoryServiceService, impl as proto.MemoryServiceServer);
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
+        err ? reject(err) : resolve(p)));
+    address = `127.0.0.1:${port}`;
+  });
+  after(() => server.forceShutdown());
+
+  test("store sends the type and the flag, and reads them back", async () => {
+    const c = new CelestialClient({ address, tenant: "u" });
+    try {
+      const { memory } = await c.store("Alice prefers tea", { memoryType: "preference", immutable: true });
+      assert.equal(seen.store?.memoryType, proto.MemoryType.MEMORY_TYPE_PREFERENCE);
+      assert.equal(seen.store?.immutable, true);
+      assert.equal(memory.memoryType, "preference");
+      assert.equal(memory.immutable, true);
+      const plain = await c.store("we met at noon");
+      assert.equal(seen.store?.memoryType, proto.MemoryType.MEMORY_TYPE_UNSPECIFIED);
+      assert.equal(plain.memory.memoryType, "episode");
+      assert.throws(() => cv.memoryTypeToPb("rumour" as never), /unknown memory type/);
+    } finally {
+      c.close();
+    }
+  });
+
+  test("recall sends memoryTypes", async () => {
+    const c = new CelestialClient({ address, tenant: "u" });
+    try {
+      await c.recall("q", { memoryTypes: ["fact", "episode"] });
+      assert.deepEqual(seen.recall?.filter?.memoryTypes,
+        [proto.MemoryType.MEMORY_TYPE_FACT, proto.MemoryType.MEMORY_TYPE_EPISODE]);
+    } finally {
+      c.close();
+    }
+  });
+
+  test("feedback sends the verdict, answers the memory, and is never retried", async () => {
+    const c = new CelestialClient({ address, tenant: "u" });
+    try {
+      assert.equal((await c.feedback(A, true)).importance, 0.6);
+      assert.equal((await c.feedback(B, false)).importance, 0.4);
+      assert.deepEqual(seen.feedback.map((r) => [r.tenant, r.id, r.verdict]), [
+        ["u", A, proto.Verdict.VERDICT_HELPFUL], ["u", B, proto.Verdict.VERDICT_NOT_HELPFUL]]);
+      await assert.rejects(c.feedback(C, true), (err: unknown) =>
+        err instanceof CelestialError && err.code === "UNAVAILABLE");
+      assert.equal(seen.feedback.length, 3, "one attempt");
+    } finally {
+      c.close();
+    }
+  });
+
+  test("feedback events and unknown types convert", () => {
+    const page = cv.ledger(proto.LedgerResponse.fromPartial({ events: [{
+      id: "e", memoryId: A, fromZone: proto.Zone.ZONE_BELT, toZone: proto.Zone.ZONE_OUTER,
+      kind: proto.ZoneEventKind.ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL, at: AT,
+    }] }));
+    assert.equal(page.events[0].kind, "not_helpful");
+    assert.equal(cv.memory(pbMemory(A, { memoryType: 42 as proto.MemoryType })).memoryType, "episode");
+  });
+});

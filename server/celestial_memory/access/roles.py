@@ -2,8 +2,9 @@
 
 A key has a role and a set of tenants (or all of them). The role decides the methods:
 ``read`` (Recall without reinforcement, Get, Recent, List, Stats, Export, Ledger), ``write`` (also
-Store, StoreBatch, Update, Delete, Restore, Recall that reinforces, Import) and ``admin`` (also
-Rebalance, Consolidate, DeleteByFilter, SetClock). The tenants decide the data: a request naming
+Store, StoreBatch, Update, Delete, Restore, Recall that reinforces, Import, Feedback) and
+``admin`` (also Rebalance, Consolidate, DeleteByFilter, SetClock, and Delete of an immutable
+memory). The tenants decide the data: a request naming
 a tenant outside the key's set is refused, and one naming none gets the key's tenant. A tenant's
 name is bounded (``checked_tenant``) before anything uses it.
 """
@@ -33,6 +34,7 @@ METHOD_ROLES: dict[str, Role] = {
     "Entities": Role.READ,
     "Store": Role.WRITE, "StoreBatch": Role.WRITE, "Update": Role.WRITE, "Delete": Role.WRITE,
     "Import": Role.WRITE, "Restore": Role.WRITE, "Relate": Role.WRITE, "Unrelate": Role.WRITE,
+    "Feedback": Role.WRITE,  # it moves a memory's importance
     "Rebalance": Role.ADMIN, "Consolidate": Role.ADMIN, "DeleteByFilter": Role.ADMIN,
     "SetClock": Role.ADMIN,
 }

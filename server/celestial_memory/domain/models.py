@@ -120,6 +120,9 @@ class Memory:
     understand_due: float | None = None
     understand_tries: int = 0
     understand_error: str = ""
+    memory_type: str = "episode"  # understanding/types.py
+    # Never updated, merged into or forgotten; deleted only by an admin (understanding/).
+    immutable: bool = False
 
     @property
     def archived(self) -> bool:
@@ -181,11 +184,13 @@ class MemoryFilter:
     min_importance: float | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     entities_any: list[str] = field(default_factory=list)  # ids "<kind>:<key>" (graph/)
+    memory_types: list[str] = field(default_factory=list)  # any of these (understanding/)
 
     def is_empty(self) -> bool:
         return not (
             self.zones or self.tags_any or self.tags_all or self.session_id or self.agent_id
-            or self.metadata or self.entities_any or self.min_importance is not None
+            or self.metadata or self.entities_any or self.memory_types
+            or self.min_importance is not None
             or any(t is not None for t in (
                 self.created_after, self.created_before, self.recalled_after, self.recalled_before
             ))

@@ -26,6 +26,8 @@ class NewMemory:
     context: str = ""  # indexed for search, not part of the content (retrieval.py)
     request_id: str = ""  # an idempotency key: the id is derived from it (service.py)
     upsert: bool = False  # replace a memory the tenant holds under the same id
+    memory_type: str = ""  # one of understanding/types.MEMORY_TYPES; empty: episode
+    immutable: bool = False  # protected from update, merging and forgetting
 
 
 @dataclass(slots=True)

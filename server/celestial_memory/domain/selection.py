@@ -39,6 +39,7 @@ class Selection:
     # The archive instead of the zones (forgotten memories), archived before this time if set.
     archived: bool = False
     archived_before: float | None = None
+    unprotected: bool = False  # not immutable (understanding/): what forgetting may take
 
 
 @dataclass(slots=True)

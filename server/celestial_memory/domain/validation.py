@@ -11,6 +11,7 @@ import numpy as np
 from celestial_memory.config import Settings
 from celestial_memory.domain.models import MAX_KEPT, MemoryFilter, Provenance, Vector
 from celestial_memory.errors import InvalidArgument
+from celestial_memory.understanding import types as memory_types
 
 # google.protobuf.Timestamp's range (0001-01-01 to 9999-12-31): every time the service keeps
 # must be sendable back as one.
@@ -148,6 +149,7 @@ def memory_filter(flt: MemoryFilter, s: Settings, field: str = "filter") -> Memo
     label(flt.session_id, s, f"{field}.session_id")
     label(flt.agent_id, s, f"{field}.agent_id")
     tags(flt.entities_any, s, f"{field}.entities_any")  # labels too, at most max_tags
+    flt.memory_types = memory_types.checked_many(flt.memory_types, f"{field}.memory_types")
     for name in ("created", "recalled"):
         lo = timestamp(getattr(flt, f"{name}_after"), f"{field}.{name}_after")
         hi = timestamp(getattr(flt, f"{name}_before"), f"{field}.{name}_before")

@@ -24,6 +24,7 @@ from celestial_memory.domain.scoring import ScoreBreakdown
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import InvalidArgument
 from celestial_memory.graph.entity_index import EntityCount
+from celestial_memory.understanding.types import MEMORY_TYPES
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -94,6 +95,7 @@ def memory_to_pb(m: Memory, b: ScoreBreakdown, move: NextMove | None = None) -> 
         triples=[pb.Triple(subject=s, relation=r, object=o) for s, r, o in m.triples],
         understanding=understanding(m),
         next_move=next_move_to_pb(move),
+        memory_type=type_to_pb(m.memory_type), immutable=m.immutable,
     )
 
 
@@ -103,6 +105,19 @@ def understanding(m: Memory) -> str:
     if m.understand_error:
         return f"failed: {m.understand_error}"
     return "done" if m.understand_tries else ""
+
+
+def type_to_pb(t: str) -> pb.MemoryType:
+    return cast(pb.MemoryType, MEMORY_TYPES.index(t) + 1)
+
+
+def type_from_pb(value: int, field: str, unset: str = "") -> str:
+    """A MemoryType as the domain names it; UNSPECIFIED is ``unset``."""
+    if value == pb.MEMORY_TYPE_UNSPECIFIED:
+        return unset
+    if not 1 <= value <= len(MEMORY_TYPES):
+        raise InvalidArgument(field, f"unknown memory type {value}")
+    return MEMORY_TYPES[value - 1]
 
 
 def relation_to_pb(e: Edge) -> pb.Relation:
@@ -123,6 +138,7 @@ def new_memory_from_pb(r: pb.StoreRequest) -> NewMemory:
         metadata=dict(r.metadata), created_at=ts_from_pb(r, "created_at", "created_at"),
         vector=list(r.vector) or None, id=r.id, pinned=r.pinned, context=r.context,
         request_id=r.request_id, upsert=r.upsert,
+        memory_type=type_from_pb(r.memory_type, "memory_type"), immutable=r.immutable,
     )
 
 
@@ -137,6 +153,8 @@ def filter_from_pb(f: pb.RecallFilter, prefix: str = "filter") -> MemoryFilter:
         recalled_before=ts_from_pb(f, "recalled_before", f"{prefix}.recalled_before"),
         min_importance=f.min_importance if f.HasField("min_importance") else None,
         metadata=dict(f.metadata), entities_any=list(f.entities_any),
+        memory_types=[type_from_pb(t, f"{prefix}.memory_types", "unspecified")
+                      for t in f.memory_types],
     )
 
 
@@ -192,7 +210,9 @@ def admin_event_to_pb(e: AdminEvent) -> pb.AdminEvent:
 
 EVENT_KINDS = {"capacity": pb.ZONE_EVENT_KIND_CAPACITY, "forgotten": pb.ZONE_EVENT_KIND_FORGOTTEN,
                "restored": pb.ZONE_EVENT_KIND_RESTORED, "purged": pb.ZONE_EVENT_KIND_PURGED,
-               "deleted": pb.ZONE_EVENT_KIND_DELETED, "merged": pb.ZONE_EVENT_KIND_MERGED}
+               "deleted": pb.ZONE_EVENT_KIND_DELETED, "merged": pb.ZONE_EVENT_KIND_MERGED,
+               "helpful": pb.ZONE_EVENT_KIND_FEEDBACK_HELPFUL,
+               "not_helpful": pb.ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL}
 BACKENDS = {"edge": pb.STORAGE_BACKEND_EDGE, "qdrant-local": pb.STORAGE_BACKEND_QDRANT_LOCAL,
             "qdrant-remote": pb.STORAGE_BACKEND_QDRANT_REMOTE}
 
@@ -252,6 +272,7 @@ def imported_from_pb(e: pb.ExportedMemory) -> Imported:
         edges=[relation_from_pb(r, f"memory.relations[{i}]") for i, r in enumerate(pm.relations)],
         entities=list(pm.entities),
         triples=[(t.subject, t.relation, t.object) for t in pm.triples],
+        memory_type=type_from_pb(pm.memory_type, "memory.memory_type"), immutable=pm.immutable,
     )
     ctx = np.asarray(e.context_vector, dtype=np.float32) if len(e.context_vector) else None
     return Imported(m, ctx)

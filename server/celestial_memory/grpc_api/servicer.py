@@ -24,6 +24,7 @@ from celestial_memory.domain.models import AdminEvent, ZoneEvent
 from celestial_memory.domain.requests import Imported, NewMemory
 from celestial_memory.errors import DeadlineExceeded, InvalidArgument, TooManyCalls
 from celestial_memory.grpc_api import converters as cv
+from celestial_memory.grpc_api.feedback_rpcs import FeedbackRpcs
 from celestial_memory.grpc_api.graph_rpcs import GraphRpcs
 from celestial_memory.grpc_api.observer import TENANT
 from celestial_memory.grpc_api.status import mapped, mapped_stream
@@ -47,7 +48,7 @@ Context = grpc.aio.ServicerContext[Any, Any]
 RpcContext = Context
 
 
-class MemoryServicer(GraphRpcs, pb_grpc.MemoryServiceServicer):
+class MemoryServicer(GraphRpcs, FeedbackRpcs, pb_grpc.MemoryServiceServicer):
     def __init__(self, service: MemoryService) -> None:
         self._service = service
         self.inflight = InFlight()
@@ -197,7 +198,9 @@ class MemoryServicer(GraphRpcs, pb_grpc.MemoryServiceServicer):
 
     @mapped
     async def Delete(self, request: pb.DeleteRequest, context: Context) -> pb.DeleteResponse:
-        ok = await self._run(context, self._service.delete, self._tenant(request.tenant), request.id)
+        # Only an admin key erases an immutable memory (archive.py).
+        ok = await self._run(context, self._service.delete, self._tenant(request.tenant),
+                             request.id, CALLER.get().role >= Role.ADMIN)
         return pb.DeleteResponse(deleted=ok)
 
     @mapped

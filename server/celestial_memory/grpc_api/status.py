@@ -30,6 +30,7 @@ STATUS: dict[type[errors.CelestialError], tuple[grpc.StatusCode, str]] = {
     errors.PermissionDenied: (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED"),
     errors.StoreUnavailable: (grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE"),
     errors.FailedPrecondition: (grpc.StatusCode.FAILED_PRECONDITION, "FAILED_PRECONDITION"),
+    errors.Immutable: (grpc.StatusCode.FAILED_PRECONDITION, "IMMUTABLE"),
     errors.SchemaMismatch: (grpc.StatusCode.FAILED_PRECONDITION, "SCHEMA_MISMATCH"),
     errors.Cancelled: (grpc.StatusCode.CANCELLED, "CANCELLED"),
     errors.DeadlineExceeded: (grpc.StatusCode.DEADLINE_EXCEEDED, "DEADLINE_EXCEEDED"),

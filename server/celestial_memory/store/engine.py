@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 from celestial_memory.domain.models import HybridQuery, Sparse, Vector
-from celestial_memory.store.payload import AnyOf, Between, Condition, Either, Eq
+from celestial_memory.store.payload import AnyOf, Between, Condition, Either, Eq, Neither
 
 Part = Literal["memories", "ledger"]
 MEMORIES: Part = "memories"
@@ -89,6 +89,8 @@ class FilterTypes:
             return self.field(key=c.key, range=self.range(gte=c.gte, lt=c.lt))
         if isinstance(c, Either):
             return self.filter(should=[self.condition(o) for o in c.options])
+        if isinstance(c, Neither):
+            return self.filter(must_not=[self.condition(o) for o in c.options])
         return self.has_id(list(c.ids))
 
     def of(self, where: Where, keys: Sequence[Hashable] | None = None) -> Any:

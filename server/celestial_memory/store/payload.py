@@ -27,6 +27,7 @@ from celestial_memory.domain.models import (
 from celestial_memory.domain.selection import Members, Selection
 from celestial_memory.domain.trajectory import ALREADY
 from celestial_memory.domain.zones import Zone
+from celestial_memory.understanding.types import EPISODE, MEMORY_TYPES
 
 # The four named vectors of a memory point; recall scores a memory by all four (retrieval.py).
 DENSE = "dense"
@@ -88,6 +89,9 @@ INDEXES: dict[str, str] = {
     "entities": "keyword",
     # The queue of memories waiting for a model (understanding/extraction_queue.py).
     "understand_due": "float",
+    # Types and protection (understanding/): filtered on, and kept out of forgetting.
+    "memory_type": "keyword",
+    "immutable": "integer",
 }
 LEDGER_INDEXES: dict[str, str] = {
     "tenant": "tenant",
@@ -133,6 +137,8 @@ def to_payload(m: Memory) -> dict[str, Any]:
         **({} if m.understand_due is None else {"understand_due": float(m.understand_due)}),
         **({} if not m.understand_tries else {"understand_tries": int(m.understand_tries)}),
         **({} if not m.understand_error else {"understand_error": m.understand_error}),
+        "memory_type": m.memory_type,
+        "immutable": int(m.immutable),
     }
 
 
@@ -180,6 +186,9 @@ def from_payload(point_id: object, p: dict[str, Any], vector: Any = None) -> Mem
                         else None),
         understand_tries=int(p.get("understand_tries", 0)),
         understand_error=str(p.get("understand_error", "")),
+        # Written before types and protection existed: an episode, not protected.
+        memory_type=p.get("memory_type") or EPISODE,
+        immutable=bool(p.get("immutable", 0)),
     )
 
 
@@ -262,7 +271,14 @@ class Either:
     options: tuple[Eq | AnyOf | Between | Ids, ...]
 
 
-Condition = Eq | AnyOf | Between | Ids | Either
+@dataclass(frozen=True, slots=True)
+class Neither:
+    """None of the conditions holds (a point without the field holds none of them)."""
+
+    options: tuple[Eq | AnyOf, ...]
+
+
+Condition = Eq | AnyOf | Between | Ids | Either | Neither
 
 
 def conditions(
@@ -302,7 +318,17 @@ def conditions(
     out.extend(Eq(f"metadata.{k}", v) for k, v in sorted(flt.metadata.items()))
     if flt.entities_any:
         out.append(AnyOf("entities", tuple(flt.entities_any)))
+    if flt.memory_types:
+        out.append(type_condition(flt.memory_types))
     return out
+
+
+def type_condition(types: Sequence[str]) -> Condition:
+    """Memories of any of ``types``. A memory stored before types existed has no type field
+    and is an episode: a filter naming episodes is "none of the types it does not name"."""
+    if EPISODE not in types:
+        return AnyOf("memory_type", tuple(types))
+    return Neither((AnyOf("memory_type", tuple(t for t in MEMORY_TYPES if t not in types)),))
 
 
 def selection_conditions(tenant: str, sel: Selection) -> list[Condition]:
@@ -337,6 +363,8 @@ def selection_conditions(tenant: str, sel: Selection) -> list[Condition]:
                            Between(DROP_FIELDS[-1], lt=sel.reaching_cloud_by))))
     if sel.not_recalled_since is not None:
         out.append(Between("last_recalled_at", lt=sel.not_recalled_since))
+    if sel.unprotected:  # a memory written before protection existed has no flag
+        out.append(Neither((Eq("immutable", 1),)))
     return out
 
 

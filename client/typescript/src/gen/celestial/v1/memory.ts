@@ -133,6 +133,116 @@ export function zoneToJSON(object: Zone): string {
   }
 }
 
+/**
+ * What a memory is. A plain Store is an episode; the others are drawn from episodes, by the
+ * caller or by an extractor.
+ */
+export enum MemoryType {
+  /** MEMORY_TYPE_UNSPECIFIED - Not set: on Store, an episode; in a filter, never valid. */
+  MEMORY_TYPE_UNSPECIFIED = 0,
+  /** MEMORY_TYPE_FACT - A statement that holds on its own ("Alice works at Acme"). */
+  MEMORY_TYPE_FACT = 1,
+  /** MEMORY_TYPE_PREFERENCE - What someone likes, wants or avoids ("Alice prefers tea"). */
+  MEMORY_TYPE_PREFERENCE = 2,
+  /** MEMORY_TYPE_TRIPLE - A subject, relation and object ("Alice | works at | Acme"). */
+  MEMORY_TYPE_TRIPLE = 3,
+  /** MEMORY_TYPE_INSIGHT - A reflection drawn from several memories ("Alice mostly asks about ethics lately"). */
+  MEMORY_TYPE_INSIGHT = 4,
+  /** MEMORY_TYPE_EPISODE - What was said or what happened, as it was said: a conversation turn, an event. */
+  MEMORY_TYPE_EPISODE = 5,
+  UNRECOGNIZED = -1,
+}
+
+export function memoryTypeFromJSON(object: any): MemoryType {
+  switch (object) {
+    case 0:
+    case "MEMORY_TYPE_UNSPECIFIED":
+      return MemoryType.MEMORY_TYPE_UNSPECIFIED;
+    case 1:
+    case "MEMORY_TYPE_FACT":
+      return MemoryType.MEMORY_TYPE_FACT;
+    case 2:
+    case "MEMORY_TYPE_PREFERENCE":
+      return MemoryType.MEMORY_TYPE_PREFERENCE;
+    case 3:
+    case "MEMORY_TYPE_TRIPLE":
+      return MemoryType.MEMORY_TYPE_TRIPLE;
+    case 4:
+    case "MEMORY_TYPE_INSIGHT":
+      return MemoryType.MEMORY_TYPE_INSIGHT;
+    case 5:
+    case "MEMORY_TYPE_EPISODE":
+      return MemoryType.MEMORY_TYPE_EPISODE;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return MemoryType.UNRECOGNIZED;
+  }
+}
+
+export function memoryTypeToJSON(object: MemoryType): string {
+  switch (object) {
+    case MemoryType.MEMORY_TYPE_UNSPECIFIED:
+      return "MEMORY_TYPE_UNSPECIFIED";
+    case MemoryType.MEMORY_TYPE_FACT:
+      return "MEMORY_TYPE_FACT";
+    case MemoryType.MEMORY_TYPE_PREFERENCE:
+      return "MEMORY_TYPE_PREFERENCE";
+    case MemoryType.MEMORY_TYPE_TRIPLE:
+      return "MEMORY_TYPE_TRIPLE";
+    case MemoryType.MEMORY_TYPE_INSIGHT:
+      return "MEMORY_TYPE_INSIGHT";
+    case MemoryType.MEMORY_TYPE_EPISODE:
+      return "MEMORY_TYPE_EPISODE";
+    case MemoryType.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
+/** A caller's verdict on a memory (Feedback). */
+export enum Verdict {
+  /** VERDICT_UNSPECIFIED - Not set: refused. */
+  VERDICT_UNSPECIFIED = 0,
+  /** VERDICT_HELPFUL - It helped: its importance moves toward 1. */
+  VERDICT_HELPFUL = 1,
+  /** VERDICT_NOT_HELPFUL - It did not help: its importance moves toward 0. */
+  VERDICT_NOT_HELPFUL = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function verdictFromJSON(object: any): Verdict {
+  switch (object) {
+    case 0:
+    case "VERDICT_UNSPECIFIED":
+      return Verdict.VERDICT_UNSPECIFIED;
+    case 1:
+    case "VERDICT_HELPFUL":
+      return Verdict.VERDICT_HELPFUL;
+    case 2:
+    case "VERDICT_NOT_HELPFUL":
+      return Verdict.VERDICT_NOT_HELPFUL;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return Verdict.UNRECOGNIZED;
+  }
+}
+
+export function verdictToJSON(object: Verdict): string {
+  switch (object) {
+    case Verdict.VERDICT_UNSPECIFIED:
+      return "VERDICT_UNSPECIFIED";
+    case Verdict.VERDICT_HELPFUL:
+      return "VERDICT_HELPFUL";
+    case Verdict.VERDICT_NOT_HELPFUL:
+      return "VERDICT_NOT_HELPFUL";
+    case Verdict.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** What a zone event records. */
 export enum ZoneEventKind {
   /** ZONE_EVENT_KIND_UNSPECIFIED - Not set (never sent). */
@@ -158,6 +268,10 @@ export enum ZoneEventKind {
    * memory is gone, its wording and provenance kept in the other's Memory.merged.
    */
   ZONE_EVENT_KIND_MERGED = 6,
+  /** ZONE_EVENT_KIND_FEEDBACK_HELPFUL - A Feedback said the memory helped; from_zone and to_zone: its zone before and after. */
+  ZONE_EVENT_KIND_FEEDBACK_HELPFUL = 7,
+  /** ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL - A Feedback said the memory did not help; from_zone and to_zone as above. */
+  ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL = 8,
   UNRECOGNIZED = -1,
 }
 
@@ -184,6 +298,12 @@ export function zoneEventKindFromJSON(object: any): ZoneEventKind {
     case 6:
     case "ZONE_EVENT_KIND_MERGED":
       return ZoneEventKind.ZONE_EVENT_KIND_MERGED;
+    case 7:
+    case "ZONE_EVENT_KIND_FEEDBACK_HELPFUL":
+      return ZoneEventKind.ZONE_EVENT_KIND_FEEDBACK_HELPFUL;
+    case 8:
+    case "ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL":
+      return ZoneEventKind.ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -207,6 +327,10 @@ export function zoneEventKindToJSON(object: ZoneEventKind): string {
       return "ZONE_EVENT_KIND_DELETED";
     case ZoneEventKind.ZONE_EVENT_KIND_MERGED:
       return "ZONE_EVENT_KIND_MERGED";
+    case ZoneEventKind.ZONE_EVENT_KIND_FEEDBACK_HELPFUL:
+      return "ZONE_EVENT_KIND_FEEDBACK_HELPFUL";
+    case ZoneEventKind.ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL:
+      return "ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL";
     case ZoneEventKind.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -346,7 +470,17 @@ export interface Memory {
    * write. Not set when no move is scheduled: pinned, archived, or a score that never falls
    * below its zone's threshold. A zone over capacity may also evict it earlier (not shown).
    */
-  nextMove: NextMove | undefined;
+  nextMove:
+    | NextMove
+    | undefined;
+  /** What it is (never MEMORY_TYPE_UNSPECIFIED: memories stored before types read as episodes). */
+  memoryType: MemoryType;
+  /**
+   * Protected: Update, an upsert or an Import replace are refused or skipped, repeats are
+   * stored beside it instead of merged into it, forgetting never archives it, and only an
+   * admin key deletes it.
+   */
+  immutable: boolean;
 }
 
 export interface Memory_MetadataEntry {
@@ -495,6 +629,13 @@ export interface StoreRequest {
    * pinned flag, tags and times start again). Not a safe retry.
    */
   upsert: boolean;
+  /** What the memory is. MEMORY_TYPE_UNSPECIFIED stores an episode. */
+  memoryType: MemoryType;
+  /**
+   * Store it immutable (see Memory.immutable). An immutable item never merges into a memory
+   * it repeats: it is stored as given.
+   */
+  immutable: boolean;
 }
 
 export interface StoreRequest_MetadataEntry {
@@ -574,6 +715,11 @@ export interface RecallFilter {
   metadata: { [key: string]: string };
   /** The memory mentions at least one of these entities (ids "<kind>:<key>", see Entities). */
   entitiesAny: string[];
+  /**
+   * The memory is of one of these types (MEMORY_TYPE_EPISODE also matches memories stored
+   * before types existed).
+   */
+  memoryTypes: MemoryType[];
 }
 
 export interface RecallFilter_MetadataEntry {
@@ -943,8 +1089,8 @@ export interface ZoneEvent {
     | Zone
     | undefined;
   /**
-   * "capacity", "forgotten", "restored", "purged", "deleted" or "merged". Deprecated: read
-   * kind.
+   * "capacity", "forgotten", "restored", "purged", "deleted", "merged", "helpful" or
+   * "not_helpful". Deprecated: read kind.
    *
    * @deprecated
    */
@@ -1312,6 +1458,26 @@ export interface EntitiesResponse {
   profile: EntityProfile | undefined;
 }
 
+/** Request of Feedback. */
+export interface FeedbackRequest {
+  /** Tenant that owns the memory. */
+  tenant: string;
+  /** The memory's UUID (one a recall returned). */
+  id: string;
+  /** Whether it helped. Required. */
+  verdict: Verdict;
+}
+
+/** Response of Feedback. */
+export interface FeedbackResponse {
+  /** The memory after the vote, rescored and re-placed. */
+  memory:
+    | Memory
+    | undefined;
+  /** Its importance before the vote (memory.importance is the one after). */
+  importanceBefore: number;
+}
+
 function createBaseScoreBreakdown(): ScoreBreakdown {
   return { recall: 0, freshness: 0, importance: 0, context: 0, total: 0 };
 }
@@ -1471,6 +1637,8 @@ function createBaseMemory(): Memory {
     triples: [],
     understanding: "",
     nextMove: undefined,
+    memoryType: 0,
+    immutable: false,
   };
 }
 
@@ -1547,6 +1715,12 @@ export const Memory: MessageFns<Memory> = {
     }
     if (message.nextMove !== undefined) {
       NextMove.encode(message.nextMove, writer.uint32(178).fork()).join();
+    }
+    if (message.memoryType !== 0) {
+      writer.uint32(192).int32(message.memoryType);
+    }
+    if (message.immutable !== false) {
+      writer.uint32(200).bool(message.immutable);
     }
     return writer;
   },
@@ -1759,6 +1933,22 @@ export const Memory: MessageFns<Memory> = {
             message.nextMove = NextMove.decode(reader, reader.uint32());
             continue;
           }
+          case 24: {
+            if (tag !== 192) {
+              break;
+            }
+
+            message.memoryType = reader.int32() as any;
+            continue;
+          }
+          case 25: {
+            if (tag !== 200) {
+              break;
+            }
+
+            message.immutable = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1844,6 +2034,12 @@ export const Memory: MessageFns<Memory> = {
         : isSet(object.next_move)
         ? NextMove.fromJSON(object.next_move)
         : undefined,
+      memoryType: isSet(object.memoryType)
+        ? memoryTypeFromJSON(object.memoryType)
+        : isSet(object.memory_type)
+        ? memoryTypeFromJSON(object.memory_type)
+        : 0,
+      immutable: isSet(object.immutable) ? globalThis.Boolean(object.immutable) : false,
     };
   },
 
@@ -1927,6 +2123,12 @@ export const Memory: MessageFns<Memory> = {
     if (message.nextMove !== undefined) {
       obj.nextMove = NextMove.toJSON(message.nextMove);
     }
+    if (message.memoryType !== 0) {
+      obj.memoryType = memoryTypeToJSON(message.memoryType);
+    }
+    if (message.immutable !== false) {
+      obj.immutable = message.immutable;
+    }
     return obj;
   },
 
@@ -1971,6 +2173,8 @@ export const Memory: MessageFns<Memory> = {
     message.nextMove = (object.nextMove !== undefined && object.nextMove !== null)
       ? NextMove.fromPartial(object.nextMove)
       : undefined;
+    message.memoryType = object.memoryType ?? 0;
+    message.immutable = object.immutable ?? false;
     return message;
   },
 };
@@ -2727,6 +2931,8 @@ function createBaseStoreRequest(): StoreRequest {
     context: "",
     requestId: "",
     upsert: false,
+    memoryType: 0,
+    immutable: false,
   };
 }
 
@@ -2777,6 +2983,12 @@ export const StoreRequest: MessageFns<StoreRequest> = {
     }
     if (message.upsert !== false) {
       writer.uint32(112).bool(message.upsert);
+    }
+    if (message.memoryType !== 0) {
+      writer.uint32(120).int32(message.memoryType);
+    }
+    if (message.immutable !== false) {
+      writer.uint32(128).bool(message.immutable);
     }
     return writer;
   },
@@ -2919,6 +3131,22 @@ export const StoreRequest: MessageFns<StoreRequest> = {
             message.upsert = reader.bool();
             continue;
           }
+          case 15: {
+            if (tag !== 120) {
+              break;
+            }
+
+            message.memoryType = reader.int32() as any;
+            continue;
+          }
+          case 16: {
+            if (tag !== 128) {
+              break;
+            }
+
+            message.immutable = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2978,6 +3206,12 @@ export const StoreRequest: MessageFns<StoreRequest> = {
         ? globalThis.String(object.request_id)
         : "",
       upsert: isSet(object.upsert) ? globalThis.Boolean(object.upsert) : false,
+      memoryType: isSet(object.memoryType)
+        ? memoryTypeFromJSON(object.memoryType)
+        : isSet(object.memory_type)
+        ? memoryTypeFromJSON(object.memory_type)
+        : 0,
+      immutable: isSet(object.immutable) ? globalThis.Boolean(object.immutable) : false,
     };
   },
 
@@ -3031,6 +3265,12 @@ export const StoreRequest: MessageFns<StoreRequest> = {
     if (message.upsert !== false) {
       obj.upsert = message.upsert;
     }
+    if (message.memoryType !== 0) {
+      obj.memoryType = memoryTypeToJSON(message.memoryType);
+    }
+    if (message.immutable !== false) {
+      obj.immutable = message.immutable;
+    }
     return obj;
   },
 
@@ -3061,6 +3301,8 @@ export const StoreRequest: MessageFns<StoreRequest> = {
     message.context = object.context ?? "";
     message.requestId = object.requestId ?? "";
     message.upsert = object.upsert ?? false;
+    message.memoryType = object.memoryType ?? 0;
+    message.immutable = object.immutable ?? false;
     return message;
   },
 };
@@ -3388,6 +3630,7 @@ function createBaseRecallFilter(): RecallFilter {
     minImportance: undefined,
     metadata: {},
     entitiesAny: [],
+    memoryTypes: [],
   };
 }
 
@@ -3432,6 +3675,13 @@ export const RecallFilter: MessageFns<RecallFilter> = {
     });
     for (const v of message.entitiesAny) {
       writer.uint32(98).string(v!);
+    }
+    if (message.memoryTypes.length !== 0) {
+      writer.uint32(106).fork();
+      for (const v of message.memoryTypes) {
+        writer.int32(v);
+      }
+      writer.join();
     }
     return writer;
   },
@@ -3558,6 +3808,24 @@ export const RecallFilter: MessageFns<RecallFilter> = {
             message.entitiesAny.push(reader.string());
             continue;
           }
+          case 13: {
+            if (tag === 104) {
+              message.memoryTypes.push(reader.int32() as any);
+
+              continue;
+            }
+
+            if (tag === 106) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.memoryTypes.push(reader.int32() as any);
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3637,6 +3905,11 @@ export const RecallFilter: MessageFns<RecallFilter> = {
         : globalThis.Array.isArray(object?.entities_any)
         ? object.entities_any.map((e: any) => globalThis.String(e))
         : [],
+      memoryTypes: globalThis.Array.isArray(object?.memoryTypes)
+        ? object.memoryTypes.map((e: any) => memoryTypeFromJSON(e))
+        : globalThis.Array.isArray(object?.memory_types)
+        ? object.memory_types.map((e: any) => memoryTypeFromJSON(e))
+        : [],
     };
   },
 
@@ -3684,6 +3957,9 @@ export const RecallFilter: MessageFns<RecallFilter> = {
     if (message.entitiesAny?.length) {
       obj.entitiesAny = message.entitiesAny;
     }
+    if (message.memoryTypes?.length) {
+      obj.memoryTypes = message.memoryTypes.map((e) => memoryTypeToJSON(e));
+    }
     return obj;
   },
 
@@ -3712,6 +3988,7 @@ export const RecallFilter: MessageFns<RecallFilter> = {
       {},
     );
     message.entitiesAny = object.entitiesAny?.map((e) => e) || [];
+    message.memoryTypes = object.memoryTypes?.map((e) => e) || [];
     return message;
   },
 };
@@ -10042,6 +10319,198 @@ export const EntitiesResponse: MessageFns<EntitiesResponse> = {
   },
 };
 
+function createBaseFeedbackRequest(): FeedbackRequest {
+  return { tenant: "", id: "", verdict: 0 };
+}
+
+export const FeedbackRequest: MessageFns<FeedbackRequest> = {
+  encode(message: FeedbackRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenant !== "") {
+      writer.uint32(10).string(message.tenant);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    if (message.verdict !== 0) {
+      writer.uint32(24).int32(message.verdict);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FeedbackRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFeedbackRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenant = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.verdict = reader.int32() as any;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FeedbackRequest {
+    return {
+      tenant: isSet(object.tenant) ? globalThis.String(object.tenant) : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      verdict: isSet(object.verdict) ? verdictFromJSON(object.verdict) : 0,
+    };
+  },
+
+  toJSON(message: FeedbackRequest): unknown {
+    const obj: any = {};
+    if (message.tenant !== "") {
+      obj.tenant = message.tenant;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.verdict !== 0) {
+      obj.verdict = verdictToJSON(message.verdict);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FeedbackRequest>, I>>(base?: I): FeedbackRequest {
+    return FeedbackRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FeedbackRequest>, I>>(object: I): FeedbackRequest {
+    const message = createBaseFeedbackRequest();
+    message.tenant = object.tenant ?? "";
+    message.id = object.id ?? "";
+    message.verdict = object.verdict ?? 0;
+    return message;
+  },
+};
+
+function createBaseFeedbackResponse(): FeedbackResponse {
+  return { memory: undefined, importanceBefore: 0 };
+}
+
+export const FeedbackResponse: MessageFns<FeedbackResponse> = {
+  encode(message: FeedbackResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.memory !== undefined) {
+      Memory.encode(message.memory, writer.uint32(10).fork()).join();
+    }
+    if (message.importanceBefore !== 0) {
+      writer.uint32(17).double(message.importanceBefore);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FeedbackResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFeedbackResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.memory = Memory.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.importanceBefore = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FeedbackResponse {
+    return {
+      memory: isSet(object.memory) ? Memory.fromJSON(object.memory) : undefined,
+      importanceBefore: isSet(object.importanceBefore)
+        ? globalThis.Number(object.importanceBefore)
+        : isSet(object.importance_before)
+        ? globalThis.Number(object.importance_before)
+        : 0,
+    };
+  },
+
+  toJSON(message: FeedbackResponse): unknown {
+    const obj: any = {};
+    if (message.memory !== undefined) {
+      obj.memory = Memory.toJSON(message.memory);
+    }
+    if (message.importanceBefore !== 0) {
+      obj.importanceBefore = floatToJson(message.importanceBefore);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FeedbackResponse>, I>>(base?: I): FeedbackResponse {
+    return FeedbackResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FeedbackResponse>, I>>(object: I): FeedbackResponse {
+    const message = createBaseFeedbackResponse();
+    message.memory = (object.memory !== undefined && object.memory !== null)
+      ? Memory.fromPartial(object.memory)
+      : undefined;
+    message.importanceBefore = object.importanceBefore ?? 0;
+    return message;
+  },
+};
+
 /** The memory service. */
 export type MemoryServiceService = typeof MemoryServiceService;
 export const MemoryServiceService = {
@@ -10350,6 +10819,22 @@ export const MemoryServiceService = {
     responseSerialize: (value: EntitiesResponse): Buffer => Buffer.from(EntitiesResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): EntitiesResponse => EntitiesResponse.decode(value),
   },
+  /**
+   * Tells the service whether a memory (one a recall returned) helped: its importance moves a
+   * share (the server's feedback step, 0.2 by default) of the way to 1 when it helped, to 0
+   * when it did not, and it is re-placed by its new score. Each vote is a ledger event
+   * (ZONE_EVENT_KIND_FEEDBACK_HELPFUL or _NOT_HELPFUL). An archived memory is refused
+   * (FAILED_PRECONDITION). Not a safe retry: every call is a vote. Needs the write role.
+   */
+  feedback: {
+    path: "/celestial.v1.MemoryService/Feedback" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: FeedbackRequest): Buffer => Buffer.from(FeedbackRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): FeedbackRequest => FeedbackRequest.decode(value),
+    responseSerialize: (value: FeedbackResponse): Buffer => Buffer.from(FeedbackResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): FeedbackResponse => FeedbackResponse.decode(value),
+  },
 } as const;
 
 export interface MemoryServiceServer extends UntypedServiceImplementation {
@@ -10480,6 +10965,14 @@ export interface MemoryServiceServer extends UntypedServiceImplementation {
    * profile.
    */
   entities: handleUnaryCall<EntitiesRequest, EntitiesResponse>;
+  /**
+   * Tells the service whether a memory (one a recall returned) helped: its importance moves a
+   * share (the server's feedback step, 0.2 by default) of the way to 1 when it helped, to 0
+   * when it did not, and it is re-placed by its new score. Each vote is a ledger event
+   * (ZONE_EVENT_KIND_FEEDBACK_HELPFUL or _NOT_HELPFUL). An archived memory is refused
+   * (FAILED_PRECONDITION). Not a safe retry: every call is a vote. Needs the write role.
+   */
+  feedback: handleUnaryCall<FeedbackRequest, FeedbackResponse>;
 }
 
 export interface MemoryServiceClient extends Client {
@@ -10904,6 +11397,28 @@ export interface MemoryServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: EntitiesResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Tells the service whether a memory (one a recall returned) helped: its importance moves a
+   * share (the server's feedback step, 0.2 by default) of the way to 1 when it helped, to 0
+   * when it did not, and it is re-placed by its new score. Each vote is a ledger event
+   * (ZONE_EVENT_KIND_FEEDBACK_HELPFUL or _NOT_HELPFUL). An archived memory is refused
+   * (FAILED_PRECONDITION). Not a safe retry: every call is a vote. Needs the write role.
+   */
+  feedback(
+    request: FeedbackRequest,
+    callback: (error: ServiceError | null, response: FeedbackResponse) => void,
+  ): ClientUnaryCall;
+  feedback(
+    request: FeedbackRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: FeedbackResponse) => void,
+  ): ClientUnaryCall;
+  feedback(
+    request: FeedbackRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: FeedbackResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -1,0 +1,77 @@
+"""Feedback: a caller says whether a memory a recall returned helped, and its importance moves
+(docs/design.md, "Types, protection and feedback").
+
+A vote moves importance A a fixed share (``feedback_step``, 0.2 by default) of the way to 1 when
+the memory helped, and to 0 when it did not: A stays in [0, 1] and never reaches either end, a
+vote counts for less the further the memory already went its way, and one vote each way nearly
+cancels. The memory is re-placed by its new score, as an Update of its importance re-places it,
+and the vote is an event in the ledger (kind helpful or not_helpful, from and to its zone). A
+vote changes no content, so an immutable memory takes feedback too; an archived one is refused
+(restore it first), as an Update is.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from celestial_memory.clock import Clock
+from celestial_memory.config import Settings
+from celestial_memory.domain import validation as check
+from celestial_memory.domain.models import EDITED, Memory, ZoneEvent
+from celestial_memory.domain.scoring import MemoryFunction
+from celestial_memory.domain.zones import ZoneTable
+from celestial_memory.errors import FailedPrecondition
+from celestial_memory.placement import Placement
+from celestial_memory.store.repository import MemoryRepository
+
+HELPFUL = "helpful"
+NOT_HELPFUL = "not_helpful"
+
+
+def moved(importance: float, helpful: bool, step: float) -> float:
+    """Importance after one vote: ``step`` of the way to 1 (helpful) or to 0."""
+    return importance + step * (1.0 - importance) if helpful else importance * (1.0 - step)
+
+
+@dataclass(frozen=True, slots=True)
+class Voted:
+    """What a vote did: the memory as now stored, and its importance before."""
+
+    memory: Memory
+    importance_before: float
+
+
+class Feedback:
+    def __init__(self, settings: Settings, store: MemoryRepository, fn: MemoryFunction,
+                 zones: ZoneTable, clock: Clock, placement: Placement) -> None:
+        self._step = settings.feedback_step
+        self._store = store
+        self._fn = fn
+        self._zones = zones
+        self._clock = clock
+        self._placement = placement
+
+    def give(self, tenant: str, memory_id: str, helpful: bool) -> Voted:
+        mid = check.memory_id(memory_id)
+        self._placement.flush(tenant)  # the score is computed from its latest recall
+        with self._placement.locked(tenant):
+            m = self._store.get_one(tenant, mid)
+            if m.archived:
+                raise FailedPrecondition(f"memory {mid} is archived: restore it first")
+            now = self._clock.now()
+            before, zone_before = m.importance, m.zone
+            m.importance = moved(before, helpful, self._step)
+            m.score = float(self._fn.total(m.recall_count, m.last_recalled_at, m.importance,
+                                           m.context_score, now))
+            target = self._zones.zone_of_score(m.score)
+            m.zone = min(m.zone, target) if m.pinned else target
+            rebalancer = self._placement.rebalancer
+            m.zone = rebalancer.settled_zone(rebalancer.stamped(m, now), now)
+            reason = HELPFUL if helpful else NOT_HELPFUL
+            # Each vote is its own event (two votes at one instant are two votes): a random id.
+            self._store.append_events([ZoneEvent(str(uuid.uuid4()), tenant, mid, zone_before,
+                                                 m.zone, reason, now, m.content_hash)])
+            self._store.save(tenant, [m], EDITED)
+            self._placement.enforce(tenant, [m], keep_ids={m.id})
+        return Voted(m, before)
