@@ -149,7 +149,7 @@ def _transport_hint(code: grpc.StatusCode, details: str, tls: bool | None) -> st
         return details
     if not tls and _PLAINTEXT_TO_TLS in details:
         return f"{details} ({TLS_EXPECTED_HINT})"
-    if tls and _TLS_TO_PLAINTEXT in details:
+    if tls and _TLS_TO_PLAINTEXT in details.upper():
         return f"{details} ({TLS_UNEXPECTED_HINT})"
     return details
 
