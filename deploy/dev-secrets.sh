@@ -2,7 +2,7 @@
 # Development secrets for docker compose, readable by their owner only: an admin API key
 # (.secrets/keys.json, the key itself printed once), a self-signed certificate for localhost
 # (.secrets/tls/) and a Qdrant API key (QDRANT_API_KEY in .env, kept when already there).
-# The service's container does not read these files directly: compose's one-shot "secrets"
+# The service's container does not read these files directly: compose's one-shot "copy-secrets"
 # service copies them into a volume owned by the container's user (docker-compose.yml).
 #   deploy/dev-secrets.sh [folder]      (default: the current folder; CELESTIAL: the CLI)
 set -eu

@@ -69,7 +69,7 @@ def test_compose_gives_the_service_its_secrets_from_a_volume_not_the_host_folder
     service = text.split("\n  celestial:\n")[1].split("\nvolumes:\n")[0]
     assert "./.secrets" not in service and "celestial_secrets:/run/celestial:ro" in service
     assert "service_completed_successfully" in service
-    copier = text.split("\n  secrets:\n")[1].split("\n  celestial:\n")[0]
+    copier = text.split("\n  copy-secrets:\n")[1].split("\n  celestial:\n")[0]
     assert "./.secrets:/from:ro" in copier and "network_mode: none" in copier
     assert "-o 10001 -g 10001 -m 0400 /from/tls/server.pem /from/tls/server.key" in copier
 
