@@ -8,7 +8,8 @@ its score starts at w_a·A = 0.25·A, and outer takes it from 0.10, so
 - ``high``   A >= 0.7: outer, and it stays there longest (explicit asks, secrets, dated duties).
 
 ``CASES`` is the table the rules were improved against; ``HELD_OUT`` was written with it, before
-the rules changed, and was not used to tune them: its agreement says how far the rules carry.
+the rules changed, and was not used to tune them (though whoever wrote the rules had read it);
+``FRESH`` was written after and measured once: their agreement says how far the rules carry.
 
     python -m tests.unit.importance_cases        (agreement of the current rules, and the misses)
 """
@@ -115,6 +116,34 @@ HELD_OUT: list[tuple[str, str]] = [
     ("That's so cool!", "low"),
 ]
 
+# Written after the rules changed and measured once, without tuning the rules to it.
+FRESH: list[tuple[str, str]] = [
+    ("Note that the VPN disconnects every 8 hours", "high"),
+    ("Critical: the backup script deletes files older than 30 days", "high"),
+    ("The door code for the office is 7731", "high"),
+    ("I must pick up Mia from school at 3pm on Thursday", "high"),
+    ("My flight to Seoul leaves on 12 May at 9:40", "high"),
+    ("Please don't share the admin token with anyone", "high"),
+    ("꼭 알아둬: 주차장은 밤 11시에 닫혀", "high"),
+    ("이번 주 토요일에 동생 결혼식이 있어", "high"),
+    ("Daniel is my brother-in-law", "medium"),
+    ("Our neighbour Mrs. Kim has two dogs", "medium"),
+    ("Mark prefers email to phone calls", "medium"),
+    ("I hate waking up early", "medium"),
+    ("Laura's husband is a pilot", "medium"),
+    ("우리 딸은 수영을 좋아해", "medium"),
+    ("저는 커피보다 차를 더 좋아해요", "medium"),
+    ("The car needs new tyres", "medium"),
+    ("I weigh 72 kg now", "medium"),
+    ("See you tomorrow!", "low"),
+    ("ㅎㅎ 좋은 하루 보내", "low"),
+    ("Wow, that's wonderful news", "low"),
+    ("Sorry, I was away for a minute", "low"),
+    ("그렇구나", "low"),
+    ("I'm so happy right now", "low"),
+    ("This pizza is great", "low"),
+]
+
 
 def band(value: float) -> str:
     return next(name for name, (lo, hi) in BANDS.items() if lo <= value < hi)
@@ -141,7 +170,7 @@ if __name__ == "__main__":
     from celestial_memory.domain.importance import RuleBasedEvaluator
 
     rules = RuleBasedEvaluator().evaluate
-    for name, cases in (("table", CASES), ("held out", HELD_OUT)):
+    for name, cases in (("table", CASES), ("held out", HELD_OUT), ("fresh", FRESH)):
         print(f"{name}: {agreement(rules, cases):.1%} of {len(cases)} in their band, "
               f"{zone_agreement(rules, cases):.1%} in their first zone (belt or outer)")
         for text, want, got in misses(rules, cases):
