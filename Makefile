@@ -64,14 +64,10 @@ bench-graph: install
 bench-migration: install
 	$(PY) benchmarks/migration.py
 
-# An admin API key and a self-signed certificate for docker compose, in .secrets/ (not in git).
+# An admin API key, a self-signed certificate (.secrets/) and a Qdrant API key (.env) for
+# docker compose, readable by their owner only; not in git.
 dev-secrets: install
-	mkdir -p .secrets/tls
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 365 \
-		-subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-		-keyout .secrets/tls/server.key -out .secrets/tls/server.pem
-	$(VENV)/bin/celestial keys --file .secrets/keys.json create --name dev --role admin --tenant '*'
-	chmod a+r .secrets/keys.json .secrets/tls/server.key  # the container runs as uid 10001
+	CELESTIAL=$(VENV)/bin/celestial deploy/dev-secrets.sh .
 
 # A longer fuzz run of every method (the suite runs 25 examples per method).
 FUZZ_EXAMPLES ?= 300

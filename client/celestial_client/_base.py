@@ -108,6 +108,8 @@ class _Base:
         self.wait_for_ready = wait_for_ready
         self._api_key = api_key
         self._extra = tuple(metadata)
+        # Whether the channel uses TLS (None: the caller's own channel), for errors' hints.
+        self._tls: bool | None = None
 
     def _metadata(self) -> tuple[tuple[str, str], ...]:
         key = self._api_key() if callable(self._api_key) else self._api_key

@@ -71,6 +71,7 @@ class AsyncCelestialClient(_Base):
         channel: grpc.aio.Channel | None = None,
     ) -> None:
         super().__init__(tenant, timeout, api_key, metadata, wait_for_ready)
+        self._tls = None if channel is not None else tls is not None
         self._channel = channel or Connection(
             target, tls, retry, keepalive_s, max_message_bytes, tuple(options)).aio_channel()
         # The generated stub is untyped (mypy's override covers only the sync client's module).
@@ -82,7 +83,7 @@ class AsyncCelestialClient(_Base):
         try:
             return await getattr(self._stub, method)(request, **self._options(timeout))
         except grpc.RpcError as err:
-            raise from_rpc_error(err) from None
+            raise from_rpc_error(err, self._tls) from None
 
     async def store(
         self, content: str | StoreItem, *, importance: float | None = None,
@@ -229,7 +230,7 @@ class AsyncCelestialClient(_Base):
             async for r in call:
                 yield cv.exported(r)
         except grpc.RpcError as err:
-            raise from_rpc_error(err) from None
+            raise from_rpc_error(err, self._tls) from None
 
     async def import_memories(
         self,

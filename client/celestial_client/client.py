@@ -96,6 +96,7 @@ class CelestialClient(_Base):
         channel: grpc.Channel | None = None,
     ) -> None:
         super().__init__(tenant, timeout, api_key, metadata, wait_for_ready)
+        self._tls = None if channel is not None else tls is not None
         self._channel = channel or Connection(
             target, tls, retry, keepalive_s, max_message_bytes, tuple(options)).channel()
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
@@ -104,7 +105,7 @@ class CelestialClient(_Base):
         try:
             return getattr(self._stub, method)(request, **self._options(timeout))
         except grpc.RpcError as err:
-            raise from_rpc_error(err) from None
+            raise from_rpc_error(err, self._tls) from None
 
     def store(
         self, content: str | StoreItem, *, importance: float | None = None,
@@ -276,7 +277,7 @@ class CelestialClient(_Base):
                                        **self._options(None)):
                 yield cv.exported(r)
         except grpc.RpcError as err:
-            raise from_rpc_error(err) from None
+            raise from_rpc_error(err, self._tls) from None
 
     def import_memories(
         self, records: Iterable[ExportedMemory | pb.ExportedMemory], replace: bool = False

@@ -133,9 +133,33 @@ _BY_CODE: dict[grpc.StatusCode, type[CelestialClientError]] = {
 }
 
 
-def from_rpc_error(err: grpc.RpcError) -> CelestialClientError:
+# How grpc-core words a connection whose two ends disagree about TLS: a TLS server closes a
+# plaintext client's connection at once; a TLS client reads a plaintext answer as a bad record.
+_PLAINTEXT_TO_TLS = "Socket closed"
+_TLS_TO_PLAINTEXT = "WRONG_VERSION_NUMBER"
+TLS_EXPECTED_HINT = ("the server may expect TLS: connect with tls=TLS.from_files(ca) "
+                     "(CLI: --tls-ca or CELESTIAL_TLS_CA)")
+TLS_UNEXPECTED_HINT = "the server may not serve TLS: connect without tls"
+
+
+def _transport_hint(code: grpc.StatusCode, details: str, tls: bool | None) -> str:
+    """``details`` with a hint when a connection failed the way a TLS mismatch fails; ``tls``:
+    whether this client connected with TLS (None: unknown, a channel of the caller's own)."""
+    if code != grpc.StatusCode.UNAVAILABLE or tls is None:
+        return details
+    if not tls and _PLAINTEXT_TO_TLS in details:
+        return f"{details} ({TLS_EXPECTED_HINT})"
+    if tls and _TLS_TO_PLAINTEXT in details.upper():
+        return f"{details} ({TLS_UNEXPECTED_HINT})"
+    return details
+
+
+def from_rpc_error(err: grpc.RpcError, tls: bool | None = None) -> CelestialClientError:
+    """The client's error for ``err``; ``tls`` (whether the channel uses TLS, when known) lets
+    a failed connection hint at a TLS mismatch."""
     code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
     details = (err.details() if hasattr(err, "details") else None) or str(code)
+    details = _transport_hint(code, details, tls)
     reason: str | None = None
     metadata: dict[str, str] = {}
     violations: tuple[FieldViolation, ...] = ()

@@ -112,3 +112,20 @@ def test_an_unreachable_store_at_start_is_one_line_and_a_failing_exit(tmp_path: 
     errors = [line for line in done.stderr.splitlines() if " ERROR " in line]
     assert len(errors) == 1 and "cannot reach Qdrant at http://127.0.0.1:1 (gRPC port 1)" in errors[0]
     assert "Traceback" not in done.stderr
+
+
+def test_a_second_server_on_a_data_folder_in_use_says_so_in_one_line(tmp_path: Path) -> None:
+    first = start(tmp_path, free_port())
+    try:
+        cmd = [sys.executable, "-m", "celestial_client.cli", "serve", "--address",
+               f"127.0.0.1:{free_port()}", "--data-dir", str(tmp_path)]
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "CELESTIAL_REBALANCE_INTERVAL_S": "0"}
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    finally:
+        stop(first)
+    assert done.returncode == 2, done.stderr
+    errors = [line for line in done.stderr.splitlines() if " ERROR " in line]
+    assert len(errors) == 1, done.stderr
+    assert f"the data folder {tmp_path} is in use by another Celestial server" in errors[0]
+    assert "--data-dir" in errors[0]
+    assert "Traceback" not in done.stderr and "WouldBlock" not in done.stderr

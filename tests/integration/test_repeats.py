@@ -218,10 +218,11 @@ def test_consolidate_leaves_merged_events_and_a_retry_finds_an_archived_holder(
     service.settings.merge_repeats = True
     assert service.consolidate(T)[0] == [(a, [b])]
     assert [e.reason for e in service.ledger(T, memory_id=b)] == ["merged"]
-    r = service.store_batch(T, [NewMemory("I love pizza!", request_id="q-1")])
+    # Importance 0 given, as above: the rules rate a stated liking high enough to keep it.
+    r = service.store_batch(T, [NewMemory("I love pizza!", importance=0.0, request_id="q-1")])
     assert r.merged_into == [a]
     clock.advance(200 * 86_400)
     assert service.rebalance(T).forgotten == 1 and service.get(T, a).archived
-    again = service.store_batch(T, [NewMemory("I love pizza!", request_id="q-1")])
+    again = service.store_batch(T, [NewMemory("I love pizza!", importance=0.0, request_id="q-1")])
     assert again.merged_into == [a] and again.created == [False]
     assert service.stats(T).total == 0

@@ -1,5 +1,6 @@
 """TLS and mTLS on the service port, with certificates made in the test: round trips with the
-Python client, a client certificate standing for a key, a plaintext client refused cleanly, a
+Python client, a client certificate standing for a key, a plaintext client refused cleanly (its
+error hints at TLS), a
 renewed certificate served without a restart, and health on its own plaintext port."""
 
 from __future__ import annotations
@@ -11,12 +12,18 @@ from pathlib import Path
 import grpc
 import pytest
 from celestial_client import TLS, CelestialClient
-from celestial_client.errors import UnauthenticatedError, UnavailableError
+from celestial_client.errors import (
+    TLS_EXPECTED_HINT,
+    TLS_UNEXPECTED_HINT,
+    UnauthenticatedError,
+    UnavailableError,
+)
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 from celestial_memory.access.keys import create_key
 from celestial_memory.clock import ManualClock
 from celestial_memory.embedding import SentenceTransformerEmbedder
+from celestial_memory.grpc_api.server import MemoryServer
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.certs import CertificateAuthority
@@ -44,6 +51,34 @@ async def test_tls_round_trip_and_plaintext_refused(
                 c.stats()
 
         await asyncio.to_thread(calls)
+
+
+async def test_a_tls_mismatch_is_named_in_the_clients_error(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock, server: MemoryServer
+) -> None:
+    ca = CertificateAuthority(tmp_path / "pki")
+    pair = ca.issue("server", "localhost", server=True)
+    async with running_server(tmp_path / "d", embedder, clock, tls_cert=pair.cert,
+                              tls_key=pair.key) as tls_server:
+
+        def calls() -> tuple[str, str, str]:
+            with CelestialClient(f"localhost:{tls_server.port}", timeout=3) as plain, \
+                    pytest.raises(UnavailableError) as plain_on_tls:
+                plain.stats()
+            with CelestialClient(f"127.0.0.1:{server.port}", tls=TLS.from_files(ca.cert),
+                                 timeout=3) as c, pytest.raises(UnavailableError) as tls_on_plain:
+                c.stats()
+            with grpc.insecure_channel(f"localhost:{tls_server.port}") as ch, \
+                    CelestialClient(channel=ch, timeout=3) as own, \
+                    pytest.raises(UnavailableError) as own_channel:
+                own.stats()
+            return (plain_on_tls.value.details, tls_on_plain.value.details,
+                    own_channel.value.details)
+
+        plain_on_tls, tls_on_plain, own_channel = await asyncio.to_thread(calls)
+    assert "Socket closed" in plain_on_tls and TLS_EXPECTED_HINT in plain_on_tls
+    assert TLS_UNEXPECTED_HINT in tls_on_plain
+    assert "TLS" not in own_channel  # whether the caller's own channel uses TLS is not known
 
 
 async def test_mtls_needs_a_client_certificate_whose_subject_can_stand_for_a_key(

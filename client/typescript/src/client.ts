@@ -126,6 +126,8 @@ export class CelestialClient {
   readonly timeoutMs: number;
   private readonly baseMetadata: Metadata;
   private readonly retry: Required<RetryPolicy>;
+  /** Whether the channel uses TLS, for the hint a failed connection's error may carry. */
+  private readonly tls: boolean;
 
   constructor(options: CelestialClientOptions | string) {
     const o = typeof options === "string" ? { address: options } : options;
@@ -136,6 +138,7 @@ export class CelestialClient {
       channelOptions["grpc.default_authority"] = serverName;
     }
     this.stub = new pb.MemoryServiceClient(o.address, channelCredentials(o.tls), channelOptions);
+    this.tls = Boolean(o.tls);
     this.tenant = o.tenant ?? "";
     this.timeoutMs = o.timeoutMs ?? 30_000;
     this.baseMetadata = o.metadata instanceof Metadata ? o.metadata.clone() : new Metadata();
@@ -402,7 +405,7 @@ export class CelestialClient {
       try {
         return await call(this.callMetadata(), deadline === undefined ? {} : { deadline });
       } catch (e) {
-        const err = toCelestialError(e);
+        const err = toCelestialError(e, this.tls);
         const wait = retryable && err instanceof CelestialError ? this.backoff(err, attempt) : undefined;
         if (wait === undefined || (deadline !== undefined && Date.now() + wait >= deadline)) {
           throw err;

@@ -122,15 +122,38 @@ function isServiceError(err: unknown): err is ServiceError {
   return err instanceof Error && typeof e?.code === "number" && typeof e.metadata?.get === "function";
 }
 
-/** A grpc-js error as a `CelestialError`; anything else is returned as it is. */
-export function toCelestialError(err: unknown): unknown {
+/** Added to a failed connection's details when a plaintext client may have met a TLS port. */
+export const TLS_EXPECTED_HINT = "the server may expect TLS: connect with the tls option";
+/** Added when a TLS client may have met a plaintext port. */
+export const TLS_UNEXPECTED_HINT = "the server may not serve TLS: connect without the tls option";
+
+// How a connection whose two ends disagree about TLS fails: a TLS server hangs up on a plaintext
+// client before HTTP/2 starts (grpc-js: "Failed to connect", not a refused connection); a TLS
+// client reads a plaintext answer as a record of the wrong version.
+function transportHint(code: StatusName, details: string, tls: boolean | undefined): string {
+  if (code !== "UNAVAILABLE" || tls === undefined) {
+    return details;
+  }
+  if (!tls && /Failed to connect \(|Socket closed/.test(details)) {
+    return `${details} (${TLS_EXPECTED_HINT})`;
+  }
+  if (tls && /wrong version number/i.test(details)) {
+    return `${details} (${TLS_UNEXPECTED_HINT})`;
+  }
+  return details;
+}
+
+/**
+ * A grpc-js error as a `CelestialError`; anything else is returned as it is. `tls`: whether the
+ * channel uses TLS, when known, so that a failed connection can hint at a TLS mismatch.
+ */
+export function toCelestialError(err: unknown, tls?: boolean): unknown {
   if (err instanceof CelestialError || !isServiceError(err)) {
     return err;
   }
   const code = STATUS_NAMES[err.code] ?? "UNKNOWN";
-  const init: CelestialErrorInit = {
-    code, details: err.details || grpcStatus[err.code] || code, metadata: err.metadata, cause: err,
-  };
+  const details = transportHint(code, err.details || grpcStatus[err.code] || code, tls);
+  const init: CelestialErrorInit = { code, details, metadata: err.metadata, cause: err };
   const bin = err.metadata.get("grpc-status-details-bin")[0];
   if (bin instanceof Buffer) {
     try {

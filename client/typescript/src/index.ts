@@ -12,7 +12,7 @@
  */
 export { CelestialClient } from "./client";
 export type { CelestialClientOptions, Pem, RetryPolicy, TlsOptions } from "./client";
-export { CelestialError, toCelestialError } from "./errors";
+export { CelestialError, TLS_EXPECTED_HINT, TLS_UNEXPECTED_HINT, toCelestialError } from "./errors";
 export type { CelestialErrorInit, FieldViolation, StatusName } from "./errors";
 export { MEMORY_TYPES, ZONES } from "./types";
 export type * from "./types";

@@ -2,10 +2,13 @@
 // grpc-js server in this process that fails on purpose, the conversion of generated messages, and
 // the graph methods against a grpc-js server in this process that answers made-up pages.
 import assert from "node:assert/strict";
+import * as net from "node:net";
 import { after, before, describe, test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import * as cv from "../src/convert";
-import { CelestialClient, CelestialError, proto, toCelestialError } from "../src/index";
+import {
+  CelestialClient, CelestialError, proto, TLS_EXPECTED_HINT, TLS_UNEXPECTED_HINT, toCelestialError,
+} from "../src/index";
 import { BadRequest, ErrorInfo, RetryInfo } from "../src/gen/google/rpc/error_details";
 import { Status } from "../src/gen/google/rpc/status";
 
@@ -170,6 +173,38 @@ test("no server at all is UNAVAILABLE, after the retries", async () => {
       err instanceof CelestialError && err.code === "UNAVAILABLE" && err.grpcCode === 14);
   } finally {
     c.close();
+  }
+});
+
+/** A TCP server that answers every connection's first bytes as `answer` says, then hangs up. */
+async function rawServer(answer: (socket: net.Socket) => void): Promise<{ port: number; close(): void }> {
+  const server = net.createServer((socket) => socket.once("data", () => answer(socket)));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { port: (server.address() as net.AddressInfo).port, close: () => server.close() };
+}
+
+test("a TLS mismatch is named in the error of a failed connection", async () => {
+  const noRetry = { maxRetries: 0 };
+  // A TLS server hangs up on a plaintext client's HTTP/2 preface.
+  const tlsPort = await rawServer((socket) => socket.destroy());
+  // A plaintext server answers a TLS hello with bytes that are no TLS record.
+  const plainPort = await rawServer((socket) => socket.end("HTTP/1.1 400 Bad Request\r\n\r\n"));
+  const plain = new CelestialClient({ address: `127.0.0.1:${tlsPort.port}`, retries: noRetry });
+  const tls = new CelestialClient({ address: `127.0.0.1:${plainPort.port}`, tls: true, retries: noRetry });
+  const refused = new CelestialClient({ address: "127.0.0.1:1", retries: noRetry });
+  const details = async (c: CelestialClient) => {
+    const err = await c.stats().then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof CelestialError && err.code === "UNAVAILABLE", String(err));
+    return err.details;
+  };
+  try {
+    assert.ok((await details(plain)).endsWith(`(${TLS_EXPECTED_HINT})`));
+    assert.ok((await details(tls)).endsWith(`(${TLS_UNEXPECTED_HINT})`));
+    assert.ok(!(await details(refused)).includes("TLS")); // nothing listens: no hint
+  } finally {
+    [plain, tls, refused].forEach((c) => c.close());
+    tlsPort.close();
+    plainPort.close();
   }
 });
 

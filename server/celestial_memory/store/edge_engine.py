@@ -85,6 +85,11 @@ def _open(path: Path, config: Any, indexes: Mapping[str, str]) -> Any:
             path.mkdir(parents=True, exist_ok=True)
             shard = qe.EdgeShard.create(str(path), config)
     except Exception as exc:  # the engine reports lock and format problems as plain errors
+        if "WouldBlock" in str(exc):  # its write-ahead log is locked by another process
+            raise StoreUnavailable(
+                f"the data folder {path.parent} is in use by another Celestial server (one "
+                f"process at a time may open it): stop that server, or give this one another "
+                f"folder with --data-dir or CELESTIAL_DATA_DIR") from exc
         raise StoreUnavailable(f"cannot open the embedded store at {path}: {exc}") from exc
     existing = set(shard.info().payload_schema)
     for field, kind in indexes.items():
