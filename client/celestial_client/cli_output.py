@@ -8,7 +8,7 @@ import dataclasses
 import json
 import math
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from celestial_client.types import (
@@ -88,19 +88,16 @@ def show_memory(m: Memory) -> str:
     return "\n".join(lines)
 
 
-def show_next_move(m: Memory, now: datetime | None = None) -> str:
+def show_next_move(m: Memory) -> str:
     """A memory's next scheduled move in words: "to outer at 2026-11-26 15:42:00 unless
-    recalled"."""
+    recalled" (the first rebalance after that time makes it; a time already past means the
+    next one, but only the server's clock says which, so the time is shown as it is)."""
     move = m.next_move
     if move is None:
         return "none: pinned" if m.pinned else (
             "none scheduled: its score never falls below this zone's threshold")
     where = "to the archive (forgotten)" if move.zone is None else f"to {move.zone.value}"
-    if move.at <= (now or datetime.now(UTC)):
-        when = f"at the next rebalance (due since {move.at:%Y-%m-%d %H:%M:%S})"
-    else:
-        when = f"at {move.at:%Y-%m-%d %H:%M:%S}"
-    return f"{where} {when} unless recalled"
+    return f"{where} at {move.at:%Y-%m-%d %H:%M:%S} unless recalled"
 
 
 def _move_cell(move: NextMove | None) -> str:
