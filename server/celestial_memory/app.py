@@ -6,7 +6,8 @@ from celestial_memory.clock import Clock, ManualClock, SystemClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.importance import ImportanceEvaluator, evaluator_from_settings
 from celestial_memory.embed_batching import BatchingEmbedder
-from celestial_memory.embedding import Embedder, SentenceTransformerEmbedder
+from celestial_memory.embedding import Embedder
+from celestial_memory.encoding import open_encoder
 from celestial_memory.service import MemoryService
 from celestial_memory.store import MemoryRepository, open_edge, open_qdrant
 
@@ -38,8 +39,7 @@ def build_service(
     clock: Clock | None = None,
 ) -> MemoryService:
     embedder = embedder or BatchingEmbedder(
-        SentenceTransformerEmbedder(settings.model, settings.device, settings.embed_threads),
-        settings.embed_batch_window_ms / 1000, settings.embed_max_batch)
+        open_encoder(settings), settings.embed_batch_window_ms / 1000, settings.embed_max_batch)
     store = store or open_store(settings, embedder.dimension)
     if settings.importance_evaluator == "llm":
         from celestial_memory import llm_importance

@@ -88,7 +88,14 @@ class Settings(BaseSettings):
     # threads avoid oversubscription (docs/design.md, "Concurrency", has the measurements).
     embed_threads: int = Field(
         0, ge=0,
-        description="torch threads for the embedding model; 0 = torch's default (all cores)")
+        description="encoder threads; 0 = the encoder's default (torch: all cores; ONNX Runtime: 1)")
+    # docs/encoder.md: ONNX Runtime runs the bundled model in a third of torch's time and
+    # releases the GIL while it computes; torch stays for other models and as the fallback.
+    embed_backend: Literal["auto", "onnx", "torch"] = Field(
+        "auto", description="auto (ONNX Runtime where it can run, else torch), onnx or torch")
+    embed_onnx_dir: Path | None = Field(
+        None, description="where the ONNX file made from the model is cached; default "
+                          "<data_dir>/encoders")
     embed_batch_window_ms: float = Field(
         1.0, ge=0, le=100, description="concurrent calls' texts: wait this long for more")
     embed_max_batch: int = Field(64, gt=0, description="most texts in one encode")
