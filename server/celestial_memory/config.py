@@ -59,6 +59,10 @@ class Settings(BaseSettings):
     # Storage
     backend: Literal["edge", "qdrant"] = Field("edge", description="edge (embedded) or qdrant")
     data_dir: Path = Field(Path("./data"), description="where the embedded store keeps its files")
+    # Original vectors memory-mapped, their int8 copies (what the HNSW search reads) in RAM:
+    # less memory per memory at the cost of page reads when rescoring (docs/encoder.md).
+    vectors_on_disk: bool = Field(
+        False, description="keep original vectors on disk (memory-mapped); int8 copies stay in RAM")
     qdrant_url: str = Field(":memory:", description="qdrant backend: URL, or :memory: (local)")
     qdrant_api_key: SecretStr | None = Field(None, description="qdrant backend: API key")
     qdrant_host: str = Field("", description="qdrant backend: host (instead of the URL)")
