@@ -146,3 +146,17 @@ def test_start_up_in_json_log_mode_prints_only_json(exported: Settings) -> None:
     lines = out.stderr.splitlines()
     assert lines and all(json.loads(line)["message"] for line in lines), out.stderr
     assert sum("embedding encoder" in json.loads(line)["message"] for line in lines) == 2
+
+
+def test_context_counts_tokens_with_the_models_tokenizer_under_onnx(
+    exported: Settings, embedder: SentenceTransformerEmbedder,
+) -> None:
+    from celestial_memory.embed_batching import BatchingEmbedder
+    from celestial_memory.prompt_context import ModelTokens, token_counter
+
+    batcher = BatchingEmbedder(open_encoder(exported))
+    try:
+        ours, theirs = token_counter(batcher), token_counter(embedder)
+        assert isinstance(ours, ModelTokens) and ours.count(TEXTS) == theirs.count(TEXTS)
+    finally:
+        batcher.close()
