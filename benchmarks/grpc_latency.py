@@ -1,14 +1,19 @@
-"""Median Store and Recall latency through gRPC with the bundled model, 1,000 memories stored.
+"""Median Store and Recall latency through gRPC with the bundled model, 1,000 memories stored,
+for each encoder (ONNX Runtime and torch) in the same run.
 
     make bench-latency            (or: python benchmarks/grpc_latency.py --calls 200)
 
-The server runs in-process on its own thread and event loop over a fresh embedded store; the
-client is the blocking Python client over loopback. Texts are LoCoMo turns and questions from
-../shared/data/locomo-dev (synthetic sentences if that folder is absent). Both timings include
-embedding the text with all-MiniLM-L6-v2 on the CPU.
+One server per encoder runs in-process on its own thread and event loop over a fresh embedded
+store; the client is the blocking Python client over loopback. The calls alternate between the
+servers, so drift on the noisy machine falls on both alike. Texts are LoCoMo turns and questions
+from ../shared/data/locomo-dev (synthetic sentences if that folder is absent). Both timings
+include embedding the text with all-MiniLM-L6-v2 on the CPU. Then a recall's stages, by
+encoder: the raw encode of the question, the same through the micro-batcher, the service's
+recall in-process and through gRPC, interleaved question by question.
 
-Then Store latency with the model extractor on and off in the same run (``extractor_on_off``):
-the Store must not wait on the model, which a scripted local server plays here.
+Last, Store latency with the model extractor on and off in the same run
+(``extractor_on_off``): the Store must not wait on the model, which a scripted local server
+plays here.
 """
 
 from __future__ import annotations
@@ -16,19 +21,29 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from celestial_client import CelestialClient
 from celestial_memory.app import build_service
 from celestial_memory.config import Settings
+from celestial_memory.domain.requests import RecallQuery
 from celestial_memory.grpc_api.server import MemoryServer
+from celestial_memory.service import MemoryService
 
-LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev"
+# LOCOMO in the environment points elsewhere (a git worktree has no ../shared beside it).
+LOCOMO = Path(os.environ.get(
+    "LOCOMO", Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev"))
+# The exported ONNX file is kept between runs (an export takes seconds).
+ONNX_CACHE = Path(tempfile.gettempdir()) / "celestial-bench-encoders"
 
 
 def corpus(n: int, queries: int) -> tuple[list[str], list[str]]:
@@ -119,50 +134,110 @@ def extractor_on_off(texts: list[str], calls: int, stall_s: float) -> None:
           f"{understood} of {calls + 1})")
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--memories", type=int, default=1000)
-    ap.add_argument("--calls", type=int, default=200)
-    ap.add_argument("--model-stall", type=float, default=0.5,
-                    help="seconds the scripted model takes a call (extractor on/off)")
-    args = ap.parse_args()
-    texts, questions = corpus(args.memories, args.calls)
+@dataclass
+class Served:
+    encoder: str
+    service: MemoryService
+    server: MemoryServer
+    loop: asyncio.AbstractEventLoop
+    thread: threading.Thread
+    client: CelestialClient
 
+    def stop(self) -> None:
+        self.client.close()
+        asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+
+
+def serve(encoder: str) -> Served:
+    """A server whose encoder is ``onnx`` or ``torch``, optionally with threads: ``torch:1``."""
     data_dir = Path(tempfile.mkdtemp(prefix="celestial-bench-"))
-    settings = Settings(data_dir=data_dir, rebalance_interval_s=0)
+    kind, _, threads = encoder.partition(":")
+    settings = Settings(data_dir=data_dir, rebalance_interval_s=0, embed_backend=kind,
+                        embed_threads=int(threads or 0), embed_onnx_dir=ONNX_CACHE)
     service = build_service(settings)
     loop = asyncio.new_event_loop()
     server = MemoryServer(service, "127.0.0.1:0")
     port = loop.run_until_complete(server.start())
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
+    client = CelestialClient(f"127.0.0.1:{port}", tenant="bench", timeout=120)
+    return Served(encoder, service, server, loop, thread, client)
 
-    with CelestialClient(f"127.0.0.1:{port}", tenant="bench", timeout=120) as client:
+
+def timed(fn: Callable[[], Any]) -> float:
+    t = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t) * 1000
+
+
+def line(name: str, xs: list[float]) -> str:
+    return (f"{name:34s} n={len(xs)}  median {statistics.median(xs):6.2f} ms  "
+            f"p90 {percentile(xs, 0.9):6.2f} ms  min {min(xs):6.2f} ms")
+
+
+def stages(servers: list[Served], questions: list[str]) -> dict[str, dict[str, list[float]]]:
+    """A recall's parts, question by question, every way and encoder in turn."""
+    out: dict[str, dict[str, list[float]]] = {s.encoder: {} for s in servers}
+    for q in questions:
+        for s in servers:
+            batcher: Any = s.service.embedder
+            ways: dict[str, Callable[[], Any]] = {
+                "raw encode": lambda b=batcher, q=q: b.inner.embed([q]),
+                "encode through the micro-batcher": lambda b=batcher, q=q: b.embed([q]),
+                "recall in-process, not reinforced": lambda s=s, q=q: s.service.recall(
+                    "bench", RecallQuery(query=q, limit=10, reinforce=False)),
+                "recall through gRPC, not reinforced": lambda s=s, q=q: s.client.recall(
+                    q, limit=10, reinforce=False),
+            }
+            for name, fn in ways.items():
+                out[s.encoder].setdefault(name, []).append(timed(fn))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--memories", type=int, default=1000)
+    ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--encoders", default="onnx,torch",
+                    help="of: onnx, torch, each optionally :threads (torch's are process-wide)")
+    ap.add_argument("--model-stall", type=float, default=0.5,
+                    help="seconds the scripted model takes a call (extractor on/off)")
+    args = ap.parse_args()
+    texts, questions = corpus(args.memories, args.calls)
+    servers = [serve(e) for e in args.encoders.split(",")]
+    store_ms: dict[str, list[float]] = {s.encoder: [] for s in servers}
+    recall_ms: dict[str, list[float]] = {s.encoder: [] for s in servers}
+    for s in servers:
         t0 = time.perf_counter()
-        client.store_batch(texts[: args.memories])
-        load_s = time.perf_counter() - t0
-        client.recall("warm up", limit=5)
-        store_ms, recall_ms = [], []
-        for i in range(args.calls):
-            t = time.perf_counter()
-            client.store(texts[args.memories + i])
-            store_ms.append((time.perf_counter() - t) * 1000)
-        for q in questions:
-            t = time.perf_counter()
-            client.recall(q, limit=10)
-            recall_ms.append((time.perf_counter() - t) * 1000)
-        total = client.stats().total
-
-    asyncio.run_coroutine_threadsafe(server.stop(), loop).result()
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join()
-    print(f"memories stored before timing: {args.memories} (StoreBatch {load_s:.1f} s)")
-    print(f"memories at the end: {total}")
-    for name, xs in (("Store", store_ms), ("Recall (limit 10)", recall_ms)):
-        print(
-            f"{name:18s} n={len(xs)}  median {statistics.median(xs):6.1f} ms  "
-            f"p90 {percentile(xs, 0.9):6.1f} ms  min {min(xs):6.1f} ms"
-        )
+        s.client.store_batch(texts[: args.memories])
+        print(f"{s.encoder}: StoreBatch of {args.memories} in {time.perf_counter() - t0:.1f} s")
+        s.client.recall("warm up", limit=5)
+    for i in range(args.calls):
+        for s in servers:
+            text = texts[args.memories + i]
+            store_ms[s.encoder].append(timed(lambda s=s, t=text: s.client.store(t)))
+    for q in questions:
+        for s in servers:
+            recall_ms[s.encoder].append(timed(lambda s=s, q=q: s.client.recall(q, limit=10)))
+    parts = stages(servers, questions)
+    for s in servers:
+        print(f"\nencoder {s.encoder}: memories at the end {s.client.stats().total}")
+        print(line("Store", store_ms[s.encoder]))
+        print(line("Recall (limit 10)", recall_ms[s.encoder]))
+        for name, xs in parts[s.encoder].items():
+            print(line(name, xs))
+    b = servers[-1].encoder
+    for a in [s.encoder for s in servers[:-1]]:
+        print(f"\nmedian ratios {a} / {b}:")
+        for name, mine, theirs in [("Store", store_ms[a], store_ms[b]),
+                                   ("Recall", recall_ms[a], recall_ms[b]),
+                                   *[(n, parts[a][n], parts[b][n]) for n in parts[a]]]:
+            print(f"  {name:34s} {statistics.median(mine) / statistics.median(theirs):.2f}")
+    for s in servers:
+        s.stop()
+    print()
     extractor_on_off(texts[args.memories:], args.calls, args.model_stall)
     return 0
 

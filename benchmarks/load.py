@@ -1,7 +1,10 @@
-"""Many clients at once: throughput, p50/p99 and errors by code, on both backends, beside the
-raw model's batched encode rate of the same texts.
+"""Many clients at once: throughput, p50/p99 and errors by code, on both backends and with each
+encoder (ONNX Runtime and torch), beside the raw model's batched encode rate of the same texts.
 
     make bench-load        (or: python benchmarks/load.py --clients 1,16 --seconds 20)
+
+``--encoders onnx,torch`` (the default) runs every backend once per encoder in the same run; an
+encoder may name its thread count (``onnx:2``), which the server gets as CELESTIAL_EMBED_THREADS.
 
 For each backend (the embedded store, and qdrant-client's local ``:memory:`` mode) a server is
 started as its own process on loopback with its default settings. N clients (asyncio tasks in
@@ -12,7 +15,8 @@ Get). Texts are LoCoMo turns and questions (synthetic sentences if that folder i
 The physical limit on a small CPU is the embedding model: a Store or Recall is about one
 single-sentence encode, and encoding many sentences at once roughly doubles the rate. So the
 reference is the raw model encoding the same texts in batches of 64, measured in the same run
-(its best over the thread counts tried), and the throughput of N clients is given as a share of it.
+(torch's best over the thread counts tried), and the throughput of N clients is given as a share
+of it; the last table gives each encoder's calls/s as a ratio to the last encoder's (torch's).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from grpc_latency import corpus, percentile
+from grpc_latency import ONNX_CACHE, corpus, percentile
 
 TENANT = "load"
 
@@ -68,12 +72,16 @@ def free_port() -> int:
 
 
 def start_server(
-    backend: str, data_dir: str, checkout: str = ""
+    backend: str, data_dir: str, checkout: str = "", encoder: str = "auto"
 ) -> tuple[subprocess.Popen[bytes], str]:
     address = f"127.0.0.1:{free_port()}"
+    kind, _, threads = encoder.partition(":")
     env = dict(os.environ, HF_HUB_OFFLINE="1", CELESTIAL_ADDRESS=address,
                CELESTIAL_DATA_DIR=data_dir, CELESTIAL_REBALANCE_INTERVAL_S="0",
-               CELESTIAL_LOG_LEVEL="WARNING")
+               CELESTIAL_LOG_LEVEL="WARNING", CELESTIAL_EMBED_BACKEND=kind,
+               CELESTIAL_EMBED_ONNX_DIR=str(ONNX_CACHE))
+    if threads:
+        env["CELESTIAL_EMBED_THREADS"] = threads
     if backend == "memory":
         env.update(CELESTIAL_BACKEND="qdrant", CELESTIAL_QDRANT_URL=":memory:")
     if checkout:
@@ -155,6 +163,8 @@ def main() -> int:
     ap.add_argument("--backends", default="edge,memory")
     ap.add_argument("--preload", type=int, default=1000)
     ap.add_argument("--phases", default=",".join(PHASES), help="of: " + ", ".join(PHASES))
+    ap.add_argument("--encoders", default="onnx,torch",
+                    help="server encoders, each onnx or torch, optionally :threads")
     ap.add_argument("--server-path", default="",
                     help="run the server from this checkout's server/ and client/ (comparisons)")
     args = ap.parse_args()
@@ -171,12 +181,15 @@ def main() -> int:
     print(f"  store texts   {', '.join(f'{t}: {r:.0f}' for t, r in raw_store.items())}")
     print(f"  recall texts  {', '.join(f'{t}: {r:.0f}' for t, r in raw_recall.items())}")
 
-    print("\n| backend | clients | phase | op | calls/s | p50 ms | p99 ms | share of raw | errors |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    encoders = args.encoders.split(",")
+    print("\n| encoder | backend | clients | phase | op | calls/s | p50 ms | p99 ms | share of raw "
+          "| errors |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     failed = 0
-    for backend in args.backends.split(","):
+    rates: dict[tuple[str, str, int, str, str], float] = {}
+    for backend, encoder in [(b, e) for b in args.backends.split(",") for e in encoders]:
         with tempfile.TemporaryDirectory(prefix="celestial-load-") as data_dir:
-            proc, address = start_server(backend, data_dir, args.server_path)
+            proc, address = start_server(backend, data_dir, args.server_path, encoder)
             try:
                 ids = asyncio.run(preload(address, texts[:args.preload]))
                 for n in counts:
@@ -188,14 +201,23 @@ def main() -> int:
                         failed += sum(tally.errors.values())
                         for op, ms in sorted(tally.ms.items()):
                             rate = len(ms) / took
+                            rates[encoder, backend, n, name, op] = rate
                             ref = {"store": best_store, "recall": best_recall}.get(op)
                             share = f"{rate / ref:.0%}" if ref and name == op else ""
-                            print(f"| {backend} | {n} | {name} | {op} | {rate:.1f} | "
+                            print(f"| {encoder} | {backend} | {n} | {name} | {op} | {rate:.1f} | "
                                   f"{percentile(ms, 0.5):.1f} | {percentile(ms, 0.99):.1f} | "
                                   f"{share} | {errors} |", flush=True)
             finally:
                 proc.terminate()
                 proc.wait(60)
+    if len(encoders) > 1:
+        base = encoders[-1]
+        print(f"\ncalls/s as a ratio to {base}'s in this run:")
+        print("| encoder | backend | clients | phase | op | ratio |\n|---|---|---|---|---|---|")
+        for (encoder, backend, n, name, op), rate in rates.items():
+            theirs = rates.get((base, backend, n, name, op))
+            if encoder != base and theirs:
+                print(f"| {encoder} | {backend} | {n} | {name} | {op} | {rate / theirs:.2f} |")
     return 1 if failed else 0
 
 

@@ -6,7 +6,8 @@ from celestial_memory.clock import Clock, ManualClock, SystemClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.importance import ImportanceEvaluator, evaluator_from_settings
 from celestial_memory.embed_batching import BatchingEmbedder
-from celestial_memory.embedding import Embedder, SentenceTransformerEmbedder
+from celestial_memory.embedding import Embedder
+from celestial_memory.encoding import open_encoder
 from celestial_memory.service import MemoryService
 from celestial_memory.store import MemoryRepository, open_edge, open_qdrant
 from celestial_memory.understanding.extraction_queue import ExtractionQueue
@@ -15,7 +16,7 @@ from celestial_memory.understanding.extraction_queue import ExtractionQueue
 def open_store(settings: Settings, dimension: int) -> MemoryRepository:
     collection = settings.collection_name(dimension)
     if settings.backend == "edge":
-        return open_edge(settings.data_dir / collection, dimension)
+        return open_edge(settings.data_dir / collection, dimension, settings.vectors_on_disk)
     from celestial_memory.store.qdrant_engine import Connection
 
     key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
@@ -28,7 +29,7 @@ def open_store(settings: Settings, dimension: int) -> MemoryRepository:
         replication_factor=settings.qdrant_replication_factor,
         write_consistency_factor=settings.qdrant_write_consistency_factor,
     )
-    return open_qdrant(conn, dimension, collection)
+    return open_qdrant(conn, dimension, collection, vectors_on_disk=settings.vectors_on_disk)
 
 
 def build_service(
@@ -39,8 +40,7 @@ def build_service(
     clock: Clock | None = None,
 ) -> MemoryService:
     embedder = embedder or BatchingEmbedder(
-        SentenceTransformerEmbedder(settings.model, settings.device, settings.embed_threads),
-        settings.embed_batch_window_ms / 1000, settings.embed_max_batch)
+        open_encoder(settings), settings.embed_batch_window_ms / 1000, settings.embed_max_batch)
     store = store or open_store(settings, embedder.dimension)
     if settings.importance_evaluator == "llm":
         from celestial_memory import llm_importance

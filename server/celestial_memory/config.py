@@ -59,6 +59,10 @@ class Settings(BaseSettings):
     # Storage
     backend: Literal["edge", "qdrant"] = Field("edge", description="edge (embedded) or qdrant")
     data_dir: Path = Field(Path("./data"), description="where the embedded store keeps its files")
+    # Original vectors memory-mapped, their int8 copies (what the HNSW search reads) in RAM:
+    # less memory per memory at the cost of page reads when rescoring (docs/encoder.md).
+    vectors_on_disk: bool = Field(
+        False, description="keep original vectors on disk (memory-mapped); int8 copies stay in RAM")
     qdrant_url: str = Field(":memory:", description="qdrant backend: URL (https: TLS), or :memory: (local)")
     qdrant_api_key: SecretStr | None = Field(None, description="qdrant backend: API key")
     qdrant_host: str = Field("", description="qdrant backend: host (instead of the URL)")
@@ -90,7 +94,14 @@ class Settings(BaseSettings):
     # threads avoid oversubscription (docs/design.md, "Concurrency", has the measurements).
     embed_threads: int = Field(
         0, ge=0,
-        description="torch threads for the embedding model; 0 = torch's default (all cores)")
+        description="encoder threads; 0 = the encoder's default (torch: all cores; ONNX Runtime: 1)")
+    # docs/encoder.md: ONNX Runtime runs the bundled model in a third of torch's time and
+    # releases the GIL while it computes; torch stays for other models and as the fallback.
+    embed_backend: Literal["auto", "onnx", "torch"] = Field(
+        "auto", description="auto (ONNX Runtime where it can run, else torch), onnx or torch")
+    embed_onnx_dir: Path | None = Field(
+        None, description="where the ONNX file made from the model is cached; default "
+                          "<data_dir>/encoders")
     embed_batch_window_ms: float = Field(
         1.0, ge=0, le=100, description="concurrent calls' texts: wait this long for more")
     embed_max_batch: int = Field(64, gt=0, description="most texts in one encode")

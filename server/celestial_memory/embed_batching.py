@@ -6,7 +6,10 @@ arrive together are encoded in one batch. One encoder thread owns the model: a c
 texts and waits for its rows. The thread takes whatever has queued by the time it is free (the
 natural batch that piles up during the previous encode), waiting at most ``window_s`` for more
 when it would otherwise encode less than ``max_batch`` and another call is already waiting. A
-lone call is encoded at once: a recall's query waits for nothing.
+lone call is encoded at once, on its own thread when the model is free: a recall's query waits
+for nothing, not even the hand-off to the encoder thread and back, which on busy cores took
+longer than the encode itself (docs/design.md, "The encoder"). Whoever encodes holds the model's
+lock, so the model (and its tokenizer, which refuses a second thread) has one user at a time.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ class BatchingEmbedder:
         self.batches: deque[int] = deque(maxlen=1000)  # texts per encode, the most recent
         self._calls = 0  # calls inside embed(), queued or being encoded
         self._calls_lock = threading.Lock()
+        self._model_lock = threading.Lock()  # held by whichever thread encodes
         self._thread = threading.Thread(target=self._run, name="embedder", daemon=True)
         self._thread.start()
 
@@ -43,17 +47,23 @@ class BatchingEmbedder:
         done: Future[Rows] = Future()
         with self._calls_lock:
             self._calls += 1
+            alone = self._calls == 1
         try:
+            if alone and self._model_lock.acquire(blocking=False):
+                try:
+                    rows = self._inner.embed(list(texts))
+                finally:
+                    self._model_lock.release()
+                self.batches.append(len(texts))
+                return rows
             self._queue.put((list(texts), done))
             return done.result()
         finally:
             with self._calls_lock:
                 self._calls -= 1
 
-    def _take(self) -> list[tuple[list[str], Future[Rows]]] | None:
-        first = self._queue.get()
-        if first is None:
-            return None
+    def _take(self, first: tuple[list[str], Future[Rows]]) -> list[tuple[list[str], Future[Rows]]]:
+        """``first`` and what queued behind it, up to ``max_batch`` texts."""
         taken, size = [first], len(first[0])
         deadline = time.monotonic() + self._window
         while size < self._max:
@@ -73,14 +83,18 @@ class BatchingEmbedder:
         return taken
 
     def _run(self) -> None:
-        while (taken := self._take()) is not None:
-            texts = [t for ts, _ in taken for t in ts]
-            try:
-                rows = self._inner.embed(texts)
-            except BaseException as exc:
-                for _, done in taken:
-                    done.set_exception(exc)
-                continue
+        while (first := self._queue.get()) is not None:
+            # The batch is gathered once the model is free, so the calls that queued while a
+            # caller encoded on its own thread go together.
+            with self._model_lock:
+                taken = self._take(first)
+                texts = [t for ts, _ in taken for t in ts]
+                try:
+                    rows = self._inner.embed(texts)
+                except BaseException as exc:
+                    for _, done in taken:
+                        done.set_exception(exc)
+                    continue
             self.batches.append(len(texts))
             start = 0
             for ts, done in taken:

@@ -41,11 +41,17 @@ def resolve_model(model: str) -> str:
 
 
 class SentenceTransformerEmbedder:
+    backend = "torch"
+
     def __init__(self, model: str = BUNDLED_MODEL, device: str = "cpu", threads: int = 0) -> None:
         """``threads``: torch's thread pool for encoding (process-wide), 0 = torch's default."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
+
+        # Its "Loading weights" bar is printed on stderr outside the log (and its JSON format).
+        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
         if threads > 0:
             import torch
@@ -70,6 +76,16 @@ class SentenceTransformerEmbedder:
         """The model's own tokenizer (Context counts a prompt's tokens with it)."""
         return self._model.tokenizer
 
+    @property
+    def st_model(self) -> Any:
+        """The sentence-transformers model (the ONNX export reads its modules)."""
+        return self._model
+
+    @property
+    def direct(self) -> MeanPooledEncoder | None:
+        """The direct path, when the model has its structure."""
+        return self._direct
+
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         started = time.perf_counter()
         if self._direct is not None:
@@ -93,8 +109,8 @@ class MeanPooledEncoder:
     structure is encoded by sentence-transformers itself."""
 
     def __init__(self, tokenizer: Any, transformer: Any, max_length: int, dimension: int) -> None:
-        self._tokenizer, self._transformer = tokenizer, transformer
-        self._max_length, self._dimension = max_length, dimension
+        self._tokenizer, self.transformer = tokenizer, transformer
+        self.max_length, self._dimension = max_length, dimension
 
     @classmethod
     def of(cls, model: Any, dimension: int) -> MeanPooledEncoder | None:
@@ -122,8 +138,8 @@ class MeanPooledEncoder:
                 rows = order[start:start + BATCH]
                 features = self._tokenizer(
                     [texts[i] for i in rows], padding=True, truncation="longest_first",
-                    max_length=self._max_length, return_tensors="pt")
-                tokens = self._transformer(**features).last_hidden_state
+                    max_length=self.max_length, return_tensors="pt")
+                tokens = self.transformer(**features).last_hidden_state
                 mask = features["attention_mask"].unsqueeze(-1).to(tokens.dtype)
                 pooled = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
                 out[rows] = torch.nn.functional.normalize(pooled, p=2, dim=1).numpy()

@@ -88,6 +88,39 @@ def test_a_lone_call_does_not_wait_for_the_window() -> None:
     batcher.close()
 
 
+def test_a_lone_call_is_encoded_on_its_own_thread_and_concurrent_ones_by_the_encoder() -> None:
+    seen: list[str] = []
+    release = threading.Event()
+
+    class Recording(SlowModel):
+        def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+            seen.append(threading.current_thread().name)
+            if texts == ["first"]:
+                release.wait(30)  # busy until every other call is inside embed()
+            return super().embed(texts)
+
+    model = Recording()
+    batcher = BatchingEmbedder(model, window_s=0.005)
+    batcher.embed(["alone"])
+    assert seen == [threading.current_thread().name]  # no hand-off to the encoder thread
+    first = threading.Thread(target=batcher.embed, args=(["first"],), name="first caller")
+    first.start()
+    while len(seen) < 2:
+        time.sleep(0.001)
+    others = [threading.Thread(target=batcher.embed, args=([f"t{i}"],)) for i in range(7)]
+    for t in others:
+        t.start()
+    # The seven others found the model busy and queued (the encoder thread may hold one).
+    while batcher._calls < 8 or batcher._queue.qsize() < 6:
+        time.sleep(0.001)
+    release.set()
+    for t in [first, *others]:
+        t.join()
+    assert seen[1] == "first caller" and set(seen[2:]) == {"embedder"}
+    assert model.calls == [1, 1, 7]  # the seven, queued while the model was busy, went together
+    batcher.close()
+
+
 def test_the_model_thread_pool_is_a_setting_with_every_core_by_default(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -101,14 +101,17 @@ def _open(path: Path, config: Any, indexes: Mapping[str, str]) -> Any:
 class EdgeEngine:
     name = "edge"
 
-    def __init__(self, path: Path, dimension: int) -> None:
+    def __init__(self, path: Path, dimension: int, vectors_on_disk: bool = False) -> None:
         self.dimension = dimension
+        # Cold: memory-mapped, read from disk when touched; the int8 copies stay in RAM.
+        originals = qe.Memory.Cold if vectors_on_disk else None
         config = qe.EdgeConfig(
             vectors={
                 pl.DENSE: qe.EdgeVectorParams(
                     size=dimension, distance=qe.Distance.Cosine,
                     quantization_config=qe.ScalarQuantizationConfig(
                         qe.ScalarType.Int8, always_ram=True),
+                    memory=originals,
                 ),
                 # Only rescored over candidates (HasId filter), so no HNSW graph: m = 0. Kept as
                 # float16 (payload.CONTEXT_DATATYPE): a store made before keeps its float32.
@@ -117,6 +120,7 @@ class EdgeEngine:
                     hnsw_config=qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000),
                     datatype=_stored_datatype(path, pl.CONTEXT_DENSE) or _DATATYPES[
                         pl.CONTEXT_DATATYPE],
+                    memory=originals,
                 ),
             },
             sparse_vectors={

@@ -135,11 +135,12 @@ def _client(c: Connection) -> QdrantClient:
 class QdrantEngine:
     def __init__(
         self, connection: Connection | str, dimension: int, collection: str,
-        client: QdrantClient | None = None,
+        client: QdrantClient | None = None, vectors_on_disk: bool = False,
     ) -> None:
         conn = Connection(url=connection) if isinstance(connection, str) else connection
         self._conn = conn
         self.dimension = dimension
+        self._vectors_on_disk = vectors_on_disk  # for a collection this creates
         self._names: dict[en.Part, str] = {"memories": collection, "ledger": f"{collection}_ledger"}
         self.name = "qdrant-local" if conn.url == ":memory:" else "qdrant-remote"
         # Local mode searches exactly and warns that search parameters do nothing.
@@ -176,6 +177,7 @@ class QdrantEngine:
                         quantization_config=models.ScalarQuantization(
                             scalar=models.ScalarQuantizationConfig(
                                 type=models.ScalarType.INT8, always_ram=True)),
+                        on_disk=self._vectors_on_disk,
                     ),
                     # Only rescored over candidates, so no HNSW graph (m = 0); float16
                     # (payload.CONTEXT_DATATYPE).
@@ -183,6 +185,7 @@ class QdrantEngine:
                         size=self.dimension, distance=models.Distance.COSINE,
                         hnsw_config=models.HnswConfigDiff(m=0),
                         datatype=models.Datatype(CONTEXT_DATATYPE),
+                        on_disk=self._vectors_on_disk,
                     ),
                 },
                 sparse_vectors_config={

@@ -1,0 +1,133 @@
+"""Which encoder runs: ONNX Runtime for a mean-pooled model on the CPU (the bundled one), torch
+otherwise or when the ONNX file cannot be made, said in one start-up log line.
+
+``CELESTIAL_EMBED_BACKEND``: ``auto`` (ONNX Runtime where it can run, else torch, with the reason
+logged), ``onnx`` (ONNX Runtime or the server does not start) or ``torch``.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from celestial_memory.config import Settings
+from celestial_memory.embedding import Embedder, SentenceTransformerEmbedder, resolve_model
+from celestial_memory.encoding.onnx_encoder import OnnxEmbedder
+from celestial_memory.encoding.onnx_file import (
+    OnnxFile,
+    OnnxFileError,
+    cached_paths,
+    discard,
+    export,
+    model_fingerprint,
+    read_cached,
+)
+
+log = logging.getLogger("celestial_memory.encoder")
+
+# ONNX Runtime's thread pool when ``embed_threads`` is 0. One thread: on 2 shared cores a
+# second intra-op thread made one query's encode slower, not faster, whenever anything else ran
+# (docs/encoder.md, "Threads").
+ONNX_DEFAULT_THREADS = 1
+MIN_COSINE = 0.99999  # the ONNX vectors against torch's, checked on every export
+PROBES = ["When did Caroline go to the LGBTQ support group?", "ok", "",
+          "요가 수업에 다녀왔어요.", "The boiler was serviced on 3 March. " * 40]
+
+
+def onnx_cache_dir(settings: Settings) -> Path:
+    return settings.embed_onnx_dir or settings.data_dir / "encoders"
+
+
+def open_encoder(settings: Settings) -> Embedder:
+    """The encoder ``settings`` ask for, after one log line saying which and why."""
+    if settings.embed_backend == "torch":
+        return _torch(settings, "CELESTIAL_EMBED_BACKEND=torch")
+    torch_model: list[SentenceTransformerEmbedder] = []  # loaded at most once, if needed
+    try:
+        encoder, why = _onnx(settings, torch_model)
+    except Exception as exc:
+        if settings.embed_backend == "onnx":
+            raise RuntimeError(f"CELESTIAL_EMBED_BACKEND=onnx, but {exc}") from exc
+        reason = f"ONNX Runtime cannot run it: {exc}"
+        if torch_model:
+            _say_torch(torch_model[0], settings, reason, logging.WARNING)
+            return torch_model[0]
+        return _torch(settings, reason, logging.WARNING)
+    log.info("embedding encoder: ONNX Runtime (fp32) for %s, %d thread(s); %s",
+             encoder.name, encoder.threads, why)
+    return encoder
+
+
+def _torch(settings: Settings, reason: str, level: int = logging.INFO) -> Embedder:
+    embedder = SentenceTransformerEmbedder(settings.model, settings.device, settings.embed_threads)
+    _say_torch(embedder, settings, reason, level)
+    return embedder
+
+
+def _say_torch(embedder: SentenceTransformerEmbedder, settings: Settings, reason: str,
+               level: int) -> None:
+    import torch
+
+    log.log(level, "embedding encoder: torch for %s on %s, %d thread(s); %s", embedder.name,
+            settings.device, torch.get_num_threads(), reason)
+
+
+def _onnx(settings: Settings, torch_model: list[SentenceTransformerEmbedder]
+          ) -> tuple[OnnxEmbedder, str]:
+    if settings.device != "cpu":
+        raise OnnxFileError(f"the ONNX encoder runs on the CPU, and the device is {settings.device}")
+    model_dir = Path(resolve_model(settings.model))
+    if not model_dir.is_dir():
+        raise OnnxFileError(f"{settings.model} is not a model directory on this machine")
+    name = settings.model if not Path(settings.model).is_dir() else model_dir.name
+    threads = settings.embed_threads or ONNX_DEFAULT_THREADS
+    onnx_path, meta_path = cached_paths(onnx_cache_dir(settings), name, model_fingerprint(model_dir))
+    cached = read_cached(onnx_path, meta_path)
+    if cached is not None:
+        from transformers import AutoTokenizer
+
+        try:
+            encoder = _session(name, cached, AutoTokenizer.from_pretrained(str(model_dir)), threads)
+            return encoder, f"the ONNX file {cached.path} made from its weights, reused"
+        except Exception as exc:  # whole on disk, yet unreadable: made by another onnx, say
+            log.warning("ONNX encoder cache %s cannot be loaded (%s): rebuilding it",
+                        onnx_path, exc)
+            discard(onnx_path, meta_path)
+    torch_model.append(SentenceTransformerEmbedder(settings.model, "cpu", settings.embed_threads))
+    made = _export(torch_model[0], onnx_path, meta_path)
+    encoder = _session(name, made, torch_model[0].tokenizer, threads)
+    _check_against_torch(encoder, torch_model[0], onnx_path, meta_path)
+    return encoder, f"the ONNX file {made.path} exported now from its weights"
+
+
+def _export(model: SentenceTransformerEmbedder, onnx_path: Path, meta_path: Path) -> OnnxFile:
+    direct = model.direct
+    if direct is None:
+        raise OnnxFileError(f"{model.name} is not a transformer with mean pooling and "
+                            "normalisation, the structure the ONNX file holds")
+    with warnings.catch_warnings():  # the tracer's warnings, printed outside the log
+        warnings.simplefilter("ignore")
+        return export(model.st_model, direct.transformer, onnx_path, meta_path,
+                      model.dimension, direct.max_length)
+
+
+def _session(name: str, made: OnnxFile, tokenizer: Any, threads: int) -> OnnxEmbedder:
+    encoder = OnnxEmbedder(name, made.path, tokenizer, made.dimension, made.max_length, threads)
+    vectors = encoder.embed(PROBES)
+    if vectors.shape != (len(PROBES), made.dimension) or not np.allclose(
+            np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4):
+        raise OnnxFileError(f"the ONNX file gives vectors of shape {vectors.shape}, not unit "
+                            f"vectors of {made.dimension}")
+    return encoder
+
+
+def _check_against_torch(encoder: OnnxEmbedder, model: SentenceTransformerEmbedder,
+                         onnx_path: Path, meta_path: Path) -> None:
+    cosine = float((encoder.embed(PROBES) * model.embed(PROBES)).sum(axis=1).min())
+    if cosine < MIN_COSINE:
+        discard(onnx_path, meta_path)
+        raise OnnxFileError(f"the exported model's vectors are {cosine:.6f} from torch's "
+                            f"(cosine), below {MIN_COSINE}")
