@@ -97,6 +97,8 @@ class MemoryService:
         self.archive = Archive(settings, store, self.fn, self.zones, clock, self.placement)
         # The model's queue (understanding/), when a model is configured: the server runs it.
         self.understanding = understanding
+        if understanding is not None:
+            understanding.keep_facts_with(self.storing, self.relations)
         self.editing = Editing(settings, store, embedder, self.retrieval, self.fn, self.zones,
                                clock, self.placement)
         self.feedback = Feedback(settings, store, self.fn, self.zones, clock, self.placement)

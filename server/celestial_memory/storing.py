@@ -257,7 +257,8 @@ class Storing:
                     vector=dense[k], context=it.context, index=index[k],
                     entities=list(dict.fromkeys(ref(e) for e in mentions[k])),
                     # Queued for the model in the same write (understanding/extraction_queue.py).
-                    understand_due=now if self._settings.extractor == "llm" else None,
+                    understand_due=(now if self._settings.extractor == "llm" and it.understand
+                                    else None),
                     memory_type=it.memory_type or memory_types.DEFAULT, immutable=it.immutable,
                 ), now
             )

@@ -21,6 +21,7 @@ from celestial_memory.domain.models import MemoryFilter
 from celestial_memory.domain.requests import NewMemory, RecallQuery
 from celestial_memory.embedding import SentenceTransformerEmbedder
 from celestial_memory.service import MemoryService
+from celestial_memory.store.engine import MEMORIES
 from celestial_memory.understanding.chat import ModelError
 from celestial_memory.understanding.extraction import PROMPT, Triple, parse
 
@@ -240,3 +241,36 @@ async def test_through_grpc_a_memory_says_what_the_model_read_and_export_carries
         back = await c.get(m.id)
         assert back.triples == got.triples and back.entities == got.entities
         assert back.understanding == ""  # this server asked no model about it
+
+
+def test_the_models_facts_become_fact_memories_linked_to_their_source_once(
+        svc: MemoryService, model: ScriptedModel) -> None:
+    def with_facts(body: dict[str, Any]) -> str:
+        answer = json.loads(facts(body))
+        for entry in answer["memories"]:
+            name = entry["entities"][0]["name"]
+            entry["facts"] = [f"{name} lives in Oslo.", f"{name} said something."]
+        return json.dumps(answer)
+
+    model.answer = with_facts
+    [a, b] = svc.store_many(T, [NewMemory("Alice moved to Oslo"),
+                                NewMemory("Alice mentioned the fjords")])
+    queue = _queue(svc)
+    assert queue.run_once().understood == 2
+    mine = [m for page in svc.store.export_pages(T) for m in page]
+    kept = {m.content: m for m in mine if m.memory_type == "fact"}
+    # Two sources said "Alice lives in Oslo.": one fact memory (the repeat merged), related to
+    # both; the facts were not queued for the model themselves.
+    assert set(kept) == {"Alice lives in Oslo.", "Alice said something."}
+    oslo = kept["Alice lives in Oslo."]
+    assert {(e.other, e.relation, e.made_by, e.outgoing) for e in oslo.edges} == {
+        (a.id, "extracted_from", "derived", True), (b.id, "extracted_from", "derived", True)}
+    assert all(m.understand_due is None and m.understand_tries == 0 for m in kept.values())
+    assert queue.waiting() == 0
+    # A crash between the facts and the sources' write asks again: nothing is doubled.
+    svc.store.engine.set_payload(MEMORIES, {"understand_due": T0}, ids=[a.id])
+    assert queue.run_once().understood == 1
+    again = [m for page in svc.store.export_pages(T) for m in page if m.memory_type == "fact"]
+    assert sorted(m.content for m in again) == sorted(kept)
+    assert len(svc.store.get_one(T, a.id).edges) == len(
+        [e for e in svc.store.get_one(T, a.id).edges if e.relation == "extracted_from"]) == 2

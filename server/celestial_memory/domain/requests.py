@@ -28,6 +28,8 @@ class NewMemory:
     upsert: bool = False  # replace a memory the tenant holds under the same id
     memory_type: str = ""  # one of understanding/types.MEMORY_TYPES; empty: episode
     immutable: bool = False  # protected from update, merging and forgetting
+    # Queued for the model (CELESTIAL_EXTRACTOR=llm); False for what the model itself wrote.
+    understand: bool = True
 
 
 @dataclass(slots=True)

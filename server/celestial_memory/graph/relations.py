@@ -112,6 +112,30 @@ class Relations:
             self._graph.write_edges(tenant, edges)
         return out, new
 
+    def link_derived(self, tenant: str, pairs: Sequence[tuple[str, str]], relation: str) -> None:
+        """Relate each (derived, source) pair with weight 1, made by "derived", in one read and
+        one write; a pair whose memory is gone, or that would pass ``max_relations``, is
+        skipped (what was derived stays, unlinked, rather than failing the rest)."""
+        ids = list(dict.fromkeys(m for pair in pairs for m in pair))
+        if not ids:
+            return
+        with self._placement.locked(tenant):
+            edges = self._graph.edges_of(tenant, ids)
+            now = self._clock.now()
+            changed: set[str] = set()
+            for derived, source in pairs:
+                if derived == source or derived not in edges or source not in edges:
+                    continue
+                if max(len(edges[derived]), len(edges[source])) >= self._settings.max_relations:
+                    continue
+                out = Edge(source, relation, 1.0, "derived", now, True)
+                edges[derived], new = with_edge(edges[derived], out)
+                edges[source], _ = with_edge(edges[source], replace(out, other=derived,
+                                                                    outgoing=False))
+                if new:
+                    changed.update((derived, source))
+            self._graph.write_edges(tenant, {m: edges[m] for m in changed})
+
     def unrelate(self, tenant: str, source: str, target: str, relation: str = "") -> int:
         """Remove the relations from ``source`` to ``target`` (named ``relation``, or all);
         how many there were."""

@@ -23,6 +23,7 @@ from celestial_memory.graph.entities import (
 from celestial_memory.understanding.chat import ChatModel, ModelError
 
 MAX_TRIPLES = 16  # per memory
+MAX_FACTS, MAX_FACT = 5, 300  # facts per memory, characters per fact
 MAX_PART = 120  # characters of a triple's subject, relation or object
 MAX_TEXT = 4000  # characters of a memory sent (a long one is cut: its start says the most)
 
@@ -30,10 +31,13 @@ PROMPT = (
     "You read memories an assistant keeps about its users. For each numbered memory, list the "
     "entities it mentions (people, places, organisations, dates, amounts with units, titles of "
     "works) and the facts it states as subject-relation-object triples, with short relations "
-    "in snake_case (works_at, lives_in, likes, has_pet, born_on). Write dates as YYYY-MM-DD, "
-    "YYYY-MM or YYYY. Use only what the memory says. Answer with JSON only, exactly: "
+    "in snake_case (works_at, lives_in, likes, has_pet, born_on), and the few facts worth "
+    "remembering on their own as short standalone sentences that name who they are about "
+    "(none for small talk). Write dates as YYYY-MM-DD, YYYY-MM or YYYY. Use only what the "
+    "memory says. Answer with JSON only, exactly: "
     '{"memories": [{"n": 1, "entities": [{"name": "Alice", "kind": "person"}], '
-    '"triples": [["Alice", "works_at", "Acme"]]}]} with one entry per memory, in order. '
+    '"triples": [["Alice", "works_at", "Acme"]], "facts": ["Alice works at Acme."]}]} with '
+    "one entry per memory, in order. "
     "Kinds: person, place, organization, date, number, title, other. Memories may be in "
     "English or Korean; keep names as written."
 )
@@ -57,6 +61,7 @@ class Triple:
 class Understood:
     entities: list[Entity] = field(default_factory=list)
     triples: list[Triple] = field(default_factory=list)
+    facts: list[str] = field(default_factory=list)  # standalone sentences, stored as memories
 
 
 def _text(v: object, limit: int) -> str:
@@ -107,7 +112,11 @@ def parse(answer: str, n: int) -> list[Understood]:
         for t in entry.get("triples") or []:
             if (tr := _triple(t)) is not None and tr not in got.triples:
                 got.triples.append(tr)
+        for raw in entry.get("facts") or []:
+            if (fact := _text(raw, MAX_FACT)) and fact not in got.facts:
+                got.facts.append(fact)
         got.entities, got.triples = got.entities[:MAX_ENTITIES], got.triples[:MAX_TRIPLES]
+        got.facts = got.facts[:MAX_FACTS]
         out[k] = got
     if len(out) != n:
         raise ModelError(f"{len(out)} entries for {n} memories")

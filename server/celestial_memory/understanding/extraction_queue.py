@@ -22,15 +22,21 @@ from typing import Any
 from celestial_memory import metrics
 from celestial_memory.clock import Clock
 from celestial_memory.config import Settings
+from celestial_memory.domain.requests import NewMemory
+from celestial_memory.errors import CelestialError
 from celestial_memory.graph.entities import MAX_ENTITIES
 from celestial_memory.graph.entity_index import ref
+from celestial_memory.graph.relations import Relations
 from celestial_memory.store.repository import MemoryRepository
 from celestial_memory.store.understanding_store import Waiting
+from celestial_memory.storing import Storing
 from celestial_memory.understanding.chat import ModelError
 from celestial_memory.understanding.extraction import LlmExtractor, Understood
+from celestial_memory.understanding.types import FACT
 
 log = logging.getLogger(__name__)
 
+EXTRACTED_FROM = "extracted_from"  # the relation from a fact to the memory it came from
 WINDOW_S = 60.0  # the budget's window
 CALLS_PER_PASS = 8  # model calls one pass may make (then the loop comes back at once)
 
@@ -73,6 +79,8 @@ class ExtractionQueue:
                  clock: Clock) -> None:
         self._s, self._store, self._extractor, self._clock = settings, store, extractor, clock
         self._budgets: dict[str, Budget] = defaultdict(Budget)
+        self._storing: Storing | None = None
+        self._relations: Relations | None = None
 
     def close(self) -> None:
         self._extractor.close()
@@ -124,9 +132,38 @@ class ExtractionQueue:
         budget.spend(now, tokens)
         metrics.MODEL_CALLS.labels("extract", "ok").inc()
         metrics.MODEL_TOKENS.labels("extract").inc(tokens)
+        # The facts first, the sources out of the queue after: a crash between them asks again,
+        # and the facts' request ids make the second store a retry, not a copy.
+        try:
+            self._store_facts(tenant, batch, found)
+        except CelestialError as e:
+            return self._failed(tenant, batch, f"storing its facts failed: {e}", now)
         self._store.understanding.write(tenant, [
             (w.id, _understood(w, u)) for w, u in zip(batch, found, strict=True)])
         return {"understood": len(batch)}
+
+    def keep_facts_with(self, storing: Storing, relations: Relations) -> None:
+        """Store the model's facts as memories of type fact, related ``extracted_from`` their
+        source (without it, facts are not kept)."""
+        self._storing, self._relations = storing, relations
+
+    def _store_facts(self, tenant: str, batch: list[Waiting], found: list[Understood]) -> None:
+        if self._storing is None or self._relations is None:
+            return
+        items: list[NewMemory] = []
+        sources: list[str] = []
+        for w, u in zip(batch, found, strict=True):
+            for k, fact in enumerate(u.facts):
+                # Not understood again (the model wrote it); a repeat of a fact merges.
+                items.append(NewMemory(fact, memory_type=FACT, request_id=f"fact:{w.id}:{k}",
+                                       understand=False))
+                sources.append(w.id)
+        if not items:
+            return
+        stored = self._storing.store_batch(tenant, items)
+        self._relations.link_derived(tenant, [(m.id, src) for m, src in
+                                        zip(stored.memories, sources, strict=True)],
+                               EXTRACTED_FROM)
 
     def _failed(self, tenant: str, batch: list[Waiting], error: str,
                 now: float) -> dict[str, int]:
