@@ -163,6 +163,10 @@ class _Base:
     def _entity(self, entity_id: str) -> pb.EntitiesRequest:
         return pb.EntitiesRequest(tenant=self.tenant, entity=entity_id)
 
+    def _reflect(self, dry_run: bool, window: int, entities: Sequence[str]) -> pb.ReflectRequest:
+        return pb.ReflectRequest(tenant=self.tenant, dry_run=dry_run, window=window,
+                                 entities=list(entities))
+
     def _filter(self, filters: Filters) -> pb.RecallFilter:
         return cv.recall_request(self.tenant, "", 1, **filters).filter
 

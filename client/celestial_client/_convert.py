@@ -15,14 +15,17 @@ from celestial_client.types import (
     Consolidation,
     Entity,
     EntityProfile,
+    EntitySummary,
     ExportedMemory,
     Hop,
+    Insight,
     LedgerPage,
     Memory,
     MergedRepeat,
     PromptContext,
     RebalanceReport,
     RecallResult,
+    Reflection,
     RelatedMemory,
     Relation,
     ScoreBreakdown,
@@ -178,6 +181,7 @@ def memory(m: pb.Memory) -> Memory:
         merged=[MergedRepeat(r.content, to_datetime(r.created_at), r.id, r.session_id,
                              r.agent_id, dict(r.metadata), r.context) for r in m.merged],
         relations=[relation(r) for r in m.relations], entities=list(m.entities),
+        summary=m.summary, triples=[(t.subject, t.relation, t.object) for t in m.triples],
     )
 
 
@@ -203,7 +207,7 @@ def entity(e: pb.Entity) -> Entity:
 
 def entity_profile(p: pb.EntityProfile) -> EntityProfile:
     return EntityProfile(entity(p.entity), to_datetime(p.first_seen), to_datetime(p.last_seen),
-                         [memory(m) for m in p.most_recalled])
+                         [memory(m) for m in p.most_recalled], p.summary, p.summary_id)
 
 
 def stats(resp: pb.StatsResponse) -> Stats:
@@ -294,11 +298,24 @@ def exported_record(e: ExportedMemory | pb.ExportedMemory) -> pb.ExportedMemory:
             relations=[pb.Relation(id=r.id, relation=r.relation, weight=r.weight,
                                    made_by=r.made_by, created_at=timestamp(r.created_at),
                                    outgoing=r.outgoing) for r in m.relations],
-            entities=m.entities),
+            entities=m.entities, summary=m.summary,
+            triples=[pb.Triple(subject=s, relation=r, object=o) for s, r, o in m.triples]),
         vector=e.vector, context_vector=e.context_vector, context_score=e.context_score,
         written_at=timestamp(e.written_at))
 
 
 def prompt_context(r: pb.ContextResponse) -> PromptContext:
     return PromptContext(r.text, int(r.tokens), r.tokenizer, list(r.included_ids),
-                         list(r.folded_ids), list(r.omitted_ids))
+                         list(r.folded_ids), list(r.omitted_ids),
+                         [RESOLUTIONS.get(f, "full") for f in r.included_resolutions])
+
+
+RESOLUTIONS = {pb.RESOLUTION_FULL: "full", pb.RESOLUTION_SUMMARY: "summary",
+               pb.RESOLUTION_TRIPLE: "triple"}
+
+
+def reflection(r: pb.ReflectResponse) -> Reflection:
+    return Reflection(
+        [Insight(i.id, i.content, i.entity, list(i.source_ids), i.created) for i in r.insights],
+        [EntitySummary(x.entity, x.summary, x.id, list(x.source_ids)) for x in r.summaries],
+        r.dry_run, r.memories_read, r.model_calls, int(r.model_tokens))

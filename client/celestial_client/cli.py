@@ -28,6 +28,7 @@ from celestial_client.cli_output import (
     show_stats,
     table,
 )
+from celestial_client.cli_reflect import add_reflect_command, run_reflect
 from celestial_client.client import CelestialClient
 from celestial_client.connection import TLS
 from celestial_client.errors import CelestialClientError
@@ -79,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
         with contextlib.suppress(ImportError):
             getattr(importlib.import_module(module), adder)(command)
 
+    add_reflect_command(sub)
     s = sub.add_parser("store", help="store a memory")
     s.add_argument("content")
     s.add_argument("--importance", type=float)
@@ -194,7 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "mcp":
             return run_mcp(args, client)
         try:
-            print(run_command(args, client))
+            print(run_reflect(args, client) if args.command == "reflect"
+                  else run_command(args, client))
         except CelestialClientError as err:
             print(f"error ({err.code.name}): {err.details}", file=sys.stderr)
             return 1

@@ -53,11 +53,13 @@ from celestial_memory.paging import ENVELOPE_BYTES
 from celestial_memory.placement import Placement
 from celestial_memory.prompt_context import Assembler, ContextBlock, token_counter
 from celestial_memory.rebalancer import Rebalancer
+from celestial_memory.reflection.reflector import Reflection, Reflector
 from celestial_memory.retrieval import Retrieval, zone_order
 from celestial_memory.store.payload import ARCHIVE_ZONE
 from celestial_memory.store.repository import MemoryRepository
 from celestial_memory.storing import Storing
 from celestial_memory.transfer import Transfer
+from celestial_memory.understanding.chat import ChatModel
 from celestial_memory.understanding.extraction_queue import ExtractionQueue
 
 
@@ -70,6 +72,7 @@ class MemoryService:
         clock: Clock,
         evaluator: ImportanceEvaluator,
         understanding: ExtractionQueue | None = None,
+        model: ChatModel | None = None,
     ) -> None:
         if store.dimension != embedder.dimension:
             raise ValueError(
@@ -95,6 +98,9 @@ class MemoryService:
         self.archive = Archive(settings, store, self.fn, self.zones, clock, self.placement)
         # The model's queue (understanding/), when a model is configured: the server runs it.
         self.understanding = understanding
+        # Reflection (reflection/): refused without a model.
+        self.reflection = Reflector(settings, store, self.storing, self.relations, clock, model)
+        self._model = model
         self.editing = Editing(settings, store, embedder, self.retrieval, self.fn, self.zones,
                                clock, self.placement)
 
@@ -107,6 +113,8 @@ class MemoryService:
             close()
         if self.understanding is not None:
             self.understanding.close()
+        if self._model is not None:
+            self._model.close()
 
     def tenants(self) -> list[str]:
         """Every tenant that has at least one memory (the periodic rebalance visits each)."""
@@ -138,7 +146,9 @@ class MemoryService:
         self, tenant: str, items: Sequence[NewMemory], prechecked: bool = False,
         cancel: Cancellation = NEVER,
     ) -> Stored:
-        return self.storing.store_batch(tenant, items, prechecked, cancel)
+        stored = self.storing.store_batch(tenant, items, prechecked, cancel)
+        self.reflection.noted(tenant, sum(stored.created))
+        return stored
 
     def check_new(self, item: NewMemory, index: int, batch: bool) -> NewMemory:
         return self.storing.check_new(item, index, batch)
@@ -271,7 +281,7 @@ class MemoryService:
         # The block shares its answer with the ids it lists (each memory's once, 38 bytes).
         s = self.settings
         room = s.max_message_bytes - ENVELOPE_BYTES - 40 * s.max_recall_limit
-        assembler = Assembler(max_tokens, self.tokens, room)
+        assembler = Assembler(max_tokens, self.tokens, room, s.summary_max_chars)
         select = assembler.select
         if neighbours:
             def select(mems: Sequence[Memory], zones: Sequence[Zone | None]) -> list[int]:
@@ -342,6 +352,13 @@ class MemoryService:
 
     def entity_list(self, tenant: str) -> list[EntityCount]:
         return self.entities.listed(tenant)
+
+    def reflect(self, tenant: str, dry_run: bool = False, window: int = 0,
+                entities: Sequence[str] = ()) -> Reflection:
+        """Insights about the entities of the tenant's recent memories, by the model
+        (reflection/); FailedPrecondition without one."""
+        self._flush(tenant)
+        return self.reflection.reflect(tenant, dry_run, window, entities)
 
     def entity_profile(self, tenant: str, entity: str) -> EntityProfile:
         self._flush(tenant)  # its most recalled, counted as recalls have left them

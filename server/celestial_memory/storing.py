@@ -35,6 +35,7 @@ from celestial_memory.rebalancer import event_id
 from celestial_memory.repeats import Repeats
 from celestial_memory.retrieval import Retrieval
 from celestial_memory.store.repository import MemoryRepository
+from celestial_memory.understanding import resolutions
 
 
 class Storing:
@@ -256,6 +257,7 @@ class Storing:
                     understand_due=now if self._settings.extractor == "llm" else None,
                 ), now
             )
+            resolutions.by_rules(memories[i], self._settings.summary_max_chars)
         return memories
 
     def _held(

@@ -9,8 +9,8 @@ from celestial_client import AsyncCelestialClient, CelestialClient
 
 METHODS = ["close", "consolidate", "context", "delete", "entities", "entity", "export", "get",
            "import_memories", "iter_memories", "ledger", "ledger_page", "list_page", "rebalance",
-           "recall", "recent", "recent_page", "relate", "related", "restore", "set_clock", "stats",
-           "store", "store_batch", "unrelate", "update", "with_options"]
+           "recall", "recent", "recent_page", "reflect", "relate", "related", "restore",
+           "set_clock", "stats", "store", "store_batch", "unrelate", "update", "with_options"]
 
 
 def test_exports_are_pinned() -> None:
@@ -27,11 +27,13 @@ def test_exports_are_pinned() -> None:
         "DeadlineExceededError",
         "Entity",
         "EntityProfile",
+        "EntitySummary",
         "ExportedMemory",
         "FailedPreconditionError",
         "FieldViolation",
         "Hop",
         "ImportResult",
+        "Insight",
         "InternalError",
         "InvalidArgumentError",
         "LedgerPage",
@@ -44,6 +46,7 @@ def test_exports_are_pinned() -> None:
         "PromptContext",
         "RebalanceReport",
         "RecallResult",
+        "Reflection",
         "RelatedMemory",
         "Relation",
         "ResourceExhaustedError",

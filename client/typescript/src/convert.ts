@@ -12,6 +12,7 @@ import {
   type RebalanceReport,
   type RecallOptions,
   type RecallResult,
+  type Reflection,
   type RelatedMemory,
   type Relation,
   type ScoreBreakdown,
@@ -81,7 +82,8 @@ export function memory(m: pb.Memory | undefined): Memory {
       content: r.content, createdAt: date(r.createdAt), id: r.id, sessionId: r.sessionId,
       agentId: r.agentId, metadata: r.metadata, context: r.context,
     })),
-    relations: m.relations.map(relation), entities: m.entities,
+    relations: m.relations.map(relation), entities: m.entities, summary: m.summary,
+    triples: m.triples.map((t) => [t.subject, t.relation, t.object]),
   };
   if (m.archivedAt !== undefined) {
     out.archivedAt = date(m.archivedAt);
@@ -163,7 +165,20 @@ export function entityProfile(p: pb.EntityProfile | undefined): EntityProfile {
   }
   return {
     entity: entity(p.entity), firstSeen: date(p.firstSeen), lastSeen: date(p.lastSeen),
-    mostRecalled: p.mostRecalled.map(memory),
+    mostRecalled: p.mostRecalled.map(memory), summary: p.summary, summaryId: p.summaryId,
+  };
+}
+
+export function reflection(r: pb.ReflectResponse): Reflection {
+  return {
+    insights: r.insights.map((i) => ({
+      id: i.id, content: i.content, entity: i.entity, sourceIds: i.sourceIds, created: i.created,
+    })),
+    summaries: r.summaries.map((x) => ({
+      entity: x.entity, summary: x.summary, id: x.id, sourceIds: x.sourceIds,
+    })),
+    dryRun: r.dryRun, memoriesRead: r.memoriesRead, modelCalls: r.modelCalls,
+    modelTokens: Number(r.modelTokens),
   };
 }
 

@@ -2,7 +2,7 @@
 
 A key has a role and a set of tenants (or all of them). The role decides the methods:
 ``read`` (Recall without reinforcement, Get, Recent, List, Stats, Export, Ledger), ``write`` (also
-Store, StoreBatch, Update, Delete, Restore, Recall that reinforces, Import) and ``admin`` (also
+Store, StoreBatch, Update, Delete, Restore, Recall that reinforces, Import, Reflect) and ``admin`` (also
 Rebalance, Consolidate, DeleteByFilter, SetClock). The tenants decide the data: a request naming
 a tenant outside the key's set is refused, and one naming none gets the key's tenant. A tenant's
 name is bounded (``checked_tenant``) before anything uses it.
@@ -33,6 +33,7 @@ METHOD_ROLES: dict[str, Role] = {
     "Entities": Role.READ,
     "Store": Role.WRITE, "StoreBatch": Role.WRITE, "Update": Role.WRITE, "Delete": Role.WRITE,
     "Import": Role.WRITE, "Restore": Role.WRITE, "Relate": Role.WRITE, "Unrelate": Role.WRITE,
+    "Reflect": Role.WRITE,  # a dry run too: it spends model calls
     "Rebalance": Role.ADMIN, "Consolidate": Role.ADMIN, "DeleteByFilter": Role.ADMIN,
     "SetClock": Role.ADMIN,
 }

@@ -23,6 +23,8 @@ from celestial_memory.domain.scoring import ScoreBreakdown
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import InvalidArgument
 from celestial_memory.graph.entity_index import EntityCount
+from celestial_memory.understanding.extraction import MAX_PART, MAX_SUMMARY, MAX_TRIPLES
+from celestial_memory.understanding.resolutions import FULL, SUMMARY, TRIPLE
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -83,7 +85,14 @@ def memory_to_pb(m: Memory, b: ScoreBreakdown) -> pb.Memory:
                                 session_id=p.session_id, agent_id=p.agent_id,
                                 metadata=p.metadata, context=p.context) for p in m.merged],
         relations=[relation_to_pb(e) for e in m.edges], entities=m.entities,
+        summary=m.summary, triples=[pb.Triple(subject=t[0], relation=t[1], object=t[2])
+                                    for t in m.triples],
     )
+
+
+# A Context block's form of each memory (understanding/resolutions.py) on the wire.
+RESOLUTIONS = {FULL: pb.RESOLUTION_FULL, SUMMARY: pb.RESOLUTION_SUMMARY,
+               TRIPLE: pb.RESOLUTION_TRIPLE}
 
 
 def relation_to_pb(e: Edge) -> pb.Relation:
@@ -231,6 +240,10 @@ def imported_from_pb(e: pb.ExportedMemory) -> Imported:
                            metadata=dict(r.metadata), context=r.context) for r in pm.merged],
         edges=[relation_from_pb(r, f"memory.relations[{i}]") for i, r in enumerate(pm.relations)],
         entities=list(pm.entities),
+        # Bounded as the model's are (understanding/extraction.py).
+        summary=" ".join(pm.summary.split())[:MAX_SUMMARY],
+        triples=[(t.subject[:MAX_PART], t.relation[:MAX_PART], t.object[:MAX_PART])
+                 for t in pm.triples[:MAX_TRIPLES] if t.subject and t.relation and t.object],
     )
     ctx = np.asarray(e.context_vector, dtype=np.float32) if len(e.context_vector) else None
     return Imported(m, ctx)

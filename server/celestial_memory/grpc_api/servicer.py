@@ -26,6 +26,7 @@ from celestial_memory.errors import DeadlineExceeded, InvalidArgument, TooManyCa
 from celestial_memory.grpc_api import converters as cv
 from celestial_memory.grpc_api.graph_rpcs import GraphRpcs
 from celestial_memory.grpc_api.observer import TENANT
+from celestial_memory.grpc_api.reflect_rpcs import ReflectRpcs
 from celestial_memory.grpc_api.status import mapped, mapped_stream
 from celestial_memory.paging import PageSize
 from celestial_memory.service import MemoryService
@@ -47,7 +48,7 @@ Context = grpc.aio.ServicerContext[Any, Any]
 RpcContext = Context
 
 
-class MemoryServicer(GraphRpcs, pb_grpc.MemoryServiceServicer):
+class MemoryServicer(GraphRpcs, ReflectRpcs, pb_grpc.MemoryServiceServicer):
     def __init__(self, service: MemoryService) -> None:
         self._service = service
         self.inflight = InFlight()
@@ -377,7 +378,8 @@ class MemoryServicer(GraphRpcs, pb_grpc.MemoryServiceServicer):
                             q, request.max_tokens, request.neighbours, cancellable=True)
         return pb.ContextResponse(text=b.text, tokens=b.tokens, tokenizer=b.tokenizer,
                                   included_ids=b.included, folded_ids=b.folded,
-                                  omitted_ids=b.omitted)
+                                  omitted_ids=b.omitted,
+                                  included_resolutions=[cv.RESOLUTIONS[f] for f in b.forms])
 
 
 async def _items_until_idle(requests: AsyncIterator[T], method: str, idle_s: float

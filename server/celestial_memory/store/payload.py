@@ -130,6 +130,7 @@ def to_payload(m: Memory) -> dict[str, Any]:
         **edge_fields(m.edges),
         **({} if not m.entities else {"entities": list(m.entities)}),
         **({} if not m.triples else {"triples": [list(t) for t in m.triples]}),
+        **({} if not m.summary else {"summary": m.summary}),
         **({} if m.understand_due is None else {"understand_due": float(m.understand_due)}),
         **({} if not m.understand_tries else {"understand_tries": int(m.understand_tries)}),
         **({} if not m.understand_error else {"understand_error": m.understand_error}),
@@ -180,6 +181,7 @@ def from_payload(point_id: object, p: dict[str, Any], vector: Any = None) -> Mem
                         else None),
         understand_tries=int(p.get("understand_tries", 0)),
         understand_error=str(p.get("understand_error", "")),
+        summary=str(p.get("summary", "")),
     )
 
 
