@@ -16,6 +16,7 @@ from celestial_memory.domain.models import Memory
 
 FULL, SUMMARY, TRIPLE = "full", "summary", "triple"
 MAX_OBJECT = 80  # characters of a rule triple's object
+HEAD = 4096  # characters of a text the rules read
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。])\s|\n")
 # Verb phrases a rule triple may have, longest first so that "lives in" wins over "lives".
@@ -33,7 +34,9 @@ _TRIPLE = re.compile(
 
 
 def first_sentence(text: str) -> str:
-    flat = text.strip()
+    """The first sentence (or line) on one line; only the text's start is read, which bounds
+    the work on a long text (a summary is at most 1,000 characters)."""
+    flat = text[:HEAD].strip()
     cut = _SENTENCE_END.search(flat)
     return " ".join((flat[:cut.start()] if cut else flat).split())
 
