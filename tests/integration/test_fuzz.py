@@ -297,6 +297,7 @@ def test_the_fuzz_reached_the_service(harness: Harness) -> None:
     refused = {m for (m, c), n in OUTCOMES.items() if c == "INVALID_ARGUMENT"}
     assert {"Store", "Recall", "Stats", "Recent", "Export", "Ledger", "Relate", "Related",
             "Entities", "Reflect"} <= accepted
+    assert harness.model.requests  # a fuzzed Reflect got as far as the model
     assert {"Store", "StoreBatch", "Recall", "Update", "Import"} <= refused
 
 

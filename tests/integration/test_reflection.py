@@ -164,6 +164,14 @@ async def test_dry_run_then_insights_with_their_sources(
         with pytest.raises(InvalidArgumentError, match="window"):
             await c.reflect(window=100_000)
 
+        # Erasing a memory erases what was derived from it: Alice's insight and summary rest
+        # on stored[1]; Bob's do not.
+        assert await c.delete(stored[1].id)
+        left = {m.id for m in await c.recent(100, tags_any=["insight"])}
+        assert left == {done.insights[1].id, done.summaries[1].id}
+        assert (await c.entity(ALICE)).summary == ""
+        assert (await c.entity(BOB)).summary == f"{BOB} comes up often"
+
 
 async def test_a_malformed_answer_writes_nothing(
         tmp_path: Path, backend_kind: str, embedder: SentenceTransformerEmbedder,
