@@ -170,6 +170,10 @@ class _Base:
         return pb.FeedbackRequest(tenant=self.tenant, id=memory_id, verdict=(
             pb.VERDICT_HELPFUL if helpful else pb.VERDICT_NOT_HELPFUL))
 
+    def _reflect(self, dry_run: bool, window: int, entities: Sequence[str]) -> pb.ReflectRequest:
+        return pb.ReflectRequest(tenant=self.tenant, dry_run=dry_run, window=window,
+                                 entities=list(entities))
+
     def _filter(self, filters: Filters) -> pb.RecallFilter:
         return cv.recall_request(self.tenant, "", 1, **filters).filter
 

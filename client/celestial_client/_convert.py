@@ -16,8 +16,10 @@ from celestial_client.types import (
     Consolidation,
     Entity,
     EntityProfile,
+    EntitySummary,
     ExportedMemory,
     Hop,
+    Insight,
     LedgerPage,
     Memory,
     MergedRepeat,
@@ -25,6 +27,7 @@ from celestial_client.types import (
     PromptContext,
     RebalanceReport,
     RecallResult,
+    Reflection,
     RelatedMemory,
     Relation,
     ScoreBreakdown,
@@ -195,7 +198,7 @@ def memory(m: pb.Memory) -> Memory:
         merged=[MergedRepeat(r.content, to_datetime(r.created_at), r.id, r.session_id,
                              r.agent_id, dict(r.metadata), r.context) for r in m.merged],
         relations=[relation(r) for r in m.relations], entities=list(m.entities),
-        triples=[(t.subject, t.relation, t.object) for t in m.triples],
+        summary=m.summary, triples=[(t.subject, t.relation, t.object) for t in m.triples],
         understanding=m.understanding,
         next_move=next_move(m.next_move) if m.HasField("next_move") else None,
         memory_type=type_from_pb(m.memory_type), immutable=m.immutable,
@@ -228,7 +231,7 @@ def entity(e: pb.Entity) -> Entity:
 
 def entity_profile(p: pb.EntityProfile) -> EntityProfile:
     return EntityProfile(entity(p.entity), to_datetime(p.first_seen), to_datetime(p.last_seen),
-                         [memory(m) for m in p.most_recalled])
+                         [memory(m) for m in p.most_recalled], p.summary, p.summary_id)
 
 
 def stats(resp: pb.StatsResponse) -> Stats:
@@ -321,7 +324,7 @@ def exported_record(e: ExportedMemory | pb.ExportedMemory) -> pb.ExportedMemory:
             relations=[pb.Relation(id=r.id, relation=r.relation, weight=r.weight,
                                    made_by=r.made_by, created_at=timestamp(r.created_at),
                                    outgoing=r.outgoing) for r in m.relations],
-            entities=m.entities,
+            entities=m.entities, summary=m.summary,
             triples=[pb.Triple(subject=s, relation=r, object=o) for s, r, o in m.triples],
             memory_type=type_to_pb(m.memory_type), immutable=m.immutable),
         vector=e.vector, context_vector=e.context_vector, context_score=e.context_score,
@@ -330,4 +333,16 @@ def exported_record(e: ExportedMemory | pb.ExportedMemory) -> pb.ExportedMemory:
 
 def prompt_context(r: pb.ContextResponse) -> PromptContext:
     return PromptContext(r.text, int(r.tokens), r.tokenizer, list(r.included_ids),
-                         list(r.folded_ids), list(r.omitted_ids))
+                         list(r.folded_ids), list(r.omitted_ids),
+                         [RESOLUTIONS.get(f, "full") for f in r.included_resolutions])
+
+
+RESOLUTIONS = {pb.RESOLUTION_FULL: "full", pb.RESOLUTION_SUMMARY: "summary",
+               pb.RESOLUTION_TRIPLE: "triple"}
+
+
+def reflection(r: pb.ReflectResponse) -> Reflection:
+    return Reflection(
+        [Insight(i.id, i.content, i.entity, list(i.source_ids), i.created) for i in r.insights],
+        [EntitySummary(x.entity, x.summary, x.id, list(x.source_ids)) for x in r.summaries],
+        r.dry_run, r.memories_read, r.model_calls, int(r.model_tokens))

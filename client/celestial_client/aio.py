@@ -41,6 +41,7 @@ from celestial_client.types import (
     PromptContext,
     RebalanceReport,
     RecallResult,
+    Reflection,
     RelatedMemory,
     Relation,
     Stats,
@@ -138,6 +139,11 @@ class AsyncCelestialClient(_Base):
     async def restore(self, memory_id: str) -> Memory:
         resp = await self._call("Restore", pb.RestoreRequest(tenant=self.tenant, id=memory_id))
         return cv.memory(resp.memory)
+
+    async def reflect(self, dry_run: bool = True, window: int = 0,
+                      entities: Sequence[str] = ()) -> Reflection:
+        return cv.reflection(await self._call("Reflect", self._reflect(dry_run, window,
+                                                                      entities)))
 
     async def consolidate(self, dry_run: bool = True) -> Consolidation:
         return cv.consolidation(await self._call("Consolidate", pb.ConsolidateRequest(

@@ -34,6 +34,8 @@ from celestial_client.cli_output import (
     table,
 )
 from celestial_client.cli_parser import SERVER_COMMANDS, build
+from celestial_client.cli_reflect import COMMANDS as REFLECT_COMMANDS
+from celestial_client.cli_reflect import run_reflect
 from celestial_client.cli_settings import UsageError, api_key, client_settings, tls
 from celestial_client.cli_transfer import export, import_, run_eval, run_mcp
 from celestial_client.client import CelestialClient
@@ -124,6 +126,8 @@ def _run(args: argparse.Namespace) -> int:
             return _print(args, import_(args, client))
         if args.command in FEEDBACK_COMMANDS:
             return _print(args, run_feedback(args, client))
+        if args.command in REFLECT_COMMANDS:
+            return _print(args, run_reflect(args, client))
         return _print(args, run_command(args, client))
 
 

@@ -14,14 +14,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from celestial_client.cli_feedback import add_feedback_command
+from celestial_client.cli_reflect import add_reflect_command
 from celestial_client.types import MEMORY_TYPES
 
 DESCRIPTION = """\
 Celestial Memory from the command line: store and recall memories; browse them (list, recent,
-get, archived); edit them (update, delete, restore, feedback); connect them (relate, unrelate, related,
-entities); look after the zones (stats, rebalance, consolidate, ledger); move them between
-servers (export, import); measure recall (eval); serve the tools to an MCP host (mcp); show the
-effective configuration (config); run the server (serve, keys).
+get, archived); edit them (update, delete, restore, feedback); connect them (relate, unrelate,
+related, entities); reflect on them with the server's model (reflect); look after the zones
+(stats, rebalance, consolidate, ledger); move them between servers (export, import); measure
+recall (eval); serve the tools to an MCP host (mcp); show the effective configuration (config);
+run the server (serve, keys).
 """
 
 EPILOG = """\
@@ -217,6 +219,7 @@ def build() -> argparse.ArgumentParser:
 def _graph(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
     """relate, unrelate, related and entities."""
     add_feedback_command(command)
+    add_reflect_command(command)
     rl = command("relate", "relate two memories: a named, weighted edge FROM -> TO (relating "
                            "them again sets the weight)")
     rl.add_argument("from_id", metavar="FROM", help="the memory the relation starts at")

@@ -48,6 +48,7 @@ from celestial_client.types import (
     PromptContext,
     RebalanceReport,
     RecallResult,
+    Reflection,
     RelatedMemory,
     Relation,
     Stats,
@@ -171,6 +172,15 @@ class CelestialClient(_Base):
         """Bring an archived (forgotten) memory back into the zones."""
         return cv.memory(self._call("Restore", pb.RestoreRequest(tenant=self.tenant,
                                                                  id=memory_id)).memory)
+
+    def reflect(self, dry_run: bool = True, window: int = 0,
+                entities: Sequence[str] = ()) -> Reflection:
+        """Insights about the entities of the tenant's newest ``window`` memories (0: the
+        server's default), by the server's model: stored as memories tagged "insight", related
+        derived_from their sources, with a summary per entity (its profile's). A dry run by
+        default: see what it would write, then call again with ``dry_run=False``. Without a
+        model on the server: FailedPreconditionError."""
+        return cv.reflection(self._call("Reflect", self._reflect(dry_run, window, entities)))
 
     def consolidate(self, dry_run: bool = True) -> Consolidation:
         """Merge the repeats among memories stored before (admin). A dry run by default: see

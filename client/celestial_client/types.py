@@ -89,8 +89,9 @@ class Memory:
     merged: list[MergedRepeat] = field(default_factory=list)
     relations: list[Relation] = field(default_factory=list)  # both directions
     entities: list[str] = field(default_factory=list)  # ids "<kind>:<key>" (see Entity)
-    # Facts a model read in it (subject, relation, object), and the state of that reading:
-    # "" (no model asked), "waiting", "done" or "failed: <why>".
+    summary: str = ""  # one line: by rules when stored, by the server's model later
+    # Facts it states (subject, relation, object), by rules or a model, and the state of the
+    # model's reading: "" (no model asked), "waiting", "done" or "failed: <why>".
     triples: list[tuple[str, str, str]] = field(default_factory=list)
     understanding: str = ""
     next_move: NextMove | None = None  # None: nothing scheduled (pinned, archived, or never)
@@ -195,12 +196,15 @@ class Entity:
 @dataclass(frozen=True, slots=True)
 class EntityProfile:
     """One entity: the creation times of the first and last memory mentioning it, and its most
-    recalled memories (at most 10), most recalled first."""
+    recalled memories (at most 10), most recalled first; and what the last ``reflect`` made
+    of it (empty before), in the memory ``summary_id``."""
 
     entity: Entity
     first_seen: datetime
     last_seen: datetime
     most_recalled: list[Memory]
+    summary: str = ""
+    summary_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,3 +343,40 @@ class PromptContext:
     included_ids: list[str]
     folded_ids: list[str]
     omitted_ids: list[str]
+    # How the block shows each of included_ids: "full" (its text), or, when that did not fit,
+    # "summary" (its one-line summary) or "triple" (its first fact).
+    included_resolutions: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Insight:
+    """An insight ``reflect`` wrote (or would): a memory tagged "insight", related
+    derived_from ``source_ids``."""
+
+    id: str
+    content: str
+    entity: str
+    source_ids: list[str]
+    created: bool  # stored by this call (False in a dry run, or when stored before)
+
+
+@dataclass(frozen=True, slots=True)
+class EntitySummary:
+    """An entity's summary ``reflect`` wrote (or would): its profile's summary from then on."""
+
+    entity: str
+    summary: str
+    id: str
+    source_ids: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Reflection:
+    """What ``reflect`` wrote (or, in a dry run, would write), and what it cost."""
+
+    insights: list[Insight]
+    summaries: list[EntitySummary]
+    dry_run: bool
+    memories_read: int
+    model_calls: int
+    model_tokens: int

@@ -10,6 +10,7 @@ from celestial_memory.embedding import Embedder
 from celestial_memory.encoding import open_encoder
 from celestial_memory.service import MemoryService
 from celestial_memory.store import MemoryRepository, open_edge, open_qdrant
+from celestial_memory.understanding import chat
 from celestial_memory.understanding.extraction_queue import ExtractionQueue
 
 
@@ -49,18 +50,19 @@ def build_service(
     else:
         evaluator = evaluator_from_settings(settings)
     clock = clock or _default_clock(settings)
+    # One client for every model-backed feature (understanding/chat.py).
+    model = chat.from_settings(settings) if settings.has_model else None
     return MemoryService(settings, store, embedder, clock, evaluator,
-                         _understanding(settings, store, clock))
+                         _understanding(settings, store, clock, model), model)
 
 
-def _understanding(settings: Settings, store: MemoryRepository,
-                   clock: Clock) -> ExtractionQueue | None:
-    if settings.extractor != "llm":
+def _understanding(settings: Settings, store: MemoryRepository, clock: Clock,
+                   model: chat.ChatModel | None) -> ExtractionQueue | None:
+    if settings.extractor != "llm" or model is None:
         return None
-    from celestial_memory.understanding import chat
     from celestial_memory.understanding.extraction import LlmExtractor
 
-    return ExtractionQueue(settings, store, LlmExtractor(chat.from_settings(settings)), clock)
+    return ExtractionQueue(settings, store, LlmExtractor(model), clock)
 
 
 def _default_clock(settings: Settings) -> Clock:

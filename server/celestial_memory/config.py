@@ -144,6 +144,24 @@ class Settings(BaseSettings):
         10.0, gt=0, description="wait before a failed memory is tried again (doubled each try)")
     understand_poll_s: float = Field(
         1.0, gt=0, description="how often an idle queue is looked at")
+    # Three resolutions (understanding/resolutions.py): a memory's one-line summary, by rules
+    # at store time and by the model with extractor=llm.
+    summary_max_chars: int = Field(
+        160, ge=20, le=1000, description="longest one-line summary of a memory, in characters")
+    # Reflection (reflection/): insights about the entities of a tenant's recent memories, by
+    # the llm_* model; Reflect is refused without one.
+    reflect_after: int = Field(
+        0, ge=0, description="reflect on a tenant after this many new memories; 0 = only on request")
+    reflect_window: int = Field(
+        200, gt=0, le=2000, description="newest memories of a tenant one reflection reads")
+    reflect_max_entities: int = Field(
+        8, gt=0, le=64, description="entities one reflection writes about (most mentioned first)")
+    reflect_min_mentions: int = Field(
+        2, gt=0, description="memories of the window an entity needs to be reflected on")
+    reflect_entities_per_call: int = Field(
+        4, gt=0, le=16, description="entities sent to the model in one call")
+    reflect_max_insights: int = Field(
+        3, gt=0, le=10, description="insights kept per entity")
 
     # Importance
     importance_evaluator: Literal["rules", "default", "llm"] = Field(
@@ -281,6 +299,8 @@ class Settings(BaseSettings):
                              "CELESTIAL_LLM_MODEL (or their CELESTIAL_IMPORTANCE_LLM_ forms)")
         if self.extractor == "llm" and not (self.llm_base_url and self.llm_model):
             raise ValueError("extractor=llm needs CELESTIAL_LLM_BASE_URL and CELESTIAL_LLM_MODEL")
+        if self.reflect_after and not (self.llm_base_url and self.llm_model):
+            raise ValueError("reflect_after needs CELESTIAL_LLM_BASE_URL and CELESTIAL_LLM_MODEL")
         return self
 
     @model_validator(mode="after")
@@ -308,20 +328,29 @@ class Settings(BaseSettings):
 
     def largest_memory_bytes(self) -> int:
         """The most one memory can take in an answer or an export item: every text at its limit
-        in 4-byte characters, its merged repeats, two vectors of a large model and framing. A
+        in 4-byte characters, its merged repeats, summary and triples, two vectors of a large
+        model and framing. A
         memory must always fit one message, or it could be neither read nor exported."""
         label = 4 * self.max_label_chars + 8
         metadata = self.max_metadata_entries * (64 + 4 * self.max_metadata_value_chars + 16)
         texts = 4 * (self.max_content_chars + self.max_context_chars) + 16
         vectors = 2 * 4 * 4096
+        # Its summary and triples: the rules' or the model's, whichever is longer (16 triples of
+        # three 120-character parts, a 300-character summary: understanding/extraction.py).
+        understood = 4 * (max(self.summary_max_chars, 300) + 16 * 3 * 120) + 16 * 16
         return (texts + metadata + (self.max_tags + 2) * label + self.max_merged_bytes
-                + vectors + 4096)
+                + vectors + understood + 4096)
 
     def reinforce_flush_s(self) -> float:
         """The write-behind bound in seconds; 0 = write-through."""
         if self.reinforce_flush_ms is not None:
             return self.reinforce_flush_ms / 1000
         return DEFAULT_EDGE_FLUSH_MS / 1000 if self.backend == "edge" else 0.0
+
+    @property
+    def has_model(self) -> bool:
+        """Whether a chat model is configured (the llm_* settings)."""
+        return bool(self.llm_base_url and self.llm_model)
 
     def collection_name(self, dimension: int) -> str:
         if self.collection:

@@ -16,6 +16,7 @@ from celestial_memory.errors import FailedPrecondition, Immutable, InvalidArgume
 from celestial_memory.placement import Placement
 from celestial_memory.retrieval import Retrieval
 from celestial_memory.store.repository import MemoryRepository
+from celestial_memory.understanding import resolutions
 
 
 class Editing:
@@ -57,6 +58,7 @@ class Editing:
             if new_content is not None:
                 m.content = new_content
                 m.content_hash = content_hash(new_content)
+                resolutions.by_rules(m, s.summary_max_chars)  # the old ones said the old text
             if tags is not None:
                 m.tags = tags
             if metadata is not None:

@@ -94,3 +94,7 @@ class DeadlineExceeded(CelestialError):
 
 class StoreUnavailable(RetryLater):
     """The storage backend cannot be reached or refused the operation."""
+
+
+class ModelUnavailable(RetryLater):
+    """The model endpoint failed, timed out or answered something unusable."""

@@ -190,6 +190,7 @@ class Repeats:
                 self.keep(target, [provenance(target, target.id)], first=True)
             target.content, target.content_hash = repeat.content, content_hash(repeat.content)
             target.context = repeat.context
+            target.summary, target.triples = repeat.summary, repeat.triples  # of its wording
             target.vector, target.index = repeat.vector, repeat.index
         self.keep(target, [provenance(repeat, repeat_id)])
         target.importance = max(target.importance, repeat.importance)

@@ -45,6 +45,7 @@ from celestial_memory.domain.zones import Zone, ZoneTable
 from celestial_memory.editing import Editing
 from celestial_memory.embedding import Embedder
 from celestial_memory.errors import FailedPrecondition, InvalidArgument
+from celestial_memory.graph.context_neighbours import with_neighbours
 from celestial_memory.graph.entity_index import EntityCount, EntityIndex, EntityProfile
 from celestial_memory.graph.relations import Reached, Relations
 from celestial_memory.listing import Listing
@@ -53,11 +54,13 @@ from celestial_memory.placement import Placement
 from celestial_memory.prompt_context import Assembler, ContextBlock, token_counter
 from celestial_memory.rebalancer import DAY, Rebalancer
 from celestial_memory.recall_candidates import RecallCandidates
+from celestial_memory.reflection.reflector import Reflection, Reflector
 from celestial_memory.retrieval import Retrieval, zone_order
 from celestial_memory.store.payload import ARCHIVE_ZONE
 from celestial_memory.store.repository import MemoryRepository
 from celestial_memory.storing import Storing
 from celestial_memory.transfer import Transfer
+from celestial_memory.understanding.chat import ChatModel
 from celestial_memory.understanding.extraction_queue import ExtractionQueue
 from celestial_memory.understanding.feedback import Feedback
 
@@ -71,6 +74,7 @@ class MemoryService:
         clock: Clock,
         evaluator: ImportanceEvaluator,
         understanding: ExtractionQueue | None = None,
+        model: ChatModel | None = None,
     ) -> None:
         if store.dimension != embedder.dimension:
             raise ValueError(
@@ -99,6 +103,9 @@ class MemoryService:
         self.understanding = understanding
         if understanding is not None:
             understanding.keep_facts_with(self.storing, self.relations)
+        # Reflection (reflection/): refused without a model.
+        self.reflection = Reflector(settings, store, self.storing, self.relations, clock, model)
+        self._model = model
         self.editing = Editing(settings, store, embedder, self.retrieval, self.fn, self.zones,
                                clock, self.placement)
         self.feedback = Feedback(settings, store, self.fn, self.zones, clock, self.placement)
@@ -112,6 +119,8 @@ class MemoryService:
             close()
         if self.understanding is not None:
             self.understanding.close()
+        if self._model is not None:
+            self._model.close()
 
     def tenants(self) -> list[str]:
         """Every tenant that has at least one memory (the periodic rebalance visits each)."""
@@ -143,7 +152,9 @@ class MemoryService:
         self, tenant: str, items: Sequence[NewMemory], prechecked: bool = False,
         cancel: Cancellation = NEVER,
     ) -> Stored:
-        return self.storing.store_batch(tenant, items, prechecked, cancel)
+        stored = self.storing.store_batch(tenant, items, prechecked, cancel)
+        self.reflection.noted(tenant, sum(stored.created))
+        return stored
 
     def check_new(self, item: NewMemory, index: int, batch: bool) -> NewMemory:
         return self.storing.check_new(item, index, batch)
@@ -250,33 +261,15 @@ class MemoryService:
         # The block shares its answer with the ids it lists (each memory's once, 38 bytes).
         s = self.settings
         room = s.max_message_bytes - ENVELOPE_BYTES - 40 * s.max_recall_limit
-        assembler = Assembler(max_tokens, self.tokens, room)
+        assembler = Assembler(max_tokens, self.tokens, room, s.summary_max_chars)
         select = assembler.select
         if neighbours:
             def select(mems: Sequence[Memory], zones: Sequence[Zone | None]) -> list[int]:
-                return self._with_neighbours(tenant, assembler, mems, zones)
+                return with_neighbours(self.store, tenant, assembler, mems, zones)
         self.recall(tenant, replace(q, select=select,
                                     limit=q.limit or min(30, self.settings.max_recall_limit)),
                     cancel)
         return assembler.block
-
-    def _with_neighbours(self, tenant: str, assembler: Assembler, mems: Sequence[Memory],
-                         zones: Sequence[Zone | None]) -> list[int]:
-        """The block filled from the ranking with each memory's related ones right after it;
-        returns the recalled memories it holds (the recall reinforces only those)."""
-        have = {m.id for m in mems}
-        wanted = list(dict.fromkeys(e.other for m in mems for e in m.edges
-                                    if e.other not in have))
-        found = {mid: m for mid, m in self.store.get(tenant, wanted).items() if not m.archived}
-        order: list[tuple[Memory, Zone | None, int | None]] = []
-        for i, (m, z) in enumerate(zip(mems, zones, strict=True)):
-            order.append((m, z, i))
-            for e in m.edges:
-                if (n := found.pop(e.other, None)) is not None:
-                    order.append((n, n.zone, None))
-        keep = assembler.select([m for m, _, _ in order], [z for _, z, _ in order])
-        recalled = [order[k][2] for k in keep]
-        return [i for i in recalled if i is not None]
 
     # -- get / update / delete -------------------------------------------------------------
 
@@ -322,6 +315,13 @@ class MemoryService:
 
     def entity_list(self, tenant: str) -> list[EntityCount]:
         return self.entities.listed(tenant)
+
+    def reflect(self, tenant: str, dry_run: bool = False, window: int = 0,
+                entities: Sequence[str] = ()) -> Reflection:
+        """Insights about the entities of the tenant's recent memories, by the model
+        (reflection/); FailedPrecondition without one."""
+        self._flush(tenant)
+        return self.reflection.reflect(tenant, dry_run, window, entities)
 
     def entity_profile(self, tenant: str, entity: str) -> EntityProfile:
         self._flush(tenant)  # its most recalled, counted as recalls have left them

@@ -35,6 +35,7 @@ from celestial_memory.rebalancer import event_id
 from celestial_memory.repeats import Repeats
 from celestial_memory.retrieval import Retrieval
 from celestial_memory.store.repository import MemoryRepository
+from celestial_memory.understanding import resolutions
 from celestial_memory.understanding import types as memory_types
 
 
@@ -262,6 +263,7 @@ class Storing:
                     memory_type=it.memory_type or memory_types.DEFAULT, immutable=it.immutable,
                 ), now
             )
+            resolutions.by_rules(memories[i], self._settings.summary_max_chars)
         return memories
 
     def _held(

@@ -26,6 +26,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
 from tests.integration.conftest import running_server
+from tests.scripted_model import ScriptedModel
 
 Stub = pb_grpc.MemoryServiceStub
 DENIED = {grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.NOT_FOUND}
@@ -53,9 +54,14 @@ def keys(tmp_path: Path) -> Keys:
 async def secured(
     tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock, keys: Keys
 ) -> AsyncIterator[MemoryServer]:
+    # A model, so that Reflect passes its precondition (its tenants' memories name no entity
+    # twice: a dry run then asks the model nothing).
+    model = ScriptedModel(lambda body: '{"entities": []}')
     async with running_server(tmp_path / "data", embedder, clock, api_keys_file=keys.path,
-                              api_keys_reload_s=0.1, admin_clock=True) as srv:
+                              api_keys_reload_s=0.1, admin_clock=True, llm_base_url=model.url,
+                              llm_model="scripted") as srv:
         yield srv
+    model.close()
 
 
 @pytest.fixture
@@ -115,6 +121,8 @@ def every_rpc(stub: Stub, tenant: str, memory_id: str, md: Any) -> dict[str, Cal
         "Entities": lambda: stub.Entities(pb.EntitiesRequest(tenant=tenant), metadata=md),
         "Feedback": lambda: stub.Feedback(pb.FeedbackRequest(
             tenant=tenant, id=memory_id, verdict=pb.VERDICT_HELPFUL), metadata=md),
+        "Reflect": lambda: stub.Reflect(pb.ReflectRequest(tenant=tenant, dry_run=True),
+                                        metadata=md),
         "Delete": lambda: stub.Delete(pb.DeleteRequest(tenant=tenant, id=memory_id), metadata=md),
         "DeleteByFilter": lambda: stub.DeleteByFilter(
             pb.DeleteByFilterRequest(tenant=tenant, filter=pb.RecallFilter(tags_any=["zz"])),
@@ -198,7 +206,7 @@ ROLE_ALLOWS = {
              "Related", "Entities"},
     "write": {"RecallRead", "ContextRead", "Get", "Recent", "List", "Stats", "Export", "Ledger",
               "Related", "Entities", "Store", "StoreBatch", "Recall", "Context", "Update",
-              "Import", "Delete", "Restore", "Relate", "Unrelate", "Feedback"},
+              "Import", "Delete", "Restore", "Relate", "Unrelate", "Feedback", "Reflect"},
 }
 
 

@@ -124,10 +124,13 @@ async def test_context_is_bounded_by_bytes_and_work_not_only_tokens(
         size = len(b.text.encode())
         # At most 16 bytes a token of the budget (and within one answer), whatever the tokens.
         assert 0 < size <= 32_768 * 16 + 256 and b.ByteSize() <= LIMIT
-        assert b.included_ids and b.omitted_ids  # the rest is said to be left out
+        whole = [r for r in b.included_resolutions if r == pb.RESOLUTION_FULL]
+        assert whole and len(b.included_resolutions) == len(b.included_ids)
+        # The rest is said to be left out, or shown by its one-line summary where that fits.
+        assert b.omitted_ids or len(whole) < len(b.included_ids)
         assert len(b.included_ids) + len(b.omitted_ids) + len(b.folded_ids) == 100
         if engine == "edge":  # every memory 98 KB long: 512 KB hold five lines
-            assert len(b.included_ids) <= 6
+            assert len(whole) <= 6
     assert growth[0] < 600 * 2**20, growth
 
 

@@ -47,9 +47,11 @@ async def test_every_client_command_answers_json(
     assert a["metadata"] == {"src": "cli"} and a["zone"] == "outer"
     assert a["next_move"]["zone"] == "belt" and a["next_move"]["at"] > a["created_at"]
     clock.advance(1)  # recent: newest first
-    b = (await cli.json("store", "The build server lives in Frankfurt"))["memory"]
+    b = (await cli.json("store", "The build server lives in Frankfurt", "--importance",
+                        "0.1"))["memory"]
     clock.advance(1)
-    c = (await cli.json("store", "Remember to water the plants"))["memory"]
+    c = (await cli.json("store", "Remember to water the plants", "--importance",
+                        "0.1"))["memory"]
 
     found = await cli.json("recall", "where did Caroline move?", "--limit", "1")
     assert found["query"] == "where did Caroline move?"
@@ -91,7 +93,7 @@ async def test_every_client_command_answers_json(
         "core", "inner", "outer", "belt", "cloud"]
     clock.advance(DAY)
     dry = (await cli.json("rebalance", "--dry-run"))["report"]
-    # Moves keyed "from->to": b and c (a is pinned), stored in the belt (little importance).
+    # Moves keyed "from->to": b and c (a is pinned), stored in the belt (importance 0.1).
     assert dry["dry_run"] is True and dry["moved"] == {"belt->cloud": 2}
     assert (await cli.json("consolidate"))["dry_run"] is True
     assert (await cli.json("ledger"))["events"] == []

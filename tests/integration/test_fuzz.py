@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import re
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -28,6 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.integration.conftest import running_server
+from tests.scripted_model import ScriptedModel
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "25"))
 OUTCOMES: Counter[tuple[str, str]] = Counter()  # (method, status) of every fuzzed call
@@ -123,7 +126,19 @@ VALID: dict[str, Any] = {
     "RelatedRequest": pb.RelatedRequest(tenant="fuzz", id=ID_A, depth=2),
     "EntitiesRequest": pb.EntitiesRequest(tenant="fuzz", entity="name:alice"),
     "FeedbackRequest": pb.FeedbackRequest(tenant="fuzz", id=ID_A, verdict=pb.VERDICT_HELPFUL),
+    "ReflectRequest": pb.ReflectRequest(tenant="fuzz", dry_run=True),
 }
+
+
+def reflections(body: dict[str, Any]) -> str:
+    """The harness's model: for each entity a summary and an insight made of its first memory
+    as sent (hostile text included), resting on that memory."""
+    user = body["messages"][1]["content"]
+    groups = re.split(r"^Entity \d+: .*$", user, flags=re.M)[1:]
+    return json.dumps({"entities": [
+        {"n": n, "summary": g.strip()[:600],
+         "insights": [{"text": "insight: " + g.strip()[:600], "sources": [1]}]}
+        for n, g in enumerate(groups, 1)]})
 
 
 @st.composite
@@ -164,7 +179,10 @@ class Harness:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        self._cm = running_server(tmp, embedder, ManualClock(1_700_000_000.0), admin_clock=True)
+        # A scripted model, so that Reflect gets past its precondition and writes.
+        self.model = ScriptedModel(reflections)
+        self._cm = running_server(tmp, embedder, ManualClock(1_700_000_000.0), admin_clock=True,
+                                  llm_base_url=self.model.url, llm_model="scripted")
         self.server: MemoryServer = asyncio.run_coroutine_threadsafe(
             self._cm.__aenter__(), self.loop).result()
         self.channel = grpc.insecure_channel(f"127.0.0.1:{self.server.port}")
@@ -175,6 +193,7 @@ class Harness:
         asyncio.run_coroutine_threadsafe(self._cm.__aexit__(None, None, None), self.loop).result()
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join()
+        self.model.close()
 
     def total(self) -> int:
         svc = self.server.service
@@ -232,7 +251,7 @@ DESTRUCTIVE = {"Delete", "DeleteByFilter", "Update", "Import", "Rebalance", "Res
                "Consolidate", "Feedback"}
 # Methods whose random requests may write legitimately; the rest must never change the count.
 WRITERS = {"Store", "StoreBatch", "Import", "Delete", "DeleteByFilter", "Update", "Recall",
-           "Rebalance", "SetClock", "Restore", "Consolidate"}
+           "Rebalance", "SetClock", "Restore", "Consolidate", "Reflect"}
 
 
 @pytest.mark.parametrize("method", list(SERVICE.methods), ids=lambda m: m.name)
@@ -278,7 +297,8 @@ def test_the_fuzz_reached_the_service(harness: Harness) -> None:
     accepted = {m for (m, c), n in OUTCOMES.items() if c == "OK"}
     refused = {m for (m, c), n in OUTCOMES.items() if c == "INVALID_ARGUMENT"}
     assert {"Store", "Recall", "Stats", "Recent", "Export", "Ledger", "Relate", "Related",
-            "Entities", "Feedback"} <= accepted
+            "Entities", "Feedback", "Reflect"} <= accepted
+    assert harness.model.requests  # a fuzzed Reflect got as far as the model
     assert {"Store", "StoreBatch", "Recall", "Update", "Import", "Feedback"} <= refused
 
 

@@ -10,8 +10,8 @@ from celestial_client import AsyncCelestialClient, CelestialClient
 METHODS = ["close", "consolidate", "context", "delete", "entities", "entity", "export", "feedback",
            "get",
            "import_memories", "iter_memories", "ledger", "ledger_page", "list_page", "rebalance",
-           "recall", "recent", "recent_page", "relate", "related", "restore", "set_clock", "stats",
-           "store", "store_batch", "unrelate", "update", "with_options"]
+           "recall", "recent", "recent_page", "reflect", "relate", "related", "restore",
+           "set_clock", "stats", "store", "store_batch", "unrelate", "update", "with_options"]
 
 
 def test_exports_are_pinned() -> None:
@@ -28,11 +28,13 @@ def test_exports_are_pinned() -> None:
         "DeadlineExceededError",
         "Entity",
         "EntityProfile",
+        "EntitySummary",
         "ExportedMemory",
         "FailedPreconditionError",
         "FieldViolation",
         "Hop",
         "ImportResult",
+        "Insight",
         "InternalError",
         "InvalidArgumentError",
         "LedgerPage",
@@ -47,6 +49,7 @@ def test_exports_are_pinned() -> None:
         "PromptContext",
         "RebalanceReport",
         "RecallResult",
+        "Reflection",
         "RelatedMemory",
         "Relation",
         "ResourceExhaustedError",

@@ -35,6 +35,13 @@ class Verdict(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     VERDICT_HELPFUL: _ClassVar[Verdict]
     VERDICT_NOT_HELPFUL: _ClassVar[Verdict]
 
+class Resolution(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    RESOLUTION_UNSPECIFIED: _ClassVar[Resolution]
+    RESOLUTION_FULL: _ClassVar[Resolution]
+    RESOLUTION_SUMMARY: _ClassVar[Resolution]
+    RESOLUTION_TRIPLE: _ClassVar[Resolution]
+
 class ZoneEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     ZONE_EVENT_KIND_UNSPECIFIED: _ClassVar[ZoneEventKind]
@@ -68,6 +75,10 @@ MEMORY_TYPE_EPISODE: MemoryType
 VERDICT_UNSPECIFIED: Verdict
 VERDICT_HELPFUL: Verdict
 VERDICT_NOT_HELPFUL: Verdict
+RESOLUTION_UNSPECIFIED: Resolution
+RESOLUTION_FULL: Resolution
+RESOLUTION_SUMMARY: Resolution
+RESOLUTION_TRIPLE: Resolution
 ZONE_EVENT_KIND_UNSPECIFIED: ZoneEventKind
 ZONE_EVENT_KIND_CAPACITY: ZoneEventKind
 ZONE_EVENT_KIND_FORGOTTEN: ZoneEventKind
@@ -97,7 +108,7 @@ class ScoreBreakdown(_message.Message):
     def __init__(self, recall: _Optional[float] = ..., freshness: _Optional[float] = ..., importance: _Optional[float] = ..., context: _Optional[float] = ..., total: _Optional[float] = ...) -> None: ...
 
 class Memory(_message.Message):
-    __slots__ = ("id", "tenant", "content", "zone", "score", "importance", "recall_count", "created_at", "last_recalled_at", "tags", "session_id", "agent_id", "metadata", "pinned", "breakdown", "context", "archived", "archived_at", "merged", "relations", "entities", "triples", "understanding", "next_move", "memory_type", "immutable")
+    __slots__ = ("id", "tenant", "content", "zone", "score", "importance", "recall_count", "created_at", "last_recalled_at", "tags", "session_id", "agent_id", "metadata", "pinned", "breakdown", "context", "archived", "archived_at", "merged", "relations", "entities", "triples", "understanding", "next_move", "memory_type", "immutable", "summary")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -131,6 +142,7 @@ class Memory(_message.Message):
     NEXT_MOVE_FIELD_NUMBER: _ClassVar[int]
     MEMORY_TYPE_FIELD_NUMBER: _ClassVar[int]
     IMMUTABLE_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
     id: str
     tenant: str
     content: str
@@ -157,7 +169,8 @@ class Memory(_message.Message):
     next_move: NextMove
     memory_type: MemoryType
     immutable: bool
-    def __init__(self, id: _Optional[str] = ..., tenant: _Optional[str] = ..., content: _Optional[str] = ..., zone: _Optional[_Union[Zone, str]] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., recall_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_recalled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., pinned: _Optional[bool] = ..., breakdown: _Optional[_Union[ScoreBreakdown, _Mapping]] = ..., context: _Optional[str] = ..., archived: _Optional[bool] = ..., archived_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., merged: _Optional[_Iterable[_Union[MergedRepeat, _Mapping]]] = ..., relations: _Optional[_Iterable[_Union[Relation, _Mapping]]] = ..., entities: _Optional[_Iterable[str]] = ..., triples: _Optional[_Iterable[_Union[Triple, _Mapping]]] = ..., understanding: _Optional[str] = ..., next_move: _Optional[_Union[NextMove, _Mapping]] = ..., memory_type: _Optional[_Union[MemoryType, str]] = ..., immutable: _Optional[bool] = ...) -> None: ...
+    summary: str
+    def __init__(self, id: _Optional[str] = ..., tenant: _Optional[str] = ..., content: _Optional[str] = ..., zone: _Optional[_Union[Zone, str]] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., recall_count: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_recalled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tags: _Optional[_Iterable[str]] = ..., session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., pinned: _Optional[bool] = ..., breakdown: _Optional[_Union[ScoreBreakdown, _Mapping]] = ..., context: _Optional[str] = ..., archived: _Optional[bool] = ..., archived_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., merged: _Optional[_Iterable[_Union[MergedRepeat, _Mapping]]] = ..., relations: _Optional[_Iterable[_Union[Relation, _Mapping]]] = ..., entities: _Optional[_Iterable[str]] = ..., triples: _Optional[_Iterable[_Union[Triple, _Mapping]]] = ..., understanding: _Optional[str] = ..., next_move: _Optional[_Union[NextMove, _Mapping]] = ..., memory_type: _Optional[_Union[MemoryType, str]] = ..., immutable: _Optional[bool] = ..., summary: _Optional[str] = ...) -> None: ...
 
 class Triple(_message.Message):
     __slots__ = ("subject", "relation", "object")
@@ -395,20 +408,22 @@ class ContextRequest(_message.Message):
     def __init__(self, recall: _Optional[_Union[RecallRequest, _Mapping]] = ..., max_tokens: _Optional[int] = ..., neighbours: _Optional[bool] = ...) -> None: ...
 
 class ContextResponse(_message.Message):
-    __slots__ = ("text", "tokens", "tokenizer", "included_ids", "folded_ids", "omitted_ids")
+    __slots__ = ("text", "tokens", "tokenizer", "included_ids", "folded_ids", "omitted_ids", "included_resolutions")
     TEXT_FIELD_NUMBER: _ClassVar[int]
     TOKENS_FIELD_NUMBER: _ClassVar[int]
     TOKENIZER_FIELD_NUMBER: _ClassVar[int]
     INCLUDED_IDS_FIELD_NUMBER: _ClassVar[int]
     FOLDED_IDS_FIELD_NUMBER: _ClassVar[int]
     OMITTED_IDS_FIELD_NUMBER: _ClassVar[int]
+    INCLUDED_RESOLUTIONS_FIELD_NUMBER: _ClassVar[int]
     text: str
     tokens: int
     tokenizer: str
     included_ids: _containers.RepeatedScalarFieldContainer[str]
     folded_ids: _containers.RepeatedScalarFieldContainer[str]
     omitted_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, text: _Optional[str] = ..., tokens: _Optional[int] = ..., tokenizer: _Optional[str] = ..., included_ids: _Optional[_Iterable[str]] = ..., folded_ids: _Optional[_Iterable[str]] = ..., omitted_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    included_resolutions: _containers.RepeatedScalarFieldContainer[Resolution]
+    def __init__(self, text: _Optional[str] = ..., tokens: _Optional[int] = ..., tokenizer: _Optional[str] = ..., included_ids: _Optional[_Iterable[str]] = ..., folded_ids: _Optional[_Iterable[str]] = ..., omitted_ids: _Optional[_Iterable[str]] = ..., included_resolutions: _Optional[_Iterable[_Union[Resolution, str]]] = ...) -> None: ...
 
 class GetRequest(_message.Message):
     __slots__ = ("tenant", "id")
@@ -890,16 +905,20 @@ class Entity(_message.Message):
     def __init__(self, id: _Optional[str] = ..., kind: _Optional[str] = ..., key: _Optional[str] = ..., mentions: _Optional[int] = ...) -> None: ...
 
 class EntityProfile(_message.Message):
-    __slots__ = ("entity", "first_seen", "last_seen", "most_recalled")
+    __slots__ = ("entity", "first_seen", "last_seen", "most_recalled", "summary", "summary_id")
     ENTITY_FIELD_NUMBER: _ClassVar[int]
     FIRST_SEEN_FIELD_NUMBER: _ClassVar[int]
     LAST_SEEN_FIELD_NUMBER: _ClassVar[int]
     MOST_RECALLED_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_ID_FIELD_NUMBER: _ClassVar[int]
     entity: Entity
     first_seen: _timestamp_pb2.Timestamp
     last_seen: _timestamp_pb2.Timestamp
     most_recalled: _containers.RepeatedCompositeFieldContainer[Memory]
-    def __init__(self, entity: _Optional[_Union[Entity, _Mapping]] = ..., first_seen: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_seen: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., most_recalled: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ...) -> None: ...
+    summary: str
+    summary_id: str
+    def __init__(self, entity: _Optional[_Union[Entity, _Mapping]] = ..., first_seen: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_seen: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., most_recalled: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., summary: _Optional[str] = ..., summary_id: _Optional[str] = ...) -> None: ...
 
 class EntitiesResponse(_message.Message):
     __slots__ = ("entities", "next_page_token", "profile")
@@ -928,3 +947,57 @@ class FeedbackResponse(_message.Message):
     memory: Memory
     importance_before: float
     def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., importance_before: _Optional[float] = ...) -> None: ...
+
+class ReflectRequest(_message.Message):
+    __slots__ = ("tenant", "dry_run", "window", "entities")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    ENTITIES_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    dry_run: bool
+    window: int
+    entities: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, tenant: _Optional[str] = ..., dry_run: _Optional[bool] = ..., window: _Optional[int] = ..., entities: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class Insight(_message.Message):
+    __slots__ = ("id", "content", "entity", "source_ids", "created")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_IDS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    content: str
+    entity: str
+    source_ids: _containers.RepeatedScalarFieldContainer[str]
+    created: bool
+    def __init__(self, id: _Optional[str] = ..., content: _Optional[str] = ..., entity: _Optional[str] = ..., source_ids: _Optional[_Iterable[str]] = ..., created: _Optional[bool] = ...) -> None: ...
+
+class EntitySummary(_message.Message):
+    __slots__ = ("entity", "summary", "id", "source_ids")
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_IDS_FIELD_NUMBER: _ClassVar[int]
+    entity: str
+    summary: str
+    id: str
+    source_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, entity: _Optional[str] = ..., summary: _Optional[str] = ..., id: _Optional[str] = ..., source_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ReflectResponse(_message.Message):
+    __slots__ = ("insights", "summaries", "dry_run", "memories_read", "model_calls", "model_tokens")
+    INSIGHTS_FIELD_NUMBER: _ClassVar[int]
+    SUMMARIES_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    MEMORIES_READ_FIELD_NUMBER: _ClassVar[int]
+    MODEL_CALLS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    insights: _containers.RepeatedCompositeFieldContainer[Insight]
+    summaries: _containers.RepeatedCompositeFieldContainer[EntitySummary]
+    dry_run: bool
+    memories_read: int
+    model_calls: int
+    model_tokens: int
+    def __init__(self, insights: _Optional[_Iterable[_Union[Insight, _Mapping]]] = ..., summaries: _Optional[_Iterable[_Union[EntitySummary, _Mapping]]] = ..., dry_run: _Optional[bool] = ..., memories_read: _Optional[int] = ..., model_calls: _Optional[int] = ..., model_tokens: _Optional[int] = ...) -> None: ...

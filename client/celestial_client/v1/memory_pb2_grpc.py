@@ -150,6 +150,11 @@ class MemoryServiceStub:
                 request_serializer=celestial_dot_v1_dot_memory__pb2.FeedbackRequest.SerializeToString,
                 response_deserializer=celestial_dot_v1_dot_memory__pb2.FeedbackResponse.FromString,
                 _registered_method=True)
+        self.Reflect = channel.unary_unary(
+                '/celestial.v1.MemoryService/Reflect',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.ReflectRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.ReflectResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -366,6 +371,18 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Reflect(self, request, context):
+        """Reflects on a tenant's recent memories with the server's model: groups them by the
+        entities they mention, asks the model for insights about each of the most mentioned, and
+        stores each insight as a memory tagged "insight" related "derived_from" the memories it came
+        from, and a summary of each entity (its profile's, see Entities). dry_run answers what it
+        would write without writing. FAILED_PRECONDITION when the server has no model configured
+        (CELESTIAL_LLM_BASE_URL, CELESTIAL_LLM_MODEL); UNAVAILABLE when the model fails.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -483,6 +500,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.Feedback,
                     request_deserializer=celestial_dot_v1_dot_memory__pb2.FeedbackRequest.FromString,
                     response_serializer=celestial_dot_v1_dot_memory__pb2.FeedbackResponse.SerializeToString,
+            ),
+            'Reflect': grpc.unary_unary_rpc_method_handler(
+                    servicer.Reflect,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.ReflectRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.ReflectResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1107,6 +1129,33 @@ class MemoryService:
             '/celestial.v1.MemoryService/Feedback',
             celestial_dot_v1_dot_memory__pb2.FeedbackRequest.SerializeToString,
             celestial_dot_v1_dot_memory__pb2.FeedbackResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Reflect(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/celestial.v1.MemoryService/Reflect',
+            celestial_dot_v1_dot_memory__pb2.ReflectRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.ReflectResponse.FromString,
             options,
             channel_credentials,
             insecure,

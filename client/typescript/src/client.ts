@@ -25,6 +25,8 @@ import type {
   RebalanceReport,
   RecallOptions,
   RecallResult,
+  Reflection,
+  ReflectOptions,
   RelatedMemory,
   RelatedOptions,
   RelateResult,
@@ -341,6 +343,20 @@ export class CelestialClient {
     const resp = await this.unary(this.stub.entities.bind(this.stub),
       pb.EntitiesRequest.fromPartial({ tenant: this.tenant, entity: entityId }), true);
     return cv.entityProfile(resp.profile);
+  }
+
+  /**
+   * Insights about the entities of the tenant's newest memories, by the server's model: stored
+   * as memories tagged "insight", related derived_from their sources, with a summary per entity
+   * (its profile's). A dry run unless `dryRun: false`. FAILED_PRECONDITION when the server has
+   * no model.
+   */
+  async reflect(options: ReflectOptions = {}): Promise<Reflection> {
+    const req = pb.ReflectRequest.fromPartial({
+      tenant: this.tenant, dryRun: options.dryRun ?? true, window: options.window,
+      entities: options.entities,
+    });
+    return cv.reflection(await this.unary(this.stub.reflect.bind(this.stub), req, false));
   }
 
   /** One page of zone events and admin calls, oldest first. */

@@ -14,6 +14,7 @@ import {
   type RebalanceReport,
   type RecallOptions,
   type RecallResult,
+  type Reflection,
   type RelatedMemory,
   type Relation,
   type ScoreBreakdown,
@@ -99,7 +100,7 @@ export function memory(m: pb.Memory | undefined): Memory {
       content: r.content, createdAt: date(r.createdAt), id: r.id, sessionId: r.sessionId,
       agentId: r.agentId, metadata: r.metadata, context: r.context,
     })),
-    relations: m.relations.map(relation), entities: m.entities,
+    relations: m.relations.map(relation), entities: m.entities, summary: m.summary,
     triples: m.triples.map((t): [string, string, string] => [t.subject, t.relation, t.object]),
     understanding: m.understanding,
     memoryType: memoryType(m.memoryType), immutable: m.immutable,
@@ -190,7 +191,20 @@ export function entityProfile(p: pb.EntityProfile | undefined): EntityProfile {
   }
   return {
     entity: entity(p.entity), firstSeen: date(p.firstSeen), lastSeen: date(p.lastSeen),
-    mostRecalled: p.mostRecalled.map(memory),
+    mostRecalled: p.mostRecalled.map(memory), summary: p.summary, summaryId: p.summaryId,
+  };
+}
+
+export function reflection(r: pb.ReflectResponse): Reflection {
+  return {
+    insights: r.insights.map((i) => ({
+      id: i.id, content: i.content, entity: i.entity, sourceIds: i.sourceIds, created: i.created,
+    })),
+    summaries: r.summaries.map((x) => ({
+      entity: x.entity, summary: x.summary, id: x.id, sourceIds: x.sourceIds,
+    })),
+    dryRun: r.dryRun, memoriesRead: r.memoriesRead, modelCalls: r.modelCalls,
+    modelTokens: Number(r.modelTokens),
   };
 }
 

@@ -54,7 +54,9 @@ export interface Memory {
   relations: Relation[];
   /** The entities it mentions, as ids "<kind>:<key>" (see entities()). */
   entities: string[];
-  /** Facts a model read in it, [subject, relation, object] (with CELESTIAL_EXTRACTOR=llm). */
+  /** Its one-line summary: by rules when stored, by the server's model later. */
+  summary: string;
+  /** Facts it states as [subject, relation, object]: by simple rules, or the server's model. */
   triples: [string, string, string][];
   /** The model's reading: "" (none asked), "waiting", "done" or "failed: <why>". */
   understanding: string;
@@ -310,6 +312,48 @@ export interface EntityProfile {
   lastSeen: Date;
   /** Its most recalled memories (at most 10), most recalled first. */
   mostRecalled: Memory[];
+  /** What the last reflect() made of it; empty before. */
+  summary: string;
+  /** The memory holding the summary; empty when there is none. */
+  summaryId: string;
+}
+
+/** An insight reflect() wrote (or would): a memory tagged "insight", derived_from its sources. */
+export interface Insight {
+  id: string;
+  content: string;
+  /** The entity it is about, "<kind>:<key>". */
+  entity: string;
+  sourceIds: string[];
+  /** Stored by this call (false in a dry run, or when stored before). */
+  created: boolean;
+}
+
+/** An entity's summary reflect() wrote (or would): its profile's summary from then on. */
+export interface EntitySummary {
+  entity: string;
+  summary: string;
+  id: string;
+  sourceIds: string[];
+}
+
+/** What reflect() wrote (or, in a dry run, would write), and what it cost. */
+export interface Reflection {
+  insights: Insight[];
+  summaries: EntitySummary[];
+  dryRun: boolean;
+  memoriesRead: number;
+  modelCalls: number;
+  modelTokens: number;
+}
+
+export interface ReflectOptions {
+  /** Answer what it would write without writing (the default): pass false to write. */
+  dryRun?: boolean;
+  /** How many of the newest memories to read; 0 or absent: the server's default. */
+  window?: number;
+  /** Only these entities ("<kind>:<key>"); absent: the most mentioned of the window. */
+  entities?: string[];
 }
 
 export interface ZoneStats {

@@ -254,6 +254,11 @@ describe("a live server", { skip: ADDRESS ? false : "CELESTIAL_TEST_ADDRESS is n
       assert.deepEqual(profile.lastSeen, c.createdAt);
       await assert.rejects(t.entity("name:nobody-at-all"), (err: unknown) =>
         err instanceof CelestialError && err.code === "NOT_FOUND");
+      assert.equal(profile.summary, "", "no reflection yet");
+      // The test server has no model: reflection is refused, not faked.
+      await assert.rejects(t.reflect(), (err: unknown) =>
+        err instanceof CelestialError && err.code === "FAILED_PRECONDITION"
+        && err.message.includes("needs a model"));
 
       const found = await t.recall("how did it go?", {
         limit: 10, entitiesAny: [CAROLINE], reinforce: false,

@@ -245,6 +245,33 @@ function pbMemory(id: string, more: Partial<proto.Memory> = {}): proto.Memory {
   });
 }
 
+describe("conversion of reflection and resolutions", () => {
+  test("a memory's summary and triples, a profile's summary, a reflection", () => {
+    const m = cv.memory(pbMemory(A, {
+      summary: "Alice works at Acme.",
+      triples: [{ subject: "Alice", relation: "works_at", object: "Acme" }],
+    }));
+    assert.equal(m.summary, "Alice works at Acme.");
+    assert.deepEqual(m.triples, [["Alice", "works_at", "Acme"]]);
+    assert.deepEqual(cv.memory(pbMemory(B)).triples, []);
+    const wire = proto.ReflectResponse.decode(proto.ReflectResponse.encode(
+      proto.ReflectResponse.fromPartial({
+        insights: [{ id: A, content: "Alice asks about ethics", entity: "name:alice",
+                     sourceIds: [B, C], created: true }],
+        summaries: [{ entity: "name:alice", summary: "Alice works at Acme.", id: C,
+                      sourceIds: [B] }],
+        dryRun: false, memoriesRead: 12, modelCalls: 1, modelTokens: 345,
+      })).finish());
+    assert.deepEqual(cv.reflection(wire), {
+      insights: [{ id: A, content: "Alice asks about ethics", entity: "name:alice",
+                   sourceIds: [B, C], created: true }],
+      summaries: [{ entity: "name:alice", summary: "Alice works at Acme.", id: C,
+                    sourceIds: [B] }],
+      dryRun: false, memoriesRead: 12, modelCalls: 1, modelTokens: 345,
+    });
+  });
+});
+
 describe("conversion of the graph fields", () => {
   test("a memory's relations and entities", () => {
     const m = cv.memory(pbMemory(A, {
@@ -400,7 +427,8 @@ describe("a fake server of the graph methods", () => {
           }
           cb(null, {
             entities: [], nextPageToken: "",
-            profile: { entity: names[0], firstSeen: AT, lastSeen: AT, mostRecalled: [pbMemory(A)] },
+            profile: { entity: names[0], firstSeen: AT, lastSeen: AT, mostRecalled: [pbMemory(A)],
+                       summary: "", summaryId: "" },
           });
           return;
         }

@@ -2,7 +2,7 @@
 
 A key has a role and a set of tenants (or all of them). The role decides the methods:
 ``read`` (Recall without reinforcement, Get, Recent, List, Stats, Export, Ledger), ``write`` (also
-Store, StoreBatch, Update, Delete, Restore, Recall that reinforces, Import, Feedback) and
+Store, StoreBatch, Update, Delete, Restore, Recall that reinforces, Import, Feedback, Reflect) and
 ``admin`` (also Rebalance, Consolidate, DeleteByFilter, SetClock, and Delete of an immutable
 memory). The tenants decide the data: a request naming
 a tenant outside the key's set is refused, and one naming none gets the key's tenant. A tenant's
@@ -35,6 +35,7 @@ METHOD_ROLES: dict[str, Role] = {
     "Store": Role.WRITE, "StoreBatch": Role.WRITE, "Update": Role.WRITE, "Delete": Role.WRITE,
     "Import": Role.WRITE, "Restore": Role.WRITE, "Relate": Role.WRITE, "Unrelate": Role.WRITE,
     "Feedback": Role.WRITE,  # it moves a memory's importance
+    "Reflect": Role.WRITE,  # a dry run too: it spends model calls
     "Rebalance": Role.ADMIN, "Consolidate": Role.ADMIN, "DeleteByFilter": Role.ADMIN,
     "SetClock": Role.ADMIN,
 }

@@ -115,6 +115,9 @@ class Memory:
     entities: list[str] = field(default_factory=list)  # keys of what it mentions (graph/)
     # Facts a model read in it, (subject, relation, object) (understanding/extraction.py).
     triples: list[tuple[str, str, str]] = field(default_factory=list)
+    # Its one-line summary, by rules at store time or by a model later
+    # (understanding/resolutions.py): the shorter form Context may show.
+    summary: str = ""
     # Waiting for the model since this time (the durable queue, understanding/extraction_queue.py)
     # and the tries so far; None once understood, or given up with ``understand_error`` set.
     understand_due: float | None = None

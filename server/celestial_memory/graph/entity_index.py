@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from celestial_memory.domain.models import Memory
+from celestial_memory.domain.requests import derived_id
 from celestial_memory.errors import InvalidArgument, NotFound
 from celestial_memory.graph.entities import DATE, NUMBER, PERSON_OR_NAME, PLACE, TITLE, Entity
 from celestial_memory.store.engine import Order
@@ -38,6 +39,7 @@ class EntityProfile:
     first_seen: float
     last_seen: float
     most_recalled: list[Memory] = field(default_factory=list)
+    summary: Memory | None = None  # what the last Reflect made of it (reflection/)
 
 
 # Names and places share one kind in ids: the extractor calls "Boston" a place after "in" and
@@ -51,6 +53,12 @@ def ref(e: Entity) -> str:
     return f"{ID_KINDS[e.kind]}:{e.key}"
 
 
+def summary_id(tenant: str, entity: str) -> str:
+    """The id of the memory holding ``entity``'s summary: one per entity, written again by each
+    Reflect that writes about it (reflection/)."""
+    return derived_id(tenant, f"entity-summary\0{entity}")
+
+
 def entity_id(value: str, field_name: str = "entity") -> str:
     kind, sep, key = value.partition(":")
     kinds = sorted(set(ID_KINDS.values()))
@@ -61,6 +69,7 @@ def entity_id(value: str, field_name: str = "entity") -> str:
 
 class EntityIndex:
     def __init__(self, store: MemoryRepository) -> None:
+        self._store = store
         self._graph = store.graph
 
     def listed(self, tenant: str) -> list[EntityCount]:
@@ -75,5 +84,7 @@ class EntityIndex:
         last = self._graph.mentioning(tenant, entity, 1, Order("created_at", descending=True))
         some = self._graph.mentioning(tenant, entity, PROFILE_SCAN)
         some.sort(key=lambda m: (-m.recall_count, -m.last_recalled_at, m.id))
+        summary = self._store.get(tenant, [summary_id(tenant, entity)])
         return EntityProfile(EntityCount(entity, self._graph.count_mentioning(tenant, entity)),
-                             first[0].created_at, last[0].created_at, some[:MOST_RECALLED])
+                             first[0].created_at, last[0].created_at, some[:MOST_RECALLED],
+                             next(iter(summary.values()), None))

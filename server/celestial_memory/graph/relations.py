@@ -9,7 +9,8 @@ deleted one with one filtered scan. Writes are read-modify-write of both ends un
 lock (placement.py).
 
 Made here: by the caller (Relate), by session order (each new memory follows the latest earlier
-memory of its session), and by repeats (a repeat merged into a memory hands it its relations).
+memory of its session), by repeats (a repeat merged into a memory hands it its relations) and by
+reflection (an insight is derived_from the memories it came from, reflection/).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from celestial_memory.placement import Placement
 from celestial_memory.store.repository import MemoryRepository
 
 FOLLOWS = "follows"  # a memory follows the previous one of its session
+DERIVED_FROM = "derived_from"  # an insight of Reflect points at what it came from
 _RELATION = re.compile(r"[a-z0-9_-]{1,64}")
 MAX_DEPTH = 3
 MAX_REACHED = 2000  # memories one walk may visit: a bound on its work, whatever the graph
@@ -237,6 +239,34 @@ class Relations:
         edges = {mid: es[-self._settings.max_relations:] for mid, es in edges.items()}
         self._graph.write_edges(tenant, edges)
         return edges
+
+    def derive(self, tenant: str, derived: str, sources: Sequence[str]) -> list[Edge]:
+        """Relate ``derived`` derived_from each of ``sources`` (made_by "derived"), in place of
+        the derived_from relations it had (an entity's summary written again). Ends gone
+        meanwhile are skipped; each memory keeps its newest ``max_relations``. Returns the
+        relations ``derived`` now has."""
+        with self._placement.locked(tenant):
+            own = self._graph.edges_of(tenant, [derived]).get(derived)
+            if own is None:
+                return []
+            old = {e.other for e in own if e.relation == DERIVED_FROM and e.outgoing}
+            edges = self._graph.edges_of(tenant, sorted((old | set(sources)) - {derived}))
+            edges[derived] = [e for e in own if not (e.relation == DERIVED_FROM and e.outgoing)]
+            for mid in old:
+                if mid in edges:
+                    edges[mid] = [e for e in edges[mid] if not (
+                        e.other == derived and e.relation == DERIVED_FROM and not e.outgoing)]
+            now = self._clock.now()
+            for mid in dict.fromkeys(sources):
+                if mid in edges and mid != derived:
+                    out = Edge(mid, DERIVED_FROM, 1.0, "derived", now, True)
+                    edges[derived], _ = with_edge(edges[derived], out)
+                    edges[mid], _ = with_edge(edges[mid], replace(out, other=derived,
+                                                                  outgoing=False))
+            cap = self._settings.max_relations
+            edges = {mid: es[-cap:] for mid, es in edges.items()}
+            self._graph.write_edges(tenant, edges)
+        return edges[derived]
 
     def relink(self, tenant: str, moved: Mapping[str, str | None]) -> int:
         """Point every relation at a memory in ``moved`` to its new id instead (a repeat

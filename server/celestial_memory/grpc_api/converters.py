@@ -24,6 +24,8 @@ from celestial_memory.domain.scoring import ScoreBreakdown
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import InvalidArgument
 from celestial_memory.graph.entity_index import EntityCount
+from celestial_memory.understanding.extraction import MAX_PART, MAX_SUMMARY, MAX_TRIPLES
+from celestial_memory.understanding.resolutions import FULL, SUMMARY, TRIPLE
 from celestial_memory.understanding.types import MEMORY_TYPES
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.message import Message
@@ -92,6 +94,7 @@ def memory_to_pb(m: Memory, b: ScoreBreakdown, move: NextMove | None = None) -> 
                                 session_id=p.session_id, agent_id=p.agent_id,
                                 metadata=p.metadata, context=p.context) for p in m.merged],
         relations=[relation_to_pb(e) for e in m.edges], entities=m.entities,
+        summary=m.summary,
         triples=[pb.Triple(subject=s, relation=r, object=o) for s, r, o in m.triples],
         understanding=understanding(m),
         next_move=next_move_to_pb(move),
@@ -118,6 +121,11 @@ def type_from_pb(value: int, field: str, unset: str = "") -> str:
     if not 1 <= value <= len(MEMORY_TYPES):
         raise InvalidArgument(field, f"unknown memory type {value}")
     return MEMORY_TYPES[value - 1]
+
+
+# A Context block's form of each memory (understanding/resolutions.py) on the wire.
+RESOLUTIONS = {FULL: pb.RESOLUTION_FULL, SUMMARY: pb.RESOLUTION_SUMMARY,
+               TRIPLE: pb.RESOLUTION_TRIPLE}
 
 
 def relation_to_pb(e: Edge) -> pb.Relation:
@@ -271,8 +279,11 @@ def imported_from_pb(e: pb.ExportedMemory) -> Imported:
                            metadata=dict(r.metadata), context=r.context) for r in pm.merged],
         edges=[relation_from_pb(r, f"memory.relations[{i}]") for i, r in enumerate(pm.relations)],
         entities=list(pm.entities),
-        triples=[(t.subject, t.relation, t.object) for t in pm.triples],
         memory_type=type_from_pb(pm.memory_type, "memory.memory_type"), immutable=pm.immutable,
+        # Bounded as the model's are (understanding/extraction.py).
+        summary=" ".join(pm.summary.split())[:MAX_SUMMARY],
+        triples=[(t.subject[:MAX_PART], t.relation[:MAX_PART], t.object[:MAX_PART])
+                 for t in pm.triples[:MAX_TRIPLES] if t.subject and t.relation and t.object],
     )
     ctx = np.asarray(e.context_vector, dtype=np.float32) if len(e.context_vector) else None
     return Imported(m, ctx)

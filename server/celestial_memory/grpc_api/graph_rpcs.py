@@ -77,7 +77,9 @@ class GraphRpcs:
             return pb.EntitiesResponse(profile=pb.EntityProfile(
                 entity=cv.entity_to_pb(p.entity), first_seen=cv.ts_to_pb(p.first_seen),
                 last_seen=cv.ts_to_pb(p.last_seen),
-                most_recalled=[self._memory(m) for m in p.most_recalled]))
+                most_recalled=[self._memory(m) for m in p.most_recalled],
+                summary=p.summary.content if p.summary else "",
+                summary_id=p.summary.id if p.summary else ""))
         size = ENTITIES_PAGE.of(request.page_size)
         bound = paging.fingerprint(request, tenant)
         start = paging.decode_offset(request.page_token, bound)

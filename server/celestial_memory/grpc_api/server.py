@@ -114,6 +114,7 @@ class MemoryServer:
         self._rebalance_task: asyncio.Task[None] | None = None
         self._optimize_task: asyncio.Task[None] | None = None
         self._understand_task: asyncio.Task[None] | None = None
+        self._reflect_task: asyncio.Task[None] | None = None
         self._health_task: asyncio.Task[None] | None = None
         self.port = 0
 
@@ -179,6 +180,8 @@ class MemoryServer:
             self._rebalance_task = asyncio.create_task(self._rebalance_loop(interval))
         if self.service.understanding is not None:
             self._understand_task = asyncio.create_task(self._understand_loop())
+        if self.service.settings.reflect_after and self.service.settings.has_model:
+            self._reflect_task = asyncio.create_task(self._reflect_loop())
         if self.service.settings.optimize_interval_s > 0:
             self._optimize_task = asyncio.create_task(
                 self._optimize_loop(self.service.settings.optimize_interval_s)
@@ -238,6 +241,18 @@ class MemoryServer:
             if done is None or not (done.understood or done.retried or done.given_up):
                 await asyncio.sleep(self.service.settings.understand_poll_s)
 
+    async def _reflect_loop(self) -> None:
+        # The automatic reflection, off the request path: the tenants that reached
+        # reflect_after new memories, one at a time.
+        reflector = self.service.reflection
+        while True:
+            for tenant in reflector.take_due():
+                try:
+                    await asyncio.to_thread(self.service.reflect, tenant)
+                except Exception:
+                    log.exception("automatic reflection of %r failed", tenant[:256])
+            await asyncio.sleep(self.service.settings.understand_poll_s)
+
     async def _optimize_loop(self, interval: float) -> None:
         # Recall needs the HNSW index at scale (61 -> 10 ms at 100,000 memories); building it
         # takes minutes there, so it runs in a worker thread and never on a request.
@@ -253,7 +268,7 @@ class MemoryServer:
     async def stop(self, grace: float | None = None) -> None:
         await self._health.enter_graceful_shutdown()
         for task in (self._rebalance_task, self._optimize_task, self._health_task,
-                     self._understand_task):
+                     self._understand_task, self._reflect_task):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

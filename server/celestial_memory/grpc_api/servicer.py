@@ -26,7 +26,9 @@ from celestial_memory.errors import DeadlineExceeded, InvalidArgument, TooManyCa
 from celestial_memory.grpc_api import converters as cv
 from celestial_memory.grpc_api.feedback_rpcs import FeedbackRpcs
 from celestial_memory.grpc_api.graph_rpcs import GraphRpcs
+from celestial_memory.grpc_api.idle_streams import items_until_idle
 from celestial_memory.grpc_api.observer import TENANT
+from celestial_memory.grpc_api.reflect_rpcs import ReflectRpcs
 from celestial_memory.grpc_api.status import mapped, mapped_stream
 from celestial_memory.paging import PageSize
 from celestial_memory.service import MemoryService
@@ -48,7 +50,7 @@ Context = grpc.aio.ServicerContext[Any, Any]
 RpcContext = Context
 
 
-class MemoryServicer(GraphRpcs, FeedbackRpcs, pb_grpc.MemoryServiceServicer):
+class MemoryServicer(GraphRpcs, FeedbackRpcs, ReflectRpcs, pb_grpc.MemoryServiceServicer):
     def __init__(self, service: MemoryService) -> None:
         self._service = service
         self.inflight = InFlight()
@@ -98,7 +100,7 @@ class MemoryServicer(GraphRpcs, FeedbackRpcs, pb_grpc.MemoryServiceServicer):
         self._streams[caller] = self._streams.get(caller, 0) + 1
         try:
             async with asyncio.timeout(s.max_stream_s):
-                yield _items_until_idle(requests, method, s.stream_idle_s)
+                yield items_until_idle(requests, method, s.stream_idle_s)
         except TimeoutError:
             raise DeadlineExceeded(f"{method} took longer than {s.max_stream_s:g} s") from None
         finally:
@@ -382,20 +384,5 @@ class MemoryServicer(GraphRpcs, FeedbackRpcs, pb_grpc.MemoryServiceServicer):
                             q, request.max_tokens, request.neighbours, cancellable=True)
         return pb.ContextResponse(text=b.text, tokens=b.tokens, tokenizer=b.tokenizer,
                                   included_ids=b.included, folded_ids=b.folded,
-                                  omitted_ids=b.omitted)
-
-
-async def _items_until_idle(requests: AsyncIterator[T], method: str, idle_s: float
-                            ) -> AsyncIterator[T]:
-    """The stream's items, ending it with DEADLINE_EXCEEDED once it sends nothing for
-    ``idle_s`` (only the wait for the next item counts, not the work done between items)."""
-    items = aiter(requests)
-    while True:
-        try:
-            async with asyncio.timeout(idle_s):
-                item = await anext(items)
-        except StopAsyncIteration:
-            return
-        except TimeoutError:
-            raise DeadlineExceeded(f"{method} sent nothing for {idle_s:g} s") from None
-        yield item
+                                  omitted_ids=b.omitted,
+                                  included_resolutions=[cv.RESOLUTIONS[f] for f in b.forms])

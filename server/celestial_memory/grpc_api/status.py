@@ -29,6 +29,7 @@ STATUS: dict[type[errors.CelestialError], tuple[grpc.StatusCode, str]] = {
     errors.AlreadyExists: (grpc.StatusCode.ALREADY_EXISTS, "ALREADY_EXISTS"),
     errors.PermissionDenied: (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED"),
     errors.StoreUnavailable: (grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE"),
+    errors.ModelUnavailable: (grpc.StatusCode.UNAVAILABLE, "MODEL_UNAVAILABLE"),
     errors.FailedPrecondition: (grpc.StatusCode.FAILED_PRECONDITION, "FAILED_PRECONDITION"),
     errors.Immutable: (grpc.StatusCode.FAILED_PRECONDITION, "IMMUTABLE"),
     errors.SchemaMismatch: (grpc.StatusCode.FAILED_PRECONDITION, "SCHEMA_MISMATCH"),

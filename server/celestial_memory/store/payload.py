@@ -134,6 +134,7 @@ def to_payload(m: Memory) -> dict[str, Any]:
         **edge_fields(m.edges),
         **({} if not m.entities else {"entities": list(m.entities)}),
         **({} if not m.triples else {"triples": [list(t) for t in m.triples]}),
+        **({} if not m.summary else {"summary": m.summary}),
         **({} if m.understand_due is None else {"understand_due": float(m.understand_due)}),
         **({} if not m.understand_tries else {"understand_tries": int(m.understand_tries)}),
         **({} if not m.understand_error else {"understand_error": m.understand_error}),
@@ -189,6 +190,7 @@ def from_payload(point_id: object, p: dict[str, Any], vector: Any = None) -> Mem
         # Written before types and protection existed: an episode, not protected.
         memory_type=p.get("memory_type") or EPISODE,
         immutable=bool(p.get("immutable", 0)),
+        summary=str(p.get("summary", "")),
     )
 
 

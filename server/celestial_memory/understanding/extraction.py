@@ -1,8 +1,9 @@
-"""Entities and subject-relation-object triples by a model: the prompt, and a strict reading of
-its answer. A batch of memories goes in one call; an answer that is not the JSON asked for, or
-that skips or invents a memory, fails the whole batch (the queue retries it) rather than being
-half used. What the model gives is cleaned the way the rules' entities are: kinds mapped onto
-the rules' kinds, keys normalised, lengths and counts bounded."""
+"""Entities, subject-relation-object triples and a one-line summary by a model: the prompt,
+and a strict reading of its answer. A batch of memories goes in one call; an answer that is
+not the JSON asked for, or that skips or invents a memory, fails the whole batch (the queue
+retries it) rather than being half used. What the model gives is cleaned the way the rules'
+entities are: kinds mapped onto the rules' kinds, keys normalised, lengths and counts
+bounded."""
 
 from __future__ import annotations
 
@@ -25,19 +26,20 @@ from celestial_memory.understanding.chat import ChatModel, ModelError
 MAX_TRIPLES = 16  # per memory
 MAX_FACTS, MAX_FACT = 5, 300  # facts per memory, characters per fact
 MAX_PART = 120  # characters of a triple's subject, relation or object
+MAX_SUMMARY = 300  # characters of a summary (a longer one is cut)
 MAX_TEXT = 4000  # characters of a memory sent (a long one is cut: its start says the most)
 
 PROMPT = (
     "You read memories an assistant keeps about its users. For each numbered memory, list the "
     "entities it mentions (people, places, organisations, dates, amounts with units, titles of "
     "works) and the facts it states as subject-relation-object triples, with short relations "
-    "in snake_case (works_at, lives_in, likes, has_pet, born_on), and the few facts worth "
-    "remembering on their own as short standalone sentences that name who they are about "
-    "(none for small talk). Write dates as YYYY-MM-DD, YYYY-MM or YYYY. Use only what the "
-    "memory says. Answer with JSON only, exactly: "
-    '{"memories": [{"n": 1, "entities": [{"name": "Alice", "kind": "person"}], '
-    '"triples": [["Alice", "works_at", "Acme"]], "facts": ["Alice works at Acme."]}]} with '
-    "one entry per memory, in order. "
+    "in snake_case (works_at, lives_in, likes, has_pet, born_on), a one-line summary of at "
+    "most 20 words in the memory's language, and the few facts worth remembering on their own "
+    "as short standalone sentences that name who they are about (none for small talk). Write "
+    "dates as YYYY-MM-DD, YYYY-MM or YYYY. Use only what the memory says. Answer with JSON "
+    'only, exactly: {"memories": [{"n": 1, "entities": [{"name": "Alice", "kind": "person"}], '
+    '"triples": [["Alice", "works_at", "Acme"]], "summary": "Alice works at Acme.", '
+    '"facts": ["Alice works at Acme."]}]} with one entry per memory, in order. '
     "Kinds: person, place, organization, date, number, title, other. Memories may be in "
     "English or Korean; keep names as written."
 )
@@ -62,6 +64,7 @@ class Understood:
     entities: list[Entity] = field(default_factory=list)
     triples: list[Triple] = field(default_factory=list)
     facts: list[str] = field(default_factory=list)  # standalone sentences, stored as memories
+    summary: str = ""  # one line; empty when the model gave none (the rules' is kept)
 
 
 def _text(v: object, limit: int) -> str:
@@ -117,6 +120,7 @@ def parse(answer: str, n: int) -> list[Understood]:
                 got.facts.append(fact)
         got.entities, got.triples = got.entities[:MAX_ENTITIES], got.triples[:MAX_TRIPLES]
         got.facts = got.facts[:MAX_FACTS]
+        got.summary = _text(entry.get("summary"), MAX_SUMMARY)
         out[k] = got
     if len(out) != n:
         raise ModelError(f"{len(out)} entries for {n} memories")

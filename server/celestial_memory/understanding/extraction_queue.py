@@ -193,7 +193,13 @@ class ExtractionQueue:
 
 def _understood(w: Waiting, u: Understood) -> dict[str, Any]:
     """The fields written for a memory the model read: its entities (the rules' first, then the
-    model's, at most twice the rules' cap), its triples, and out of the queue."""
+    model's, at most twice the rules' cap), its triples and summary (the rules' stay where the
+    model gave none), and out of the queue."""
     entities = list(dict.fromkeys([*w.entities, *(ref(e) for e in u.entities)]))
-    return {"entities": entities[:2 * MAX_ENTITIES], "triples": [t.to_list() for t in u.triples],
-            "understand_due": None, "understand_tries": w.tries + 1, "understand_error": ""}
+    out: dict[str, Any] = {"entities": entities[:2 * MAX_ENTITIES], "understand_due": None,
+                           "understand_tries": w.tries + 1, "understand_error": ""}
+    if u.triples:
+        out["triples"] = [t.to_list() for t in u.triples]
+    if u.summary:
+        out["summary"] = u.summary
+    return out

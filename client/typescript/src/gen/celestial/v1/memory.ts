@@ -243,6 +243,56 @@ export function verdictToJSON(object: Verdict): string {
   }
 }
 
+/** Which form of a memory a Context block shows. */
+export enum Resolution {
+  /** RESOLUTION_UNSPECIFIED - Not set; never sent. */
+  RESOLUTION_UNSPECIFIED = 0,
+  /** RESOLUTION_FULL - The memory's text, whole. */
+  RESOLUTION_FULL = 1,
+  /** RESOLUTION_SUMMARY - Its one-line summary (Memory.summary), marked "(summary)" in the block. */
+  RESOLUTION_SUMMARY = 2,
+  /** RESOLUTION_TRIPLE - Its first triple (Memory.triples), marked "(fact)" in the block. */
+  RESOLUTION_TRIPLE = 3,
+  UNRECOGNIZED = -1,
+}
+
+export function resolutionFromJSON(object: any): Resolution {
+  switch (object) {
+    case 0:
+    case "RESOLUTION_UNSPECIFIED":
+      return Resolution.RESOLUTION_UNSPECIFIED;
+    case 1:
+    case "RESOLUTION_FULL":
+      return Resolution.RESOLUTION_FULL;
+    case 2:
+    case "RESOLUTION_SUMMARY":
+      return Resolution.RESOLUTION_SUMMARY;
+    case 3:
+    case "RESOLUTION_TRIPLE":
+      return Resolution.RESOLUTION_TRIPLE;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return Resolution.UNRECOGNIZED;
+  }
+}
+
+export function resolutionToJSON(object: Resolution): string {
+  switch (object) {
+    case Resolution.RESOLUTION_UNSPECIFIED:
+      return "RESOLUTION_UNSPECIFIED";
+    case Resolution.RESOLUTION_FULL:
+      return "RESOLUTION_FULL";
+    case Resolution.RESOLUTION_SUMMARY:
+      return "RESOLUTION_SUMMARY";
+    case Resolution.RESOLUTION_TRIPLE:
+      return "RESOLUTION_TRIPLE";
+    case Resolution.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** What a zone event records. */
 export enum ZoneEventKind {
   /** ZONE_EVENT_KIND_UNSPECIFIED - Not set (never sent). */
@@ -457,7 +507,11 @@ export interface Memory {
   relations: Relation[];
   /** The entities it mentions, as ids "<kind>:<key>" (see Entities). */
   entities: string[];
-  /** Facts a model read in it (CELESTIAL_EXTRACTOR=llm), after the Store answered. */
+  /**
+   * Facts it states as subject-relation-object triples: by simple rules when stored (often
+   * none), by the model later (CELESTIAL_EXTRACTOR=llm). Context shows the first when neither
+   * the text nor the summary fits.
+   */
   triples: Triple[];
   /**
    * The model's reading of it: empty (no model asked), "waiting", "done", or "failed: " and
@@ -481,6 +535,11 @@ export interface Memory {
    * admin key deletes it.
    */
   immutable: boolean;
+  /**
+   * Its one-line summary: by rules when stored (the first sentence, cut), by the model later
+   * when the server has one for understanding. Context shows it when the text does not fit.
+   */
+  summary: string;
 }
 
 export interface Memory_MetadataEntry {
@@ -526,7 +585,8 @@ export interface Relation {
   weight: number;
   /**
    * Who made it: "caller" (Relate), "session" (each memory follows the previous one of its
-   * session), "repeat" (moved from a repeat merged into this memory).
+   * session), "repeat" (moved from a repeat merged into this memory), "derived" (Reflect: an
+   * insight derived_from the memories it came from).
    */
   madeBy: string;
   /** When it was made. */
@@ -854,6 +914,11 @@ export interface ContextResponse {
   foldedIds: string[];
   /** Memories recalled but left out to fit the budget, most relevant first. */
   omittedIds: string[];
+  /**
+   * How the block shows each memory of included_ids (same order, same length): its text, or,
+   * when the text did not fit, its one-line summary or its triple (the line says which).
+   */
+  includedResolutions: Resolution[];
 }
 
 /** Request of Get. */
@@ -1446,6 +1511,13 @@ export interface EntityProfile {
     | undefined;
   /** Its most recalled memories (at most 10), most recalled first. */
   mostRecalled: Memory[];
+  /** What the model made of it at the last Reflect that wrote about it; empty before. */
+  summary: string;
+  /**
+   * The memory that holds the summary (tagged "insight", derived_from its sources); empty
+   * when there is no summary.
+   */
+  summaryId: string;
 }
 
 /** Response of Entities. */
@@ -1476,6 +1548,72 @@ export interface FeedbackResponse {
     | undefined;
   /** Its importance before the vote (memory.importance is the one after). */
   importanceBefore: number;
+}
+
+/** Request of Reflect. */
+export interface ReflectRequest {
+  /** Tenant to reflect on. */
+  tenant: string;
+  /**
+   * Answer the insights and summaries it would write, without writing them (the model is
+   * asked all the same).
+   */
+  dryRun: boolean;
+  /**
+   * How many of the tenant's newest memories to read: 0 means the server's default (200), at
+   * most 2000. Insights are not read.
+   */
+  window: number;
+  /**
+   * Reflect on these entities only (ids "<kind>:<key>"); empty: the most mentioned of the
+   * window.
+   */
+  entities: string[];
+}
+
+/** An insight Reflect wrote (or, in a dry run, would write). */
+export interface Insight {
+  /**
+   * The memory that holds it (in a dry run, the id it would have). Insights are
+   * content-addressed: the same insight again is not stored twice.
+   */
+  id: string;
+  /** The insight, e.g. "Alice mostly asks about ethics lately". */
+  content: string;
+  /** The entity it is about ("<kind>:<key>"). */
+  entity: string;
+  /** The memories it was derived from (related derived_from them). */
+  sourceIds: string[];
+  /** True when this call stored it; false in a dry run, or when it was stored before. */
+  created: boolean;
+}
+
+/** An entity's summary Reflect wrote (or would write): its profile's summary from then on. */
+export interface EntitySummary {
+  /** The entity ("<kind>:<key>"). */
+  entity: string;
+  /** The summary. */
+  summary: string;
+  /** The memory that holds it, replaced by the next summary of the entity. */
+  id: string;
+  /** The memories it was made from. */
+  sourceIds: string[];
+}
+
+/** Response of Reflect. */
+export interface ReflectResponse {
+  /** The insights, by entity (most mentioned first). */
+  insights: Insight[];
+  /** One summary per entity reflected on. */
+  summaries: EntitySummary[];
+  /** Whether this was a dry run (nothing written). */
+  dryRun: boolean;
+  /** Memories read (the window, without insights). */
+  memoriesRead: number;
+  /** Model calls made (entities are sent a few to a call). */
+  modelCalls: number;
+  /** Tokens those calls cost, as the model reported them. */
+  modelTokens: number;
 }
 
 function createBaseScoreBreakdown(): ScoreBreakdown {
@@ -1639,6 +1777,7 @@ function createBaseMemory(): Memory {
     nextMove: undefined,
     memoryType: 0,
     immutable: false,
+    summary: "",
   };
 }
 
@@ -1721,6 +1860,9 @@ export const Memory: MessageFns<Memory> = {
     }
     if (message.immutable !== false) {
       writer.uint32(200).bool(message.immutable);
+    }
+    if (message.summary !== "") {
+      writer.uint32(258).string(message.summary);
     }
     return writer;
   },
@@ -1949,6 +2091,14 @@ export const Memory: MessageFns<Memory> = {
             message.immutable = reader.bool();
             continue;
           }
+          case 32: {
+            if (tag !== 258) {
+              break;
+            }
+
+            message.summary = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2040,6 +2190,7 @@ export const Memory: MessageFns<Memory> = {
         ? memoryTypeFromJSON(object.memory_type)
         : 0,
       immutable: isSet(object.immutable) ? globalThis.Boolean(object.immutable) : false,
+      summary: isSet(object.summary) ? globalThis.String(object.summary) : "",
     };
   },
 
@@ -2129,6 +2280,9 @@ export const Memory: MessageFns<Memory> = {
     if (message.immutable !== false) {
       obj.immutable = message.immutable;
     }
+    if (message.summary !== "") {
+      obj.summary = message.summary;
+    }
     return obj;
   },
 
@@ -2175,6 +2329,7 @@ export const Memory: MessageFns<Memory> = {
       : undefined;
     message.memoryType = object.memoryType ?? 0;
     message.immutable = object.immutable ?? false;
+    message.summary = object.summary ?? "";
     return message;
   },
 };
@@ -4829,7 +4984,15 @@ export const ContextRequest: MessageFns<ContextRequest> = {
 };
 
 function createBaseContextResponse(): ContextResponse {
-  return { text: "", tokens: 0, tokenizer: "", includedIds: [], foldedIds: [], omittedIds: [] };
+  return {
+    text: "",
+    tokens: 0,
+    tokenizer: "",
+    includedIds: [],
+    foldedIds: [],
+    omittedIds: [],
+    includedResolutions: [],
+  };
 }
 
 export const ContextResponse: MessageFns<ContextResponse> = {
@@ -4851,6 +5014,13 @@ export const ContextResponse: MessageFns<ContextResponse> = {
     }
     for (const v of message.omittedIds) {
       writer.uint32(50).string(v!);
+    }
+    if (message.includedResolutions.length !== 0) {
+      writer.uint32(58).fork();
+      for (const v of message.includedResolutions) {
+        writer.int32(v);
+      }
+      writer.join();
     }
     return writer;
   },
@@ -4916,6 +5086,24 @@ export const ContextResponse: MessageFns<ContextResponse> = {
             message.omittedIds.push(reader.string());
             continue;
           }
+          case 7: {
+            if (tag === 56) {
+              message.includedResolutions.push(reader.int32() as any);
+
+              continue;
+            }
+
+            if (tag === 58) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.includedResolutions.push(reader.int32() as any);
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4948,6 +5136,11 @@ export const ContextResponse: MessageFns<ContextResponse> = {
         : globalThis.Array.isArray(object?.omitted_ids)
         ? object.omitted_ids.map((e: any) => globalThis.String(e))
         : [],
+      includedResolutions: globalThis.Array.isArray(object?.includedResolutions)
+        ? object.includedResolutions.map((e: any) => resolutionFromJSON(e))
+        : globalThis.Array.isArray(object?.included_resolutions)
+        ? object.included_resolutions.map((e: any) => resolutionFromJSON(e))
+        : [],
     };
   },
 
@@ -4971,6 +5164,9 @@ export const ContextResponse: MessageFns<ContextResponse> = {
     if (message.omittedIds?.length) {
       obj.omittedIds = message.omittedIds;
     }
+    if (message.includedResolutions?.length) {
+      obj.includedResolutions = message.includedResolutions.map((e) => resolutionToJSON(e));
+    }
     return obj;
   },
 
@@ -4985,6 +5181,7 @@ export const ContextResponse: MessageFns<ContextResponse> = {
     message.includedIds = object.includedIds?.map((e) => e) || [];
     message.foldedIds = object.foldedIds?.map((e) => e) || [];
     message.omittedIds = object.omittedIds?.map((e) => e) || [];
+    message.includedResolutions = object.includedResolutions?.map((e) => e) || [];
     return message;
   },
 };
@@ -10082,7 +10279,7 @@ export const Entity: MessageFns<Entity> = {
 };
 
 function createBaseEntityProfile(): EntityProfile {
-  return { entity: undefined, firstSeen: undefined, lastSeen: undefined, mostRecalled: [] };
+  return { entity: undefined, firstSeen: undefined, lastSeen: undefined, mostRecalled: [], summary: "", summaryId: "" };
 }
 
 export const EntityProfile: MessageFns<EntityProfile> = {
@@ -10098,6 +10295,12 @@ export const EntityProfile: MessageFns<EntityProfile> = {
     }
     for (const v of message.mostRecalled) {
       Memory.encode(v!, writer.uint32(34).fork()).join();
+    }
+    if (message.summary !== "") {
+      writer.uint32(42).string(message.summary);
+    }
+    if (message.summaryId !== "") {
+      writer.uint32(50).string(message.summaryId);
     }
     return writer;
   },
@@ -10147,6 +10350,22 @@ export const EntityProfile: MessageFns<EntityProfile> = {
             message.mostRecalled.push(Memory.decode(reader, reader.uint32()));
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.summary = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.summaryId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -10177,6 +10396,12 @@ export const EntityProfile: MessageFns<EntityProfile> = {
         : globalThis.Array.isArray(object?.most_recalled)
         ? object.most_recalled.map((e: any) => Memory.fromJSON(e))
         : [],
+      summary: isSet(object.summary) ? globalThis.String(object.summary) : "",
+      summaryId: isSet(object.summaryId)
+        ? globalThis.String(object.summaryId)
+        : isSet(object.summary_id)
+        ? globalThis.String(object.summary_id)
+        : "",
     };
   },
 
@@ -10194,6 +10419,12 @@ export const EntityProfile: MessageFns<EntityProfile> = {
     if (message.mostRecalled?.length) {
       obj.mostRecalled = message.mostRecalled.map((e) => Memory.toJSON(e));
     }
+    if (message.summary !== "") {
+      obj.summary = message.summary;
+    }
+    if (message.summaryId !== "") {
+      obj.summaryId = message.summaryId;
+    }
     return obj;
   },
 
@@ -10208,6 +10439,8 @@ export const EntityProfile: MessageFns<EntityProfile> = {
     message.firstSeen = object.firstSeen ?? undefined;
     message.lastSeen = object.lastSeen ?? undefined;
     message.mostRecalled = object.mostRecalled?.map((e) => Memory.fromPartial(e)) || [];
+    message.summary = object.summary ?? "";
+    message.summaryId = object.summaryId ?? "";
     return message;
   },
 };
@@ -10507,6 +10740,552 @@ export const FeedbackResponse: MessageFns<FeedbackResponse> = {
       ? Memory.fromPartial(object.memory)
       : undefined;
     message.importanceBefore = object.importanceBefore ?? 0;
+    return message;
+  },
+};
+
+function createBaseReflectRequest(): ReflectRequest {
+  return { tenant: "", dryRun: false, window: 0, entities: [] };
+}
+
+export const ReflectRequest: MessageFns<ReflectRequest> = {
+  encode(message: ReflectRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenant !== "") {
+      writer.uint32(10).string(message.tenant);
+    }
+    if (message.dryRun !== false) {
+      writer.uint32(16).bool(message.dryRun);
+    }
+    if (message.window !== 0) {
+      writer.uint32(24).int32(message.window);
+    }
+    for (const v of message.entities) {
+      writer.uint32(34).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReflectRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReflectRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenant = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.dryRun = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.window = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.entities.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReflectRequest {
+    return {
+      tenant: isSet(object.tenant) ? globalThis.String(object.tenant) : "",
+      dryRun: isSet(object.dryRun)
+        ? globalThis.Boolean(object.dryRun)
+        : isSet(object.dry_run)
+        ? globalThis.Boolean(object.dry_run)
+        : false,
+      window: isSet(object.window) ? globalThis.Number(object.window) : 0,
+      entities: globalThis.Array.isArray(object?.entities) ? object.entities.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: ReflectRequest): unknown {
+    const obj: any = {};
+    if (message.tenant !== "") {
+      obj.tenant = message.tenant;
+    }
+    if (message.dryRun !== false) {
+      obj.dryRun = message.dryRun;
+    }
+    if (message.window !== 0) {
+      obj.window = Math.round(message.window);
+    }
+    if (message.entities?.length) {
+      obj.entities = message.entities;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReflectRequest>, I>>(base?: I): ReflectRequest {
+    return ReflectRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReflectRequest>, I>>(object: I): ReflectRequest {
+    const message = createBaseReflectRequest();
+    message.tenant = object.tenant ?? "";
+    message.dryRun = object.dryRun ?? false;
+    message.window = object.window ?? 0;
+    message.entities = object.entities?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseInsight(): Insight {
+  return { id: "", content: "", entity: "", sourceIds: [], created: false };
+}
+
+export const Insight: MessageFns<Insight> = {
+  encode(message: Insight, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.content !== "") {
+      writer.uint32(18).string(message.content);
+    }
+    if (message.entity !== "") {
+      writer.uint32(26).string(message.entity);
+    }
+    for (const v of message.sourceIds) {
+      writer.uint32(34).string(v!);
+    }
+    if (message.created !== false) {
+      writer.uint32(40).bool(message.created);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Insight {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseInsight();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.content = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.entity = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.sourceIds.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.created = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Insight {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      content: isSet(object.content) ? globalThis.String(object.content) : "",
+      entity: isSet(object.entity) ? globalThis.String(object.entity) : "",
+      sourceIds: globalThis.Array.isArray(object?.sourceIds)
+        ? object.sourceIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.source_ids)
+        ? object.source_ids.map((e: any) => globalThis.String(e))
+        : [],
+      created: isSet(object.created) ? globalThis.Boolean(object.created) : false,
+    };
+  },
+
+  toJSON(message: Insight): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.content !== "") {
+      obj.content = message.content;
+    }
+    if (message.entity !== "") {
+      obj.entity = message.entity;
+    }
+    if (message.sourceIds?.length) {
+      obj.sourceIds = message.sourceIds;
+    }
+    if (message.created !== false) {
+      obj.created = message.created;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Insight>, I>>(base?: I): Insight {
+    return Insight.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Insight>, I>>(object: I): Insight {
+    const message = createBaseInsight();
+    message.id = object.id ?? "";
+    message.content = object.content ?? "";
+    message.entity = object.entity ?? "";
+    message.sourceIds = object.sourceIds?.map((e) => e) || [];
+    message.created = object.created ?? false;
+    return message;
+  },
+};
+
+function createBaseEntitySummary(): EntitySummary {
+  return { entity: "", summary: "", id: "", sourceIds: [] };
+}
+
+export const EntitySummary: MessageFns<EntitySummary> = {
+  encode(message: EntitySummary, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.entity !== "") {
+      writer.uint32(10).string(message.entity);
+    }
+    if (message.summary !== "") {
+      writer.uint32(18).string(message.summary);
+    }
+    if (message.id !== "") {
+      writer.uint32(26).string(message.id);
+    }
+    for (const v of message.sourceIds) {
+      writer.uint32(34).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EntitySummary {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEntitySummary();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.entity = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.summary = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.sourceIds.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EntitySummary {
+    return {
+      entity: isSet(object.entity) ? globalThis.String(object.entity) : "",
+      summary: isSet(object.summary) ? globalThis.String(object.summary) : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      sourceIds: globalThis.Array.isArray(object?.sourceIds)
+        ? object.sourceIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.source_ids)
+        ? object.source_ids.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: EntitySummary): unknown {
+    const obj: any = {};
+    if (message.entity !== "") {
+      obj.entity = message.entity;
+    }
+    if (message.summary !== "") {
+      obj.summary = message.summary;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.sourceIds?.length) {
+      obj.sourceIds = message.sourceIds;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EntitySummary>, I>>(base?: I): EntitySummary {
+    return EntitySummary.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EntitySummary>, I>>(object: I): EntitySummary {
+    const message = createBaseEntitySummary();
+    message.entity = object.entity ?? "";
+    message.summary = object.summary ?? "";
+    message.id = object.id ?? "";
+    message.sourceIds = object.sourceIds?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseReflectResponse(): ReflectResponse {
+  return { insights: [], summaries: [], dryRun: false, memoriesRead: 0, modelCalls: 0, modelTokens: 0 };
+}
+
+export const ReflectResponse: MessageFns<ReflectResponse> = {
+  encode(message: ReflectResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.insights) {
+      Insight.encode(v!, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.summaries) {
+      EntitySummary.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.dryRun !== false) {
+      writer.uint32(24).bool(message.dryRun);
+    }
+    if (message.memoriesRead !== 0) {
+      writer.uint32(32).int32(message.memoriesRead);
+    }
+    if (message.modelCalls !== 0) {
+      writer.uint32(40).int32(message.modelCalls);
+    }
+    if (message.modelTokens !== 0) {
+      writer.uint32(48).int64(message.modelTokens);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReflectResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReflectResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.insights.push(Insight.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.summaries.push(EntitySummary.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.dryRun = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.memoriesRead = reader.int32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.modelCalls = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.modelTokens = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReflectResponse {
+    return {
+      insights: globalThis.Array.isArray(object?.insights) ? object.insights.map((e: any) => Insight.fromJSON(e)) : [],
+      summaries: globalThis.Array.isArray(object?.summaries)
+        ? object.summaries.map((e: any) => EntitySummary.fromJSON(e))
+        : [],
+      dryRun: isSet(object.dryRun)
+        ? globalThis.Boolean(object.dryRun)
+        : isSet(object.dry_run)
+        ? globalThis.Boolean(object.dry_run)
+        : false,
+      memoriesRead: isSet(object.memoriesRead)
+        ? globalThis.Number(object.memoriesRead)
+        : isSet(object.memories_read)
+        ? globalThis.Number(object.memories_read)
+        : 0,
+      modelCalls: isSet(object.modelCalls)
+        ? globalThis.Number(object.modelCalls)
+        : isSet(object.model_calls)
+        ? globalThis.Number(object.model_calls)
+        : 0,
+      modelTokens: isSet(object.modelTokens)
+        ? globalThis.Number(object.modelTokens)
+        : isSet(object.model_tokens)
+        ? globalThis.Number(object.model_tokens)
+        : 0,
+    };
+  },
+
+  toJSON(message: ReflectResponse): unknown {
+    const obj: any = {};
+    if (message.insights?.length) {
+      obj.insights = message.insights.map((e) => Insight.toJSON(e));
+    }
+    if (message.summaries?.length) {
+      obj.summaries = message.summaries.map((e) => EntitySummary.toJSON(e));
+    }
+    if (message.dryRun !== false) {
+      obj.dryRun = message.dryRun;
+    }
+    if (message.memoriesRead !== 0) {
+      obj.memoriesRead = Math.round(message.memoriesRead);
+    }
+    if (message.modelCalls !== 0) {
+      obj.modelCalls = Math.round(message.modelCalls);
+    }
+    if (message.modelTokens !== 0) {
+      obj.modelTokens = Math.round(message.modelTokens);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReflectResponse>, I>>(base?: I): ReflectResponse {
+    return ReflectResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReflectResponse>, I>>(object: I): ReflectResponse {
+    const message = createBaseReflectResponse();
+    message.insights = object.insights?.map((e) => Insight.fromPartial(e)) || [];
+    message.summaries = object.summaries?.map((e) => EntitySummary.fromPartial(e)) || [];
+    message.dryRun = object.dryRun ?? false;
+    message.memoriesRead = object.memoriesRead ?? 0;
+    message.modelCalls = object.modelCalls ?? 0;
+    message.modelTokens = object.modelTokens ?? 0;
     return message;
   },
 };
@@ -10835,6 +11614,23 @@ export const MemoryServiceService = {
     responseSerialize: (value: FeedbackResponse): Buffer => Buffer.from(FeedbackResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): FeedbackResponse => FeedbackResponse.decode(value),
   },
+  /**
+   * Reflects on a tenant's recent memories with the server's model: groups them by the
+   * entities they mention, asks the model for insights about each of the most mentioned, and
+   * stores each insight as a memory tagged "insight" related "derived_from" the memories it came
+   * from, and a summary of each entity (its profile's, see Entities). dry_run answers what it
+   * would write without writing. FAILED_PRECONDITION when the server has no model configured
+   * (CELESTIAL_LLM_BASE_URL, CELESTIAL_LLM_MODEL); UNAVAILABLE when the model fails.
+   */
+  reflect: {
+    path: "/celestial.v1.MemoryService/Reflect" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ReflectRequest): Buffer => Buffer.from(ReflectRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReflectRequest => ReflectRequest.decode(value),
+    responseSerialize: (value: ReflectResponse): Buffer => Buffer.from(ReflectResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ReflectResponse => ReflectResponse.decode(value),
+  },
 } as const;
 
 export interface MemoryServiceServer extends UntypedServiceImplementation {
@@ -10973,6 +11769,15 @@ export interface MemoryServiceServer extends UntypedServiceImplementation {
    * (FAILED_PRECONDITION). Not a safe retry: every call is a vote. Needs the write role.
    */
   feedback: handleUnaryCall<FeedbackRequest, FeedbackResponse>;
+  /**
+   * Reflects on a tenant's recent memories with the server's model: groups them by the
+   * entities they mention, asks the model for insights about each of the most mentioned, and
+   * stores each insight as a memory tagged "insight" related "derived_from" the memories it came
+   * from, and a summary of each entity (its profile's, see Entities). dry_run answers what it
+   * would write without writing. FAILED_PRECONDITION when the server has no model configured
+   * (CELESTIAL_LLM_BASE_URL, CELESTIAL_LLM_MODEL); UNAVAILABLE when the model fails.
+   */
+  reflect: handleUnaryCall<ReflectRequest, ReflectResponse>;
 }
 
 export interface MemoryServiceClient extends Client {
@@ -11419,6 +12224,29 @@ export interface MemoryServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: FeedbackResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Reflects on a tenant's recent memories with the server's model: groups them by the
+   * entities they mention, asks the model for insights about each of the most mentioned, and
+   * stores each insight as a memory tagged "insight" related "derived_from" the memories it came
+   * from, and a summary of each entity (its profile's, see Entities). dry_run answers what it
+   * would write without writing. FAILED_PRECONDITION when the server has no model configured
+   * (CELESTIAL_LLM_BASE_URL, CELESTIAL_LLM_MODEL); UNAVAILABLE when the model fails.
+   */
+  reflect(
+    request: ReflectRequest,
+    callback: (error: ServiceError | null, response: ReflectResponse) => void,
+  ): ClientUnaryCall;
+  reflect(
+    request: ReflectRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ReflectResponse) => void,
+  ): ClientUnaryCall;
+  reflect(
+    request: ReflectRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ReflectResponse) => void,
   ): ClientUnaryCall;
 }
 

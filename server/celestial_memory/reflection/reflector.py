@@ -1,0 +1,196 @@
+"""Reflection: insights about the entities of a tenant's recent memories, by the model
+(docs/design.md, "Reflection and three resolutions").
+
+A reflection reads the tenant's newest ``reflect_window`` live memories (insights left out),
+groups them by the entities they mention (the ``entities`` field, graph/), and takes the most
+mentioned entities that at least ``reflect_min_mentions`` memories mention (or the entities
+asked for). The model gets ``reflect_entities_per_call`` entities a call, each with its newest
+memories, and answers a summary and insights for each (prompt.py). Each insight is stored as a
+memory tagged "insight", with an id derived from its entity and text (the same insight twice is
+one memory), and related derived_from the memories it names; each entity's summary is one
+memory per entity (its id derived from the entity, written again by every reflection), which
+the entity's profile shows. Insights are written through the Store path (storing.py), so they
+are placed, scored and found like any memory; they never merge into another as a repeat.
+
+Without a model there is no reflection: Reflect is refused, never faked. The automatic trigger
+counts each tenant's new memories and runs a reflection off the request path once a tenant has
+``reflect_after`` more (the server's loop, grpc_api/server.py); the counts live in memory, so a
+restart starts them again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from celestial_memory import metrics
+from celestial_memory.clock import Clock
+from celestial_memory.config import Settings
+from celestial_memory.domain.models import Memory, MemoryFilter
+from celestial_memory.domain.requests import NewMemory, derived_id
+from celestial_memory.errors import FailedPrecondition, InvalidArgument, ModelUnavailable
+from celestial_memory.graph.entity_index import entity_id, summary_id
+from celestial_memory.graph.relations import Relations
+from celestial_memory.reflection.prompt import MAX_SHOWN, Group, Reflected, body, parse, prompt
+from celestial_memory.store.repository import MemoryRepository
+from celestial_memory.storing import Storing
+from celestial_memory.understanding.chat import ChatModel, ModelError
+from celestial_memory.understanding.types import INSIGHT
+
+log = logging.getLogger(__name__)
+
+INSIGHT_TAG = "insight"  # every memory Reflect writes carries it
+SUMMARY_TAG = "entity-summary"  # and an entity's summary this one too
+# Metadata of what Reflect writes: what it is and which entity it is about.
+KIND_KEY, ABOUT_KEY = "celestial_kind", "celestial_about"
+MAX_WINDOW = 2000
+MAX_ASKED = 64  # entities one request may name
+
+
+@dataclass(frozen=True, slots=True)
+class Insight:
+    id: str
+    content: str
+    entity: str
+    sources: list[str]
+    created: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EntitySummary:
+    entity: str
+    summary: str
+    id: str
+    sources: list[str]
+
+
+@dataclass(slots=True)
+class Reflection:
+    dry_run: bool
+    read: int = 0  # memories of the window
+    calls: int = 0
+    tokens: int = 0
+    insights: list[Insight] = field(default_factory=list)
+    summaries: list[EntitySummary] = field(default_factory=list)
+
+
+class Reflector:
+    def __init__(self, settings: Settings, store: MemoryRepository, storing: Storing,
+                 relations: Relations, clock: Clock, model: ChatModel | None) -> None:
+        self._s, self._store, self._storing = settings, store, storing
+        self._relations, self._clock, self._model = relations, clock, model
+        self._new: dict[str, int] = defaultdict(int)  # new memories since the last reflection
+        self._lock = threading.Lock()
+
+    # -- the automatic trigger ----------------------------------------------------------------
+
+    def noted(self, tenant: str, created: int) -> None:
+        """``created`` new memories of ``tenant`` were stored (the trigger's count)."""
+        if self._model is not None and self._s.reflect_after and created:
+            with self._lock:
+                self._new[tenant] += created
+
+    def take_due(self) -> list[str]:
+        """The tenants with ``reflect_after`` new memories or more since their last reflection,
+        their counts started again."""
+        with self._lock:
+            due = sorted(t for t, n in self._new.items() if n >= self._s.reflect_after)
+            for t in due:
+                del self._new[t]
+        return due
+
+    # -- a reflection -------------------------------------------------------------------------
+
+    def reflect(self, tenant: str, dry_run: bool = False, window: int = 0,
+                entities: Sequence[str] = ()) -> Reflection:
+        s = self._s
+        if not 0 <= window <= MAX_WINDOW:
+            raise InvalidArgument("window", f"must be 0 to {MAX_WINDOW}, got {window}")
+        if len(entities) > MAX_ASKED:
+            raise InvalidArgument("entities", f"more than {MAX_ASKED}")
+        asked = list(dict.fromkeys(entity_id(e, "entities") for e in entities))
+        if self._model is None:
+            raise FailedPrecondition("reflection needs a model: set CELESTIAL_LLM_BASE_URL and "
+                                     "CELESTIAL_LLM_MODEL")
+        recent, _ = self._store.recent_page(tenant, MemoryFilter(), window or s.reflect_window,
+                                            None)
+        recent = [m for m in recent if m.memory_type != INSIGHT and INSIGHT_TAG not in m.tags]
+        out = Reflection(dry_run, read=len(recent))
+        groups = self._groups(recent, asked)
+        step = s.reflect_entities_per_call
+        for start in range(0, len(groups), step):
+            chunk = groups[start:start + step]
+            found = self._ask(chunk, out)
+            for g, r in zip(chunk, found, strict=True):
+                self._keep(tenant, g, r, out)
+        if not dry_run:
+            self._write(tenant, out)
+        return out
+
+    def _groups(self, recent: Sequence[Memory], asked: Sequence[str]) -> list[Group]:
+        """The entities to reflect on, most mentioned in the window first (ties by id), each
+        with the memories that mention it, newest first."""
+        by: dict[str, list[Memory]] = defaultdict(list)
+        for m in recent:
+            for e in m.entities:
+                by[e].append(m)
+        if asked:
+            return [Group(e, by[e]) for e in asked if by.get(e)]
+        ranked = sorted((e for e, ms in by.items() if len(ms) >= self._s.reflect_min_mentions),
+                        key=lambda e: (-len(by[e]), e))
+        return [Group(e, by[e]) for e in ranked[:self._s.reflect_max_entities]]
+
+    def _ask(self, groups: Sequence[Group], out: Reflection) -> list[Reflected]:
+        assert self._model is not None
+        k = self._s.reflect_max_insights
+        try:
+            answer = self._model.ask(prompt(k), body(groups), json_answer=True)
+            out.calls += 1
+            out.tokens += answer.tokens
+            found = parse(answer.text, groups, k)
+        except ModelError as e:
+            metrics.MODEL_CALLS.labels("reflect", "failed").inc()
+            raise ModelUnavailable(f"the model failed to reflect: {e}", 5.0) from e
+        metrics.MODEL_CALLS.labels("reflect", "ok").inc()
+        metrics.MODEL_TOKENS.labels("reflect").inc(answer.tokens)
+        return found
+
+    def _keep(self, tenant: str, g: Group, r: Reflected, out: Reflection) -> None:
+        cap = self._s.max_content_chars  # what a Store of them accepts
+        for t in r.insights:
+            text = t.text[:cap]
+            out.insights.append(Insight(derived_id(tenant, f"insight\0{g.entity}\0{text}"),
+                                        text, g.entity, t.sources))
+        if r.summary:
+            out.summaries.append(EntitySummary(g.entity, r.summary[:cap],
+                                               summary_id(tenant, g.entity),
+                                               [m.id for m in g.memories[:MAX_SHOWN]]))
+
+    def _write(self, tenant: str, out: Reflection) -> None:
+        """The insights (create-only: one stored before stays as it is) and the summaries
+        (written again), then their derived_from relations."""
+        def item(mid: str, text: str, entity: str, kind: str) -> NewMemory:
+            tags = [INSIGHT_TAG] + ([SUMMARY_TAG] if kind == SUMMARY_TAG else [])
+            # Typed insight, not understood again by the extractor (the model wrote it).
+            return NewMemory(text, tags=tags, id=mid, upsert=kind == SUMMARY_TAG,
+                             metadata={KIND_KEY: kind, ABOUT_KEY: entity},
+                             memory_type=INSIGHT, understand=False)
+
+        items = [item(i.id, i.content, i.entity, INSIGHT_TAG) for i in out.insights]
+        items += [item(x.id, x.summary, x.entity, SUMMARY_TAG) for x in out.summaries]
+        if not items:
+            return
+        stored = self._storing.store_batch(tenant, items)
+        out.insights = [Insight(i.id, i.content, i.entity, i.sources, created)
+                        for i, created in zip(out.insights, stored.created[:len(out.insights)],
+                                               strict=True)]
+        for i in out.insights:
+            self._relations.derive(tenant, i.id, i.sources)
+        for x in out.summaries:
+            self._relations.derive(tenant, x.id, x.sources)
+        log.info("reflected on %d entities of %r: %d insights (%d new), %d model calls",
+                 len(out.summaries), tenant[:256], len(out.insights),
+                 sum(i.created for i in out.insights), out.calls)
