@@ -225,6 +225,23 @@ def _related(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
                       {"id": a["id"], "memories": [related_data(r) for r in found]})
 
 
+def _reflect(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
+    r = c.reflect(dry_run=a["dry_run"], entities=a.get("entities", []))
+    what = "would write" if r.dry_run else "wrote"
+    lines = [f"{what} {len(r.insights)} insights and {len(r.summaries)} entity summaries from "
+             f"{r.memories_read} memories ({r.model_calls} model calls)"
+             + (" (dry run)" if r.dry_run else "")]
+    lines += [f"- {i.entity}: {i.content}" for i in r.insights]
+    lines += [f"- summary of {s.entity}: {s.summary}" for s in r.summaries]
+    return ToolOutput("\n".join(lines), {
+        "dry_run": r.dry_run, "memories_read": r.memories_read, "model_calls": r.model_calls,
+        "insights": [{"id": i.id, "entity": i.entity, "content": i.content,
+                      "source_ids": list(i.source_ids), "created": i.created}
+                     for i in r.insights],
+        "summaries": [{"id": s.id, "entity": s.entity, "summary": s.summary}
+                      for s in r.summaries]})
+
+
 def _rebalance(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
     r = c.rebalance(dry_run=a["dry_run"])
     moved = {f"{src.value}->{dst.value}": n for (src, dst), n in r.moved.items()}
@@ -326,6 +343,15 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("memory_ledger", "The memory's history: evictions, forgotten, restored and deleted memories, "
              "oldest first.",
              _schema(limit=LIMIT, memory_id=_str("Only this memory's events.")), _ledger),
+    ToolSpec("memory_reflect", "Ask the server's model for insights about the entities the recent "
+             "memories mention (stored as insight memories linked to their sources) and a "
+             "summary of each entity. A dry run unless dry_run is false. Fails when the server "
+             "has no model.",
+             _schema(dry_run={"type": "boolean", "default": True,
+                              "description": "Only report what would be written."},
+                     entities=_strings("Only these entities (ids like \"name:alice\"); left "
+                                       "out, the most mentioned.")),
+             _reflect, read_only=False),
     ToolSpec("memory_rebalance", "Re-place memories in their zones now and forget the neglected. A dry run "
              "unless dry_run is false.",
              _schema(dry_run={"type": "boolean", "default": True,

@@ -10,11 +10,16 @@ import pytest
 
 pytest.importorskip("mcp")
 
+from celestial_memory.clock import ManualClock
+from celestial_memory.embedding import SentenceTransformerEmbedder
 from celestial_memory.grpc_api.server import MemoryServer
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, get_default_environment
 
 from tests.integration.celestial_exe import write_celestial
+from tests.integration.conftest import running_server
+from tests.integration.test_reflection import STORIES, scripted
+from tests.scripted_model import ScriptedModel
 
 # This checkout's command, as an MCP host starts it.
 CELESTIAL = str(write_celestial(Path(tempfile.mkdtemp(prefix="celestial-bin-"))))
@@ -40,7 +45,7 @@ async def test_mcp_over_stdio_lists_saves_searches_pins_and_reports_errors(
                               "memory_update",
                               "memory_pin", "memory_delete", "memory_stats", "memory_recent",
                               "memory_related", "memory_ledger", "memory_rebalance",
-                              "memory_feedback"}
+                              "memory_feedback", "memory_reflect"}
         save = tools["memory_save"].input_schema
         assert save["required"] == ["content"]
         assert all(p.get("description") for p in save["properties"].values())
@@ -145,3 +150,30 @@ async def test_mcp_over_streamable_http(server: MemoryServer) -> None:
     finally:
         proc.terminate()
         await proc.wait()
+
+
+async def test_mcp_reflects_with_the_servers_model_and_says_when_there_is_none(
+        server: MemoryServer, tmp_path: Path, embedder: SentenceTransformerEmbedder,
+        clock: ManualClock) -> None:
+    async with Client(stdio(server), read_timeout_seconds=60) as mcp:
+        refused = await mcp.call_tool("memory_reflect", {})
+        assert refused.is_error and "needs a model" in refused.content[0].text
+    model = ScriptedModel(scripted)
+    try:
+        async with running_server(tmp_path / "with-model", embedder, clock,
+                                  llm_base_url=model.url, llm_model="scripted") as srv, \
+                Client(stdio(srv), read_timeout_seconds=60) as mcp:
+            for text in STORIES:
+                await mcp.call_tool("memory_save", {"content": text})
+            dry = await mcp.call_tool("memory_reflect", {})
+            assert not dry.is_error and dry.structured_content["dry_run"] is True
+            insights = dry.structured_content["insights"]
+            assert insights and all(i["source_ids"] and not i["created"] for i in insights)
+            wrote = await mcp.call_tool("memory_reflect", {"dry_run": False})
+            assert all(i["created"] for i in wrote.structured_content["insights"])
+            found = await mcp.call_tool("memory_search", {
+                "query": insights[0]["content"], "memory_types": ["insight"],
+                "reinforce": False})
+            assert insights[0]["id"] in [r["id"] for r in found.structured_content["results"]]
+    finally:
+        model.close()
