@@ -10,16 +10,18 @@ from collections.abc import Sequence
 from celestial_memory.domain.models import AdminEvent, ZoneEvent
 from celestial_memory.paging import Cursor
 from celestial_memory.store.engine import LEDGER, Point
+from celestial_memory.store.ledger_payload import (
+    admin_from_payload,
+    admin_payload,
+    event_from_payload,
+    event_payload,
+)
 from celestial_memory.store.pages import PageReads
 from celestial_memory.store.payload import (
     Between,
     Either,
     Eq,
-    admin_from_payload,
-    admin_payload,
     conditions,
-    event_from_payload,
-    event_payload,
     ledger_conditions,
 )
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 from celestial_memory.domain.models import (
-    AdminEvent,
     Edge,
     IndexVectors,
     Memory,
@@ -22,7 +21,6 @@ from celestial_memory.domain.models import (
     Provenance,
     Sparse,
     Vector,
-    ZoneEvent,
 )
 from celestial_memory.domain.selection import Members, Selection
 from celestial_memory.domain.trajectory import ALREADY
@@ -379,30 +377,3 @@ def ledger_conditions(kind: str, since: float | None, memory_id: str = "") -> li
     if memory_id:
         conds.append(Eq("memory_id", memory_id))
     return conds
-
-
-def admin_payload(e: AdminEvent) -> dict[str, Any]:
-    return {"kind": "admin", "tenant": e.tenant, "method": e.method, "key_id": e.key_id,
-            "at": e.at}
-
-
-def admin_from_payload(point_id: object, p: dict[str, Any]) -> AdminEvent:
-    return AdminEvent(id=str(point_id), tenant=p["tenant"], method=p["method"],
-                      key_id=p.get("key_id", ""), at=float(p["at"]))
-
-
-def event_payload(e: ZoneEvent) -> dict[str, Any]:
-    return {
-        "kind": "event", "tenant": e.tenant, "memory_id": e.memory_id,
-        "from_zone": int(e.from_zone), "to_zone": -1 if e.to_zone is None else int(e.to_zone),
-        "reason": e.reason, "at": e.at, "content_hash": e.content_hash,
-    }
-
-
-def event_from_payload(point_id: object, p: dict[str, Any]) -> ZoneEvent:
-    to = int(p["to_zone"])
-    return ZoneEvent(
-        id=str(point_id), tenant=p["tenant"], memory_id=p["memory_id"],
-        from_zone=Zone(int(p["from_zone"])), to_zone=None if to < 0 else Zone(to),
-        reason=p["reason"], at=float(p["at"]), content_hash=p.get("content_hash", ""),
-    )
