@@ -275,3 +275,23 @@ async def test_the_cli_and_the_blocking_client(
     async with serving(tmp_path / "bare", "edge", embedder, clock, None) as (srv, _):
         code = await asyncio.to_thread(main, ["--target", f"127.0.0.1:{srv.port}", "reflect"])
         assert code == 1 and "FAILED_PRECONDITION" in capsys.readouterr().err
+
+
+async def test_topics_are_the_tags_callers_give(
+        tmp_path: Path, backend_kind: str, embedder: SentenceTransformerEmbedder,
+        clock: ManualClock, model: ScriptedModel) -> None:
+    async with serving(tmp_path, backend_kind, embedder, clock, model) as (_, c):
+        # No entity is shared; two memories share a tag (a topic), a third has its own.
+        a = await c.store("the train was late again this morning", tags=["commute"])
+        b = await c.store("took the bike because the bus was full", tags=["commute"])
+        await c.store("the tomatoes need more sun", tags=["garden"])
+        dry = await c.reflect()
+        assert [s.entity for s in dry.summaries] == ["tag:commute"]
+        assert sorted(dry.insights[0].source_ids) == sorted([a.id, b.id])
+        asked = await c.reflect(entities=["tag:garden"], dry_run=False)
+        assert [s.entity for s in asked.summaries] == ["tag:garden"]
+        written = await c.get(asked.insights[0].id)
+        assert written.memory_type == "insight" and written.metadata["celestial_about"] == "tag:garden"
+        # Reflect's own tags are no topic: a second reflection does not reflect on "insight".
+        again = await c.reflect()
+        assert all(not s.entity.startswith("tag:insight") for s in again.summaries)

@@ -2,10 +2,12 @@
 (docs/design.md, "Reflection and three resolutions").
 
 A reflection reads the tenant's newest ``reflect_window`` live memories (insights left out),
-groups them by the entities they mention (the ``entities`` field, graph/), and takes the most
-mentioned entities that at least ``reflect_min_mentions`` memories mention (or the entities
-asked for). The model gets ``reflect_entities_per_call`` entities a call, each with its newest
-memories, and answers a summary and insights for each (prompt.py). Each insight is stored as a
+groups them by the entities they mention (the ``entities`` field, graph/) and by topic (the
+tags callers give them, as groups "tag:<tag>": the service has no topic model, and a caller's
+tags are the topics it chose), and takes the largest groups that at least
+``reflect_min_mentions`` memories make (or the entities and topics asked for). The model gets
+``reflect_entities_per_call`` groups a call, each with its newest memories, and answers a
+summary and insights for each (prompt.py). Each insight is stored as a
 memory tagged "insight", with an id derived from its entity and text (the same insight twice is
 one memory), and related derived_from the memories it names; each entity's summary is one
 memory per entity (its id derived from the entity, written again by every reflection), which
@@ -48,6 +50,8 @@ SUMMARY_TAG = "entity-summary"  # and an entity's summary this one too
 KIND_KEY, ABOUT_KEY = "celestial_kind", "celestial_about"
 MAX_WINDOW = 2000
 MAX_ASKED = 64  # entities one request may name
+TOPIC = "tag"  # a topic group's id is "tag:<tag>"
+RESERVED_TAGS = frozenset({INSIGHT_TAG, SUMMARY_TAG})  # Reflect's own, not topics
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +115,8 @@ class Reflector:
             raise InvalidArgument("window", f"must be 0 to {MAX_WINDOW}, got {window}")
         if len(entities) > MAX_ASKED:
             raise InvalidArgument("entities", f"more than {MAX_ASKED}")
-        asked = list(dict.fromkeys(entity_id(e, "entities") for e in entities))
+        asked = list(dict.fromkeys(e if e.startswith(f"{TOPIC}:") and len(e) <= 128 and e[4:]
+                                   else entity_id(e, "entities") for e in entities))
         if self._model is None:
             raise FailedPrecondition("reflection needs a model: set CELESTIAL_LLM_BASE_URL and "
                                      "CELESTIAL_LLM_MODEL")
@@ -131,12 +136,15 @@ class Reflector:
         return out
 
     def _groups(self, recent: Sequence[Memory], asked: Sequence[str]) -> list[Group]:
-        """The entities to reflect on, most mentioned in the window first (ties by id), each
-        with the memories that mention it, newest first."""
+        """The entities and topics to reflect on, largest in the window first (ties by id),
+        each with its memories, newest first."""
         by: dict[str, list[Memory]] = defaultdict(list)
         for m in recent:
             for e in m.entities:
                 by[e].append(m)
+            for t in dict.fromkeys(m.tags):
+                if t not in RESERVED_TAGS:
+                    by[f"{TOPIC}:{t}"].append(m)
         if asked:
             return [Group(e, by[e]) for e in asked if by.get(e)]
         ranked = sorted((e for e, ms in by.items() if len(ms) >= self._s.reflect_min_mentions),

@@ -11616,9 +11616,10 @@ export const MemoryServiceService = {
   },
   /**
    * Reflects on a tenant's recent memories with the server's model: groups them by the
-   * entities they mention, asks the model for insights about each of the most mentioned, and
-   * stores each insight as a memory tagged "insight" related "derived_from" the memories it came
-   * from, and a summary of each entity (its profile's, see Entities). dry_run answers what it
+   * entities they mention and by their tags (topics, as groups "tag:<tag>"), asks the model for
+   * insights about each of the largest groups, and stores each insight as a memory of type
+   * insight related "derived_from" the memories it came from, and a summary of each entity
+   * (its profile's, see Entities). dry_run answers what it
    * would write without writing. FAILED_PRECONDITION when the server has no model configured
    * (CELESTIAL_LLM_BASE_URL, CELESTIAL_LLM_MODEL); UNAVAILABLE when the model fails.
    */
@@ -11771,9 +11772,10 @@ export interface MemoryServiceServer extends UntypedServiceImplementation {
   feedback: handleUnaryCall<FeedbackRequest, FeedbackResponse>;
   /**
    * Reflects on a tenant's recent memories with the server's model: groups them by the
-   * entities they mention, asks the model for insights about each of the most mentioned, and
-   * stores each insight as a memory tagged "insight" related "derived_from" the memories it came
-   * from, and a summary of each entity (its profile's, see Entities). dry_run answers what it
+   * entities they mention and by their tags (topics, as groups "tag:<tag>"), asks the model for
+   * insights about each of the largest groups, and stores each insight as a memory of type
+   * insight related "derived_from" the memories it came from, and a summary of each entity
+   * (its profile's, see Entities). dry_run answers what it
    * would write without writing. FAILED_PRECONDITION when the server has no model configured
    * (CELESTIAL_LLM_BASE_URL, CELESTIAL_LLM_MODEL); UNAVAILABLE when the model fails.
    */
@@ -12227,9 +12229,10 @@ export interface MemoryServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * Reflects on a tenant's recent memories with the server's model: groups them by the
-   * entities they mention, asks the model for insights about each of the most mentioned, and
-   * stores each insight as a memory tagged "insight" related "derived_from" the memories it came
-   * from, and a summary of each entity (its profile's, see Entities). dry_run answers what it
+   * entities they mention and by their tags (topics, as groups "tag:<tag>"), asks the model for
+   * insights about each of the largest groups, and stores each insight as a memory of type
+   * insight related "derived_from" the memories it came from, and a summary of each entity
+   * (its profile's, see Entities). dry_run answers what it
    * would write without writing. FAILED_PRECONDITION when the server has no model configured
    * (CELESTIAL_LLM_BASE_URL, CELESTIAL_LLM_MODEL); UNAVAILABLE when the model fails.
    */
