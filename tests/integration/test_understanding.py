@@ -149,7 +149,7 @@ def test_failures_are_given_up_after_the_last_try_with_the_error_kept(
     if failure == "500":
         model.status = 500
     else:
-        model.stall_s = 3.0  # longer than llm_timeout_s (1 s)
+        model.stall_s = 30.0  # a model that hangs: far past llm_timeout_s (1 s)
     s = _service(tmp_path, backend_kind, embedder, model, clock, understand_max_tries=2)
     try:
         [m] = s.store_many(T, [NewMemory("Alice moved to Oslo")])
