@@ -83,8 +83,8 @@ def test_sigterm_during_a_long_batch_stops_within_the_grace_period(tmp_path: Pat
     def send() -> None:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
             stub = pb_grpc.MemoryServiceStub(ch)
-            try:  # tens of seconds of embedding on two cores
-                stub.StoreBatch(iter([pb.StoreRequest(content=f"{i} {long}") for i in range(1500)]))
+            try:  # a minute or more of embedding on two cores, whichever encoder
+                stub.StoreBatch(iter([pb.StoreRequest(content=f"{i} {long}") for i in range(6000)]))
             except grpc.RpcError as err:
                 outcome.append(err.code())
 
@@ -97,7 +97,9 @@ def test_sigterm_during_a_long_batch_stops_within_the_grace_period(tmp_path: Pat
     took = time.monotonic() - started
     sender.join(10)
     assert proc.returncode == 0, out.decode()
-    assert took < 10, f"the server took {took:.1f} s to stop after a 1 s grace period"
+    # Stopped by the grace period, not by the batch ending (which takes far longer); the bound
+    # is loose because a loaded machine is slow to stop too.
+    assert took < 40, f"the server took {took:.1f} s to stop after a 1 s grace period"
     assert len(outcome) == 1 and outcome[0] != grpc.StatusCode.OK
     assert "store flushed and closed" in out.decode()
 
