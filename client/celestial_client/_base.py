@@ -167,6 +167,8 @@ class _Base:
         return pb.EntitiesRequest(tenant=self.tenant, entity=entity_id)
 
     def _feedback(self, memory_id: str, helpful: bool) -> pb.FeedbackRequest:
+        if not isinstance(helpful, bool):  # a vote cannot be taken back: "no" is not False
+            raise TypeError(f"helpful must be True or False, got {helpful!r}")
         return pb.FeedbackRequest(tenant=self.tenant, id=memory_id, verdict=(
             pb.VERDICT_HELPFUL if helpful else pb.VERDICT_NOT_HELPFUL))
 

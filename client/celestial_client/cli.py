@@ -77,7 +77,12 @@ _BY_CODE = {
 }
 
 
+MODEL_UNAVAILABLE = "MODEL_UNAVAILABLE"  # ErrorInfo reason of the server's model failing
+
+
 def exit_status(err: CelestialClientError) -> int:
+    if err.reason == MODEL_UNAVAILABLE:  # the server answered: its model did not
+        return EXIT["refused"]
     return _BY_CODE.get(err.code, EXIT["refused"])
 
 
@@ -138,7 +143,8 @@ def _print(args: argparse.Namespace, answer: Answer) -> int:
 
 def _hint(err: CelestialClientError, args: argparse.Namespace) -> str:
     """The service's message, and for an unreachable server where this command looked."""
-    if err.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+    if err.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and \
+            err.reason != MODEL_UNAVAILABLE:
         target = client_settings(args)["target"]
         return (f"{err.details} (target {target.value}, from {target.source}; set --target or "
                 "CELESTIAL_TARGET; a TLS server needs --tls-ca)")

@@ -43,6 +43,9 @@ class TLS:
         return [("grpc.ssl_target_name_override", self.server_name)] if self.server_name else []
 
 
+NOT_RETRIED = ("Feedback", "Reflect")
+
+
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """gRPC's own retries, set on the channel (its service config): a call that fails with one
@@ -66,6 +69,10 @@ class RetryPolicy:
                 "backoffMultiplier": self.multiplier,
                 "retryableStatusCodes": list(self.codes),
             },
+        }, {
+            # Never retried: every Feedback is a vote, and a Reflect spends model calls (its
+            # UNAVAILABLE is the model's, not the connection's).
+            "name": [{"service": SERVICE, "method": m} for m in NOT_RETRIED],
         }]})
 
 

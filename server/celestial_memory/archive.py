@@ -12,7 +12,7 @@ from celestial_memory.domain.models import RESTORED, Memory, MemoryFilter, ZoneE
 from celestial_memory.domain.scoring import MemoryFunction
 from celestial_memory.domain.zones import Zone, ZoneTable
 from celestial_memory.errors import InvalidArgument, PermissionDenied
-from celestial_memory.graph.relations import DERIVED_FROM
+from celestial_memory.graph.relations import DERIVED_FROM, EXTRACTED_FROM
 from celestial_memory.placement import Placement
 from celestial_memory.rebalancer import event_id
 from celestial_memory.store.repository import MemoryRepository
@@ -80,10 +80,11 @@ class Archive:
         event ids are derived, so the retry writes none twice), then the points."""
         if not zones:
             return 0
-        # What Reflect derived from an erased memory goes with it (its insights and entity
-        # summaries may say what the memory said): erasure leaves no paraphrase behind.
+        # What Reflect or the extractor derived from an erased memory goes with it (insights,
+        # entity summaries and facts may say what the memory said): no paraphrase stays behind.
         derived = {e.other for es in self._store.graph.edges_of(tenant, list(zones)).values()
-                   for e in es if e.relation == DERIVED_FROM and not e.outgoing} - set(zones)
+                   for e in es if e.relation in (DERIVED_FROM, EXTRACTED_FROM)
+                   and not e.outgoing} - set(zones)
         if derived:
             zones = {**zones, **self._store.matching(tenant, ids=sorted(derived))}
         now = self._clock.now()

@@ -272,6 +272,14 @@ async def test_the_cli_and_the_blocking_client(
             profile = await asyncio.to_thread(blocking.entity, BOB)
         assert [i.created for i in again.insights] == [False]
         assert profile.summary == f"{BOB} comes up often"
+        # The model failing is the server's refusal (exit 1), sent once: never retried, and no
+        # hint that the server could not be reached.
+        model.answer = lambda body: "no insights today"
+        asked = len(model.requests)
+        assert await asyncio.to_thread(main, argv) == 1
+        err = capsys.readouterr().err
+        assert "the model failed to reflect" in err and "--target" not in err
+        assert len(model.requests) == asked + 1
     async with serving(tmp_path / "bare", "edge", embedder, clock, None) as (srv, _):
         code = await asyncio.to_thread(main, ["--target", f"127.0.0.1:{srv.port}", "reflect"])
         assert code == 1 and "FAILED_PRECONDITION" in capsys.readouterr().err

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from celestial_client import AsyncCelestialClient
+from celestial_client import AsyncCelestialClient, CelestialClient
 from celestial_client.cli_output import show_memory
+from celestial_client.connection import RetryPolicy
 from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
@@ -92,9 +93,19 @@ def test_parse_reads_only_what_was_asked() -> None:
     assert two.triples == [Triple("Bob", "works_at", "Acme")]
     assert parse("```json\n" + good + "\n```", 2)[0].entities == one.entities
     for bad in ("I found some entities!", '{"facts": []}', '{"memories": [{"n": 1}]}',
-                '{"memories": [{"n": 1}, {"n": 1}]}', '{"memories": [{"n": 1}, {"n": 3}]}'):
+                '{"memories": [{"n": 1}, {"n": 1}]}', '{"memories": [{"n": 1}, {"n": 3}]}',
+                # the wrong shapes (a memory's text may talk the model into them)
+                '{"memories": [{"n": 1, "triples": 5}, {"n": 2}]}',
+                '{"memories": [{"n": 1, "facts": "hi!"}, {"n": 2}]}',
+                '{"memories": [{"n": 1, "entities": {"a": 1}}, {"n": 2}]}',
+                '{"memories": [{"n": 1, "summary": 7}, {"n": 2}]}',
+                '{"memories": [{"n": true}, {"n": 2}]}'):
         with pytest.raises(ModelError):
             parse(bad, 2)
+    # A "fact" that only repeats its memory is not one.
+    [same] = parse('{"memories": [{"n": 1, "facts": ["quentin owns a red bicycle!", '
+                   '"Quentin rides to work."]}]}', 1, ["Quentin owns a red bicycle"])
+    assert same.facts == ["Quentin rides to work."]
 
 
 def test_a_store_queues_and_the_queue_understands_each_memory_once(
@@ -274,3 +285,33 @@ def test_the_models_facts_become_fact_memories_linked_to_their_source_once(
     assert sorted(m.content for m in again) == sorted(kept)
     assert len(svc.store.get_one(T, a.id).edges) == len(
         [e for e in svc.store.get_one(T, a.id).edges if e.relation == "extracted_from"]) == 2
+    # Erasing a source erases what was extracted from it: a fact may say what it said.
+    assert svc.delete(T, a.id)
+    left = [m for page in svc.store.export_pages(T) for m in page]
+    assert [m.id for m in left] == [b.id]
+
+
+def test_a_poisoned_answer_is_a_failed_try_and_other_tenants_go_on(
+        svc: MemoryService, model: ScriptedModel) -> None:
+    def poisoned(body: dict[str, Any]) -> str:
+        if "POISON" in body["messages"][1]["content"]:
+            return '{"memories": [{"n": 1, "triples": 5}]}'
+        return facts(body)
+
+    model.answer = poisoned
+    [bad] = svc.store_many("aaa", [NewMemory("POISON pill from Mallory")])
+    [good] = svc.store_many("zzz", [NewMemory("Nina plays the cello on Sundays")])
+    done = _queue(svc).run_once()
+    assert done.retried == 1 and done.understood == 1
+    assert svc.store.get_one("aaa", bad.id).understand_tries == 1
+    assert svc.store.get_one("zzz", good.id).understand_due is None
+
+
+def test_the_clients_never_retry_a_vote_or_a_reflection() -> None:
+    config = json.loads(RetryPolicy().service_config())["methodConfig"]
+    retried = [c for c in config if "retryPolicy" in c]
+    assert [n.get("method") for c in retried for n in c["name"]] == [None]  # the whole service
+    plain = [n["method"] for c in config if "retryPolicy" not in c for n in c["name"]]
+    assert plain == ["Feedback", "Reflect"]  # a method's own entry wins over the service's
+    with CelestialClient("127.0.0.1:9", tenant=T) as c, pytest.raises(TypeError):
+        c.feedback("00000000-0000-4000-8000-000000000001", "no")  # type: ignore[arg-type]

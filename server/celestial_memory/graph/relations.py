@@ -29,6 +29,7 @@ from celestial_memory.placement import Placement
 from celestial_memory.store.repository import MemoryRepository
 
 FOLLOWS = "follows"  # a memory follows the previous one of its session
+EXTRACTED_FROM = "extracted_from"  # a fact the model read in a memory points at it
 DERIVED_FROM = "derived_from"  # an insight of Reflect points at what it came from
 _RELATION = re.compile(r"[a-z0-9_-]{1,64}")
 MAX_DEPTH = 3

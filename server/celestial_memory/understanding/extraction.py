@@ -89,8 +89,14 @@ def _triple(v: object) -> Triple | None:
     return Triple(s, r, o) if s and r and o else None
 
 
-def parse(answer: str, n: int) -> list[Understood]:
-    """What the model said of each of ``n`` memories, or ModelError naming what is wrong."""
+def _plain(text: str) -> str:
+    """Text compared for sameness: lower-case words, punctuation dropped."""
+    return " ".join("".join(c for c in text.lower() if c.isalnum() or c.isspace()).split())
+
+
+def parse(answer: str, n: int, texts: Sequence[str] = ()) -> list[Understood]:
+    """What the model said of each of ``n`` memories (``texts``, when given, are theirs: a
+    fact that only repeats its memory is dropped), or ModelError naming what is wrong."""
     text = answer.strip()
     if text.startswith("```"):  # a fenced block despite the instructions
         text = text.strip("`").removeprefix("json").strip()
@@ -104,8 +110,14 @@ def parse(answer: str, n: int) -> list[Understood]:
     out: dict[int, Understood] = {}
     for entry in entries:
         k = entry.get("n") if isinstance(entry, dict) else None
-        if not isinstance(k, int) or not 1 <= k <= n or k in out:
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= n or k in out:
             raise ModelError(f"an entry for no memory asked, or twice: {str(entry)[:80]!r}")
+        assert isinstance(entry, dict)
+        for key in ("entities", "triples", "facts"):  # a list, or left out
+            if not isinstance(entry.get(key) or [], list):
+                raise ModelError(f"memory {k}: {key!r} is not a list")
+        if not isinstance(entry.get("summary") or "", str):
+            raise ModelError(f"memory {k}: 'summary' is not text")
         got = Understood()
         seen: set[str] = set()
         for raw in entry.get("entities") or []:
@@ -115,8 +127,11 @@ def parse(answer: str, n: int) -> list[Understood]:
         for t in entry.get("triples") or []:
             if (tr := _triple(t)) is not None and tr not in got.triples:
                 got.triples.append(tr)
+        said = {_plain(x) for x in texts[k - 1:k]}  # a "fact" that only repeats the memory
         for raw in entry.get("facts") or []:
-            if (fact := _text(raw, MAX_FACT)) and fact not in got.facts:
+            fact = _text(raw, MAX_FACT)
+            if fact and _plain(fact) not in said:
+                said.add(_plain(fact))
                 got.facts.append(fact)
         got.entities, got.triples = got.entities[:MAX_ENTITIES], got.triples[:MAX_TRIPLES]
         got.facts = got.facts[:MAX_FACTS]
@@ -135,7 +150,7 @@ class LlmExtractor:
         """Entities and triples of each text, and the tokens the call cost; ModelError."""
         body = "\n".join(f"{i}. {' '.join(t.split())[:MAX_TEXT]}" for i, t in enumerate(texts, 1))
         answer = self._model.ask(PROMPT, body, json_answer=True)
-        return parse(answer.text, len(texts)), answer.tokens
+        return parse(answer.text, len(texts), texts), answer.tokens
 
     def close(self) -> None:
         self._model.close()

@@ -26,7 +26,7 @@ from celestial_memory.domain.requests import NewMemory
 from celestial_memory.errors import CelestialError
 from celestial_memory.graph.entities import MAX_ENTITIES
 from celestial_memory.graph.entity_index import ref
-from celestial_memory.graph.relations import Relations
+from celestial_memory.graph.relations import EXTRACTED_FROM, Relations
 from celestial_memory.store.repository import MemoryRepository
 from celestial_memory.store.understanding_store import Waiting
 from celestial_memory.storing import Storing
@@ -36,7 +36,6 @@ from celestial_memory.understanding.types import FACT
 
 log = logging.getLogger(__name__)
 
-EXTRACTED_FROM = "extracted_from"  # the relation from a fact to the memory it came from
 WINDOW_S = 60.0  # the budget's window
 CALLS_PER_PASS = 8  # model calls one pass may make (then the loop comes back at once)
 
@@ -129,6 +128,11 @@ class ExtractionQueue:
             budget.spend(now, 0)
             metrics.MODEL_CALLS.labels("extract", "failed").inc()
             return self._failed(tenant, batch, str(e), now)
+        except Exception as e:  # a reading this code did not foresee: a failed try, not a stall
+            log.exception("model understanding: reading the answer failed")
+            budget.spend(now, 0)
+            metrics.MODEL_CALLS.labels("extract", "failed").inc()
+            return self._failed(tenant, batch, f"unreadable answer ({type(e).__name__})", now)
         budget.spend(now, tokens)
         metrics.MODEL_CALLS.labels("extract", "ok").inc()
         metrics.MODEL_TOKENS.labels("extract").inc(tokens)
