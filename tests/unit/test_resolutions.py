@@ -46,11 +46,13 @@ def test_the_rules_triple(text: str, triple: tuple[str, str, str] | None) -> Non
 
 def test_the_extraction_answer_carries_a_summary() -> None:
     answer = json.dumps({"memories": [
-        {"n": 1, "summary": "  Alice   works at Acme. ", "triples": []},
-        {"n": 2, "summary": 42}]})
+        {"n": 1, "summary": "  Alice   works at Acme. ", "triples": []}, {"n": 2}]})
     one, two = extraction.parse(answer, 2)
     assert one.summary == "Alice works at Acme." and two.summary == ""
     assert '"summary"' in extraction.PROMPT
+    # A summary that is not text is a malformed answer, like any field of the wrong shape.
+    with pytest.raises(ModelError):
+        extraction.parse(json.dumps({"memories": [{"n": 1, "summary": 42}]}), 1)
 
 
 def test_reflect_reads_only_insights_with_sources_it_gave() -> None:
