@@ -241,33 +241,34 @@ class Relations:
         self._graph.write_edges(tenant, edges)
         return edges
 
-    def derive(self, tenant: str, derived: str, sources: Sequence[str]) -> list[Edge]:
-        """Relate ``derived`` derived_from each of ``sources`` (made_by "derived"), in place of
-        the derived_from relations it had (an entity's summary written again). Ends gone
-        meanwhile are skipped; each memory keeps its newest ``max_relations``. Returns the
-        relations ``derived`` now has."""
+    def derive(self, tenant: str, links: Mapping[str, Sequence[str]]) -> None:
+        """Relate each derived memory in ``links`` derived_from each of its sources (made_by
+        "derived"), in place of the derived_from relations it had (an entity's summary written
+        again): all of them in two reads and one write. Ends gone meanwhile are skipped; each
+        memory keeps its newest ``max_relations``."""
+        if not links:
+            return
         with self._placement.locked(tenant):
-            own = self._graph.edges_of(tenant, [derived]).get(derived)
-            if own is None:
-                return []
-            old = {e.other for e in own if e.relation == DERIVED_FROM and e.outgoing}
-            edges = self._graph.edges_of(tenant, sorted((old | set(sources)) - {derived}))
-            edges[derived] = [e for e in own if not (e.relation == DERIVED_FROM and e.outgoing)]
-            for mid in old:
-                if mid in edges:
-                    edges[mid] = [e for e in edges[mid] if not (
-                        e.other == derived and e.relation == DERIVED_FROM and not e.outgoing)]
+            edges = self._graph.edges_of(tenant, list(links))
+            derived = [d for d in links if d in edges]
+            old = {d: {e.other for e in edges[d] if e.relation == DERIVED_FROM and e.outgoing}
+                   for d in derived}
+            ends = set().union(*old.values(), *(links[d] for d in derived)) - set(edges)
+            edges.update(self._graph.edges_of(tenant, sorted(ends)))
             now = self._clock.now()
-            for mid in dict.fromkeys(sources):
-                if mid in edges and mid != derived:
-                    out = Edge(mid, DERIVED_FROM, 1.0, "derived", now, True)
-                    edges[derived], _ = with_edge(edges[derived], out)
-                    edges[mid], _ = with_edge(edges[mid], replace(out, other=derived,
-                                                                  outgoing=False))
+            for d in derived:
+                edges[d] = [e for e in edges[d] if not (e.relation == DERIVED_FROM and e.outgoing)]
+                for mid in old[d] & set(edges):
+                    edges[mid] = [e for e in edges[mid] if not (
+                        e.other == d and e.relation == DERIVED_FROM and not e.outgoing)]
+                for mid in dict.fromkeys(links[d]):
+                    if mid in edges and mid != d:
+                        out = Edge(mid, DERIVED_FROM, 1.0, "derived", now, True)
+                        edges[d], _ = with_edge(edges[d], out)
+                        edges[mid], _ = with_edge(edges[mid], replace(out, other=d,
+                                                                      outgoing=False))
             cap = self._settings.max_relations
-            edges = {mid: es[-cap:] for mid, es in edges.items()}
-            self._graph.write_edges(tenant, edges)
-        return edges[derived]
+            self._graph.write_edges(tenant, {mid: es[-cap:] for mid, es in edges.items()})
 
     def relink(self, tenant: str, moved: Mapping[str, str | None]) -> int:
         """Point every relation at a memory in ``moved`` to its new id instead (a repeat

@@ -195,10 +195,8 @@ class Reflector:
         out.insights = [Insight(i.id, i.content, i.entity, i.sources, created)
                         for i, created in zip(out.insights, stored.created[:len(out.insights)],
                                                strict=True)]
-        for i in out.insights:
-            self._relations.derive(tenant, i.id, i.sources)
-        for x in out.summaries:
-            self._relations.derive(tenant, x.id, x.sources)
+        self._relations.derive(tenant, {**{i.id: i.sources for i in out.insights},
+                                        **{x.id: x.sources for x in out.summaries}})
         log.info("reflected on %d entities of %r: %d insights (%d new), %d model calls",
                  len(out.summaries), tenant[:256], len(out.insights),
                  sum(i.created for i in out.insights), out.calls)
