@@ -103,7 +103,8 @@ class Retrieval:
         """``relevance`` plus the entity signal (module docstring), still in [0, 1]."""
         if not asked or mentions is None or len(relevance) == 0:
             return relevance
-        has = np.array([[e in set(m) for e in asked] for m in mentions], dtype=np.float64)
+        has = np.array([[e in ms for e in asked] for ms in map(set, mentions)],
+                       dtype=np.float64)
         n = len(mentions)
         idf = np.log1p(n / (1.0 + has.sum(axis=0)))
         share = has @ idf / idf.sum()

@@ -234,7 +234,8 @@ class MemoryServer:
         while True:
             try:
                 done = await asyncio.to_thread(queue.run_once)
-                await asyncio.to_thread(queue.waiting)  # the queue-depth gauge
+                if done.understood or done.retried or done.given_up or done.over_budget:
+                    await asyncio.to_thread(queue.waiting)  # the queue-depth gauge, when it moved
             except Exception:
                 log.exception("model understanding failed")
                 done = None
