@@ -17,7 +17,8 @@ from celestial_memory.understanding.extraction_queue import ExtractionQueue
 def open_store(settings: Settings, dimension: int) -> MemoryRepository:
     collection = settings.collection_name(dimension)
     if settings.backend == "edge":
-        return open_edge(settings.data_dir / collection, dimension, settings.vectors_on_disk)
+        return open_edge(settings.data_dir / collection, dimension, settings.vectors_on_disk,
+                         settings.payload_on_disk)
     from celestial_memory.store.qdrant_engine import Connection
 
     key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
@@ -30,7 +31,8 @@ def open_store(settings: Settings, dimension: int) -> MemoryRepository:
         replication_factor=settings.qdrant_replication_factor,
         write_consistency_factor=settings.qdrant_write_consistency_factor,
     )
-    return open_qdrant(conn, dimension, collection, vectors_on_disk=settings.vectors_on_disk)
+    return open_qdrant(conn, dimension, collection, vectors_on_disk=settings.vectors_on_disk,
+                       payload_on_disk=settings.payload_on_disk)
 
 
 def build_service(

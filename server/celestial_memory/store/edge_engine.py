@@ -27,6 +27,14 @@ _INDEX_PARAMS: dict[str, Any] = {
     "float": qe.FloatIndexParams(),
     "keyword": qe.KeywordIndexParams(),
 }
+# With the payload on disk, the float and keyword indexes are memory-mapped and read when a filter
+# touches them; the tenant and integer (zone) indexes stay in RAM, since every recall filters on
+# them (docs/encoder.md, "A million memories").
+_INDEX_PARAMS_ON_DISK: dict[str, Any] = {
+    **_INDEX_PARAMS,
+    "float": qe.FloatIndexParams(memory=qe.Memory.Cold),
+    "keyword": qe.KeywordIndexParams(memory=qe.Memory.Cold),
+}
 # The content vector's HNSW search runs on int8 copies, then rescores with the float vectors;
 # rescoring over candidates reads the float vectors only: relevance needs the true cosine.
 _QUANTIZED = qe.QuantizationSearchParams(rescore=True, oversampling=pl.QUANTIZED_OVERSAMPLING)
@@ -77,7 +85,8 @@ def _stored_datatype(path: Path, vector: str) -> Any:
     return _DATATYPES[config.get("vectors", {}).get(vector, {}).get("datatype", "float32")]
 
 
-def _open(path: Path, config: Any, indexes: Mapping[str, str]) -> Any:
+def _open(path: Path, config: Any, indexes: Mapping[str, str],
+          params: Mapping[str, Any] = _INDEX_PARAMS) -> Any:
     try:
         if (path / "edge_config.json").exists():
             shard = qe.EdgeShard.load(str(path), config)
@@ -94,16 +103,18 @@ def _open(path: Path, config: Any, indexes: Mapping[str, str]) -> Any:
     existing = set(shard.info().payload_schema)
     for field, kind in indexes.items():
         if field not in existing:
-            shard.update(qe.UpdateOperation.create_field_index(field, _INDEX_PARAMS[kind]))
+            shard.update(qe.UpdateOperation.create_field_index(field, params[kind]))
     return shard
 
 
 class EdgeEngine:
     name = "edge"
 
-    def __init__(self, path: Path, dimension: int, vectors_on_disk: bool = False) -> None:
+    def __init__(self, path: Path, dimension: int, vectors_on_disk: bool = False,
+                 payload_on_disk: bool = False) -> None:
         self.dimension = dimension
-        # Cold: memory-mapped, read from disk when touched; the int8 copies stay in RAM.
+        # Cold: memory-mapped, read from disk when touched; the int8 copies stay in RAM, and so
+        # does the HNSW graph.
         originals = qe.Memory.Cold if vectors_on_disk else None
         config = qe.EdgeConfig(
             vectors={
@@ -123,16 +134,19 @@ class EdgeEngine:
                     memory=originals,
                 ),
             },
+            # The keyword vectors' inverted indexes, in RAM unless the vectors are on disk.
             sparse_vectors={
-                pl.KEYWORDS: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf),
-                pl.CONTEXT_KEYWORDS: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf),
+                name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf, memory=originals)
+                for name in (pl.KEYWORDS, pl.CONTEXT_KEYWORDS)
             },
-            # Payload pages kept in RAM: a full rebalance and capacity checks read many payloads.
-            payload_memory=qe.Memory.Cached,
+            # Payload pages kept in RAM by default: a full rebalance and capacity checks read
+            # many payloads.
+            payload_memory=qe.Memory.Cold if payload_on_disk else qe.Memory.Cached,
         )
         ledger_config = qe.EdgeConfig(sparse_vectors={"_": qe.EdgeSparseVectorParams()})
         self._shards = {
-            "memories": _open(path, config, pl.INDEXES),
+            "memories": _open(path, config, pl.INDEXES,
+                              _INDEX_PARAMS_ON_DISK if payload_on_disk else _INDEX_PARAMS),
             "ledger": _open(path.with_name(path.name + "_ledger"), ledger_config, pl.LEDGER_INDEXES),
         }
         self._memories = self._shards[en.MEMORIES]

@@ -42,6 +42,12 @@ _SCHEMAS: dict[str, Any] = {
     "float": models.PayloadSchemaType.FLOAT,
     "keyword": models.PayloadSchemaType.KEYWORD,
 }
+# With the payload on disk, as on the embedded store (edge_engine.py _INDEX_PARAMS_ON_DISK).
+_SCHEMAS_ON_DISK: dict[str, Any] = {
+    **_SCHEMAS,
+    "float": models.FloatIndexParams(type=models.FloatIndexType.FLOAT, on_disk=True),
+    "keyword": models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, on_disk=True),
+}
 log = logging.getLogger(__name__)
 _EXACT = models.SearchParams(quantization=models.QuantizationSearchParams(ignore=True))
 
@@ -136,11 +142,13 @@ class QdrantEngine:
     def __init__(
         self, connection: Connection | str, dimension: int, collection: str,
         client: QdrantClient | None = None, vectors_on_disk: bool = False,
+        payload_on_disk: bool = False,
     ) -> None:
         conn = Connection(url=connection) if isinstance(connection, str) else connection
         self._conn = conn
         self.dimension = dimension
-        self._vectors_on_disk = vectors_on_disk  # for a collection this creates
+        # For a collection and the payload indexes this creates; existing ones keep theirs.
+        self._vectors_on_disk, self._payload_on_disk = vectors_on_disk, payload_on_disk
         self._names: dict[en.Part, str] = {"memories": collection, "ledger": f"{collection}_ledger"}
         self.name = "qdrant-local" if conn.url == ":memory:" else "qdrant-remote"
         # Local mode searches exactly and warns that search parameters do nothing.
@@ -189,9 +197,12 @@ class QdrantEngine:
                     ),
                 },
                 sparse_vectors_config={
-                    KEYWORDS: models.SparseVectorParams(modifier=models.Modifier.IDF),
-                    CONTEXT_KEYWORDS: models.SparseVectorParams(modifier=models.Modifier.IDF),
+                    name: models.SparseVectorParams(
+                        modifier=models.Modifier.IDF,
+                        index=models.SparseIndexParams(on_disk=self._vectors_on_disk))
+                    for name in (KEYWORDS, CONTEXT_KEYWORDS)
                 },
+                on_disk_payload=self._payload_on_disk,
                 **self._layout(),
             )
         if not self._client.collection_exists(ledger):
@@ -199,9 +210,10 @@ class QdrantEngine:
         with warnings.catch_warnings():
             # Local mode ignores payload indexes and says so; the server needs them.
             warnings.filterwarnings("ignore", "Payload indexes have no effect")
+            schemas = _SCHEMAS_ON_DISK if self._payload_on_disk else _SCHEMAS
             for field, kind in INDEXES.items():
                 if field not in existing:
-                    self._client.create_payload_index(memories, field, _SCHEMAS[kind])
+                    self._client.create_payload_index(memories, field, schemas[kind])
             for field, kind in LEDGER_INDEXES.items():
                 self._client.create_payload_index(ledger, field, _SCHEMAS[kind])
 
