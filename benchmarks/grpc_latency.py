@@ -151,10 +151,13 @@ class Served:
 
 
 def serve(encoder: str) -> Served:
-    """A server whose encoder is ``onnx`` or ``torch``, optionally with threads: ``torch:1``."""
+    """A server whose encoder is ``onnx``, ``onnx-int8`` (the model's int8 copy) or ``torch``,
+    optionally with threads: ``torch:1``."""
     data_dir = Path(tempfile.mkdtemp(prefix="celestial-bench-"))
     kind, _, threads = encoder.partition(":")
-    settings = Settings(data_dir=data_dir, rebalance_interval_s=0, embed_backend=kind,
+    int8 = kind == "onnx-int8"
+    settings = Settings(data_dir=data_dir, rebalance_interval_s=0,
+                        embed_backend="onnx" if int8 else kind, embed_int8=int8,
                         embed_threads=int(threads or 0), embed_onnx_dir=ONNX_CACHE)
     service = build_service(settings)
     loop = asyncio.new_event_loop()

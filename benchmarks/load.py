@@ -4,7 +4,8 @@ encoder (ONNX Runtime and torch), beside the raw model's batched encode rate of 
     make bench-load        (or: python benchmarks/load.py --clients 1,16 --seconds 20)
 
 ``--encoders onnx,torch`` (the default) runs every backend once per encoder in the same run; an
-encoder may name its thread count (``onnx:2``), which the server gets as CELESTIAL_EMBED_THREADS.
+encoder may name its thread count (``onnx:2``), which the server gets as CELESTIAL_EMBED_THREADS;
+``onnx-int8`` is ONNX Runtime on the model's int8 copy (CELESTIAL_EMBED_INT8).
 
 For each backend (the embedded store, and qdrant-client's local ``:memory:`` mode) a server is
 started as its own process on loopback with its default settings. N clients (asyncio tasks in
@@ -76,10 +77,11 @@ def start_server(
 ) -> tuple[subprocess.Popen[bytes], str]:
     address = f"127.0.0.1:{free_port()}"
     kind, _, threads = encoder.partition(":")
+    int8 = kind == "onnx-int8"  # the ONNX file's int8 copy (CELESTIAL_EMBED_INT8)
     env = dict(os.environ, HF_HUB_OFFLINE="1", CELESTIAL_ADDRESS=address,
                CELESTIAL_DATA_DIR=data_dir, CELESTIAL_REBALANCE_INTERVAL_S="0",
-               CELESTIAL_LOG_LEVEL="WARNING", CELESTIAL_EMBED_BACKEND=kind,
-               CELESTIAL_EMBED_ONNX_DIR=str(ONNX_CACHE))
+               CELESTIAL_LOG_LEVEL="WARNING", CELESTIAL_EMBED_BACKEND="onnx" if int8 else kind,
+               CELESTIAL_EMBED_INT8=str(int8).lower(), CELESTIAL_EMBED_ONNX_DIR=str(ONNX_CACHE))
     if threads:
         env["CELESTIAL_EMBED_THREADS"] = threads
     if backend == "memory":
@@ -164,7 +166,7 @@ def main() -> int:
     ap.add_argument("--preload", type=int, default=1000)
     ap.add_argument("--phases", default=",".join(PHASES), help="of: " + ", ".join(PHASES))
     ap.add_argument("--encoders", default="onnx,torch",
-                    help="server encoders, each onnx or torch, optionally :threads")
+                    help="server encoders, each onnx, onnx-int8 or torch, optionally :threads")
     ap.add_argument("--server-path", default="",
                     help="run the server from this checkout's server/ and client/ (comparisons)")
     args = ap.parse_args()

@@ -62,7 +62,12 @@ class Settings(BaseSettings):
     # Original vectors memory-mapped, their int8 copies (what the HNSW search reads) in RAM:
     # less memory per memory at the cost of page reads when rescoring (docs/encoder.md).
     vectors_on_disk: bool = Field(
-        False, description="keep original vectors on disk (memory-mapped); int8 copies stay in RAM")
+        False, description="keep original vectors and the keyword indexes on disk "
+                           "(memory-mapped); int8 copies and the HNSW graph stay in RAM")
+    payload_on_disk: bool = Field(
+        False, description="keep payloads and their float and keyword indexes on disk "
+                           "(memory-mapped); the tenant and zone indexes stay in RAM. Indexes "
+                           "take it when they are created")
     qdrant_url: str = Field(":memory:", description="qdrant backend: URL (https: TLS), or :memory: (local)")
     qdrant_api_key: SecretStr | None = Field(None, description="qdrant backend: API key")
     qdrant_host: str = Field("", description="qdrant backend: host (instead of the URL)")
@@ -99,6 +104,11 @@ class Settings(BaseSettings):
     # releases the GIL while it computes; torch stays for other models and as the fallback.
     embed_backend: Literal["auto", "onnx", "torch"] = Field(
         "auto", description="auto (ONNX Runtime where it can run, else torch), onnx or torch")
+    # Off by default: int8 vectors are close to fp32's (cosine about 0.99) but not equal, and a
+    # store's vectors should all come from one encoder (docs/encoder.md, "int8").
+    embed_int8: bool = Field(
+        False, description="ONNX Runtime runs an int8 copy of the model (about twice the encode "
+                           "rate; vectors at cosine ~0.99 to the fp32 model's)")
     embed_onnx_dir: Path | None = Field(
         None, description="where the ONNX file made from the model is cached; default "
                           "<data_dir>/encoders")

@@ -160,3 +160,33 @@ def test_context_counts_tokens_with_the_models_tokenizer_under_onnx(
         assert isinstance(ours, ModelTokens) and ours.count(TEXTS) == theirs.count(TEXTS)
     finally:
         batcher.close()
+
+
+def test_the_int8_copy_is_made_once_close_to_fp32_and_rebuilt_when_damaged(
+        exported: Settings, tmp_path: Path, embedder: SentenceTransformerEmbedder,
+        caplog: pytest.LogCaptureFixture) -> None:
+    shutil.copytree(onnx_cache_dir(exported), tmp_path / "encoders")
+    settings = Settings(data_dir=tmp_path, embed_int8=True)
+    with caplog.at_level(logging.INFO):
+        int8 = open_encoder(settings)
+    assert isinstance(int8, OnnxEmbedder) and int8.precision == "int8"
+    [line] = encoder_lines(caplog)
+    assert "ONNX Runtime (int8)" in line.getMessage() and "quantized now" in line.getMessage()
+    [path] = [p for p in onnx_files(settings) if p.stem.endswith("-int8")]
+    assert path.stat().st_size < 0.8 * (path.parent / path.name.replace("-int8", "")).stat().st_size
+    cosine = (int8.embed(TEXTS) * embedder.embed(TEXTS)).sum(axis=1)
+    assert cosine.min() >= 0.95 and cosine.mean() >= 0.98  # close, not equal: hence off by default
+    assert cosine.min() < 0.99999
+    before = path.stat()
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        assert open_encoder(settings).precision == "int8"  # type: ignore[attr-defined]
+    assert "reused" in encoder_lines(caplog)[-1].getMessage()
+    assert (path.stat().st_ino, path.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    os.truncate(path, path.stat().st_size // 3)
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        rebuilt = open_encoder(settings)
+    assert any("damaged" in r.getMessage() for r in caplog.records)
+    assert "quantized now" in encoder_lines(caplog)[-1].getMessage()
+    assert np.allclose(rebuilt.embed(TEXTS[:6]), int8.embed(TEXTS[:6]), atol=1e-5)

@@ -40,10 +40,11 @@ class OnnxEmbedder:
     backend = "onnx"
 
     def __init__(self, name: str, onnx_path: Path, tokenizer: Any, dimension: int,
-                 max_length: int, threads: int) -> None:
+                 max_length: int, threads: int, precision: str = "fp32") -> None:
         import onnxruntime as ort
 
         self.name, self.dimension, self.threads = name, dimension, threads
+        self.precision, self.max_length = precision, max_length
         self.tokenizer = tokenizer  # Context counts a prompt's tokens with it
         self._max_length = max_length
         self._session = ort.InferenceSession(str(onnx_path), session_options(threads),

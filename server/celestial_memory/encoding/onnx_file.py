@@ -87,8 +87,7 @@ def discard(*paths: Path) -> None:
 
 def export(st_model: Any, transformer: Any, onnx_path: Path, meta_path: Path, dimension: int,
            max_length: int) -> OnnxFile:
-    """Exports ``transformer`` with mean pooling and normalisation; written to a temporary name
-    and renamed, so a process that starts beside this one never reads half a file."""
+    """Exports ``transformer`` with mean pooling and normalisation."""
     import torch
 
     class Pooled(torch.nn.Module):
@@ -107,12 +106,8 @@ def export(st_model: Any, transformer: Any, onnx_path: Path, meta_path: Path, di
                                   return_tensors="pt")
     if any(k not in features for k in INPUTS):
         raise OnnxFileError(f"the tokenizer gives {sorted(features)}, not {list(INPUTS)}")
-    onnx_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=onnx_path.parent, suffix=".onnx.tmp")
-    os.close(fd)
-    tmp = Path(tmp_name)
-    tmp.chmod(0o644)  # mkstemp's 0600 would hide it from another user serving the same data
-    try:
+
+    def write(tmp: Path) -> None:
         axes = {name: {0: "batch", 1: "tokens"} for name in INPUTS}
         with torch.inference_mode(False), torch.no_grad():
             torch.onnx.export(
@@ -120,6 +115,40 @@ def export(st_model: Any, transformer: Any, onnx_path: Path, meta_path: Path, di
                 input_names=list(INPUTS), output_names=["embedding"],
                 dynamic_axes={**axes, "embedding": {0: "batch"}}, opset_version=OPSET,
                 dynamo=False)
+
+    return _made(write, "torch.onnx.export", onnx_path, meta_path, dimension, max_length)
+
+
+def quantize(fp32: OnnxFile, onnx_path: Path, meta_path: Path) -> OnnxFile:
+    """An int8 copy of ``fp32``: ONNX Runtime's dynamic quantization of the MatMul weights, one
+    scale per output channel (docs/encoder.md, "int8", has what else was tried and why this)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    def write(tmp: Path) -> None:
+        # The quantizer reports each tensor it skips on the root logger: start-up noise.
+        before = logging.root.manager.disable
+        logging.disable(logging.WARNING)
+        try:
+            quantize_dynamic(str(fp32.path), str(tmp), weight_type=QuantType.QInt8,
+                             per_channel=True, op_types_to_quantize=["MatMul"])
+        finally:
+            logging.disable(before)
+
+    return _made(write, "int8 quantization", onnx_path, meta_path, fp32.dimension,
+                 fp32.max_length)
+
+
+def _made(write: Any, what: str, onnx_path: Path, meta_path: Path, dimension: int,
+          max_length: int) -> OnnxFile:
+    """The file ``write`` makes, written to a temporary name and renamed with its sidecar, so a
+    process that starts beside this one never reads half a file."""
+    onnx_path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=onnx_path.parent, suffix=".onnx.tmp")
+    os.close(fd)
+    tmp = Path(tmp_name)
+    tmp.chmod(0o644)  # mkstemp's 0600 would hide it from another user serving the same data
+    try:
+        write(tmp)
         meta = {"sha256": file_sha256(tmp), "dimension": dimension, "max_length": max_length}
         os.replace(tmp, onnx_path)
         tmp_meta = meta_path.with_suffix(".json.tmp")
@@ -127,5 +156,5 @@ def export(st_model: Any, transformer: Any, onnx_path: Path, meta_path: Path, di
         os.replace(tmp_meta, meta_path)
     except Exception as exc:
         discard(tmp)
-        raise OnnxFileError(f"torch.onnx.export failed: {exc}") from exc
+        raise OnnxFileError(f"{what} failed: {exc}") from exc
     return OnnxFile(onnx_path, dimension, max_length, reused=False)
