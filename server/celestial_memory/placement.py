@@ -107,9 +107,11 @@ class Placement:
         self, tenant: str, written: Sequence[Memory] = (), keep_ids: Collection[str] = ()
     ) -> None:
         """Push overflow outward, under the tenant's lock, and show the memories just written
-        where capacity left them."""
+        where capacity left them. With memories written, only the zones they are in (and those
+        an eviction fills) are counted: no other zone grew."""
+        entered = {m.zone for m in written} if written else None
         with self.locked(tenant):
-            events = self.rebalancer.enforce_capacity(tenant, keep_ids=keep_ids)
+            events = self.rebalancer.enforce_capacity(tenant, keep_ids=keep_ids, entered=entered)
         moved = {e.memory_id: e.to_zone for e in events if e.to_zone is not None}
         for m in written:
             m.zone = moved.get(m.id, m.zone)

@@ -174,15 +174,21 @@ class Rebalancer:
 
     # -- capacity ----------------------------------------------------------------------------
 
-    def enforce_capacity(self, tenant: str, keep_ids: Collection[str] = ()) -> list[ZoneEvent]:
+    def enforce_capacity(self, tenant: str, keep_ids: Collection[str] = (),
+                         entered: Collection[Zone] | None = None) -> list[ZoneEvent]:
         """Push overflow outward zone by zone; returns the eviction events (also in the ledger).
 
         Only the members of over-full bounded zones are read, so the cost is bounded by the
-        capacities and the overflow, not by the number of memories.
+        capacities and the overflow, not by the number of memories. ``entered``: the zones that
+        memories just entered, when the caller knows them (a write); a zone nothing entered can
+        only be over-full if an eviction moves memories into it, so only those are counted.
         """
         now = self._clock.now()
         events: list[ZoneEvent] = []
+        check = None if entered is None else set(entered)
         for zone in self._zones.bounded_zones():
+            if check is not None and zone not in check:
+                continue
             cap = self._zones.capacity_of(zone)
             # Count only the bounded zones: they are small, and counting a large belt or cloud
             # costs time in proportion to it.
@@ -211,6 +217,8 @@ class Rebalancer:
             self._repo.append_events(moves)
             for z in np.unique(dest):
                 self._repo.set_zone(tenant, Zone(int(z)), ids=[m.ids[i] for i in out[dest == z]])
+                if check is not None:
+                    check.add(Zone(int(z)))
             events += moves
         return events
 

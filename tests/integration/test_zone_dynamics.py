@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -293,3 +294,34 @@ def test_a_restarted_server_takes_back_the_lease_its_killed_predecessor_held(
     assert replica.rebalance(T).skipped_by == settings.instance_id  # others still wait
     restarted.placement.close()
     replica.close()
+
+
+def test_a_write_counts_only_the_zones_its_memories_entered(
+    tmp_path: Path, backend_kind: str, embedder: SentenceTransformerEmbedder, clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # New memories land in the outer zone (3 places); the belt holds 2; the inner zone 2.
+    settings = Settings(data_dir=tmp_path, rebalance_interval_s=0,
+                        zone_capacities=[0, 2, 3, 2, 0])
+    svc = build_service(settings, embedder=embedder, store=open_backend(backend_kind, tmp_path),
+                        clock=clock)
+    try:
+        counted: list[tuple[Zone, ...]] = []
+        count = svc.store.count
+
+        def spy(tenant: str, selection: Any) -> int:
+            counted.append(tuple(selection.zones))
+            return count(tenant, selection)
+
+        monkeypatch.setattr(svc.store, "count", spy)
+        store_vectors(svc, unit_vectors(3, seed=3))
+        assert counted and set(counted) == {(Zone.OUTER,)}  # never the inner zone or the belt
+        counted.clear()
+        store_vectors(svc, unit_vectors(4, seed=4))  # the outer zone overflows into the belt
+        zones = svc.stats(T).zones
+        assert zones[Zone.OUTER].count == 3 and zones[Zone.BELT].count <= 2
+        assert zones[Zone.CLOUD].count >= 2  # the belt's overflow went on
+        assert (Zone.BELT,) in counted and (Zone.INNER,) not in counted
+        assert counted.index((Zone.OUTER,)) < counted.index((Zone.BELT,))
+    finally:
+        svc.close()
