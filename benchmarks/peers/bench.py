@@ -28,8 +28,9 @@ from celestial_memory.embedding import resolve_model
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-PEERS = ("celestial", "chroma", "langchain-qdrant", "mem0")
-SERVICE_SIDE = ("floor", "celestial")  # run with this interpreter; the rest in the peers' venv
+PEERS = ("celestial", "celestial-int8", "chroma", "langchain-qdrant", "mem0")
+# Run with this interpreter; the rest in the peers' venv.
+SERVICE_SIDE = ("floor", "celestial", "celestial-int8")
 WARMUP = 5
 COPY_MARK = " (copy {n})"
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from harness import Conversation, Dataset, System, Turn, summary, timed
 
@@ -33,6 +33,7 @@ class Celestial(System):
     Python client over loopback."""
 
     name = "celestial"
+    extra_env: ClassVar[dict[str, str]] = {}
     # The server builds its HNSW index on a timer (here 5 s, see open): the window must outlast
     # it, so that a build due after the last write has started before the window ends.
     idle_window_s = 12.0
@@ -56,6 +57,7 @@ class Celestial(System):
             "CELESTIAL_OPTIMIZE_INTERVAL_S": "5",
             "HF_HUB_OFFLINE": "1",
             "TOKENIZERS_PARALLELISM": "false",
+            **self.extra_env,
         }
         self._log = (root / "celestial-server.log").open("w")
         self._proc = subprocess.Popen([str(bin_dir / "celestial"), "serve"], env=env,
@@ -148,6 +150,13 @@ class Celestial(System):
         self._proc.wait(timeout=60)
         self._log.close()
         shutil.rmtree(self._dir, ignore_errors=True)
+
+
+class CelestialInt8(Celestial):
+    """The same, with the encoder on the model's int8 copy (CELESTIAL_EMBED_INT8)."""
+
+    name = "celestial-int8"
+    extra_env: ClassVar[dict[str, str]] = {"CELESTIAL_EMBED_INT8": "true"}
 
 
 class Floor(System):

@@ -18,6 +18,7 @@ from harness import Dataset, System, log, measure
 SYSTEMS = {
     "floor": ("systems_service", "Floor"),
     "celestial": ("systems_service", "Celestial"),
+    "celestial-int8": ("systems_service", "CelestialInt8"),
     "chroma": ("systems_peers", "Chroma"),
     "langchain-qdrant": ("systems_peers", "LangchainQdrant"),
     "mem0": ("systems_peers", "Mem0"),
