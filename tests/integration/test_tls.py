@@ -61,14 +61,16 @@ async def test_a_tls_mismatch_is_named_in_the_clients_error(
     async with running_server(tmp_path / "d", embedder, clock, tls_cert=pair.cert,
                               tls_key=pair.key) as tls_server:
 
+        # 127.0.0.1, where the server listens: "localhost" may try [::1] first, and gRPC then
+        # reports whichever address failed last, a refused [::1] as often as the TLS mismatch.
         def calls() -> tuple[str, str, str]:
-            with CelestialClient(f"localhost:{tls_server.port}", timeout=3) as plain, \
+            with CelestialClient(f"127.0.0.1:{tls_server.port}", timeout=3) as plain, \
                     pytest.raises(UnavailableError) as plain_on_tls:
                 plain.stats()
             with CelestialClient(f"127.0.0.1:{server.port}", tls=TLS.from_files(ca.cert),
                                  timeout=3) as c, pytest.raises(UnavailableError) as tls_on_plain:
                 c.stats()
-            with grpc.insecure_channel(f"localhost:{tls_server.port}") as ch, \
+            with grpc.insecure_channel(f"127.0.0.1:{tls_server.port}") as ch, \
                     CelestialClient(channel=ch, timeout=3) as own, \
                     pytest.raises(UnavailableError) as own_channel:
                 own.stats()
