@@ -258,7 +258,12 @@ class EdgeEngine:
         scores = np.full((len(keys), len(pl.SIGNALS)), np.nan)
         if not keys:
             return en.Scored(scores, [set() for _ in matching])
-        f = _filter(where, keys)
+        # The id condition is made once and shared by every request of the batch: converting
+        # the ids is the costly part of a filter (150 ids: 140 µs, against 5 µs to reuse it),
+        # and the engine holds the GIL meanwhile.
+        has_ids = _FILTERS.has_id(list(keys))
+        common = [_FILTERS.condition(c) for c in where]
+        f = qe.Filter(must=[*common, has_ids])
         queries = {c: q for c, q in _signal_queries(query).items()
                    if columns is None or c in columns}
         # A condition's matches: the content query again (cheap over these few points),
@@ -268,7 +273,8 @@ class EdgeEngine:
             *(qe.QueryRequest(limit=len(keys), query=q, filter=f, with_payload=False,
                               params=_EXACT) for q in queries.values()),
             *(qe.QueryRequest(limit=len(keys), query=any_query, with_payload=False,
-                              filter=_filter([*where, c], keys)) for c in matching),
+                              filter=qe.Filter(must=[*common, _FILTERS.condition(c), has_ids]))
+              for c in matching),
         ]))
         row = {k: i for i, k in enumerate(keys)}
         for col, b in zip(queries, batches[:len(queries)], strict=True):
