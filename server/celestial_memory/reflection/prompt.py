@@ -7,13 +7,12 @@ somewhere)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from celestial_memory.domain.models import Memory
-from celestial_memory.understanding.chat import ModelError
+from celestial_memory.understanding.chat import numbered_entries
 
 MAX_SHOWN = 20  # memories of one entity sent (its newest)
 MAX_MEMORY_CHARS = 500  # of each memory sent (its start says the most)
@@ -76,22 +75,8 @@ def _text(v: object) -> str:
 
 def parse(answer: str, groups: Sequence[Group], max_insights: int) -> list[Reflected]:
     """What the model said of each group, or ModelError naming what is wrong."""
-    text = answer.strip()
-    if text.startswith("```"):  # a fenced block despite the instructions
-        text = text.strip("`").removeprefix("json").strip()
-    try:
-        data = json.loads(text)
-    except ValueError as e:
-        raise ModelError(f"the answer is not JSON: {text[:80]!r}") from e
-    entries = data.get("entities") if isinstance(data, dict) else None
-    if not isinstance(entries, list):
-        raise ModelError('the answer has no "entities" list')
-    out: dict[int, Reflected] = {}
-    for entry in entries:
-        k = entry.get("n") if isinstance(entry, dict) else None
-        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= len(groups) \
-                or k in out:
-            raise ModelError(f"an entry for no entity asked, or twice: {str(entry)[:80]!r}")
+    out: list[Reflected] = []
+    for k, entry in enumerate(numbered_entries(answer, "entities", len(groups), "entity"), 1):
         shown = groups[k - 1].memories[:MAX_SHOWN]
         got = Reflected(summary=_text(entry.get("summary")))
         raw = entry.get("insights")
@@ -105,7 +90,5 @@ def parse(answer: str, groups: Sequence[Group], max_insights: int) -> list[Refle
             if ids and all(t.text != said for t in got.insights):
                 got.insights.append(Thought(said, ids))
         got.insights = got.insights[:max_insights]
-        out[k] = got
-    if len(out) != len(groups):
-        raise ModelError(f"{len(out)} entries for {len(groups)} entities")
-    return [out[k] for k in range(1, len(groups) + 1)]
+        out.append(got)
+    return out

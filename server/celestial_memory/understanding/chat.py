@@ -5,8 +5,10 @@ extraction queue retries with backoff, the importance evaluator falls back to th
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 from celestial_memory.config import Settings
@@ -14,6 +16,31 @@ from celestial_memory.config import Settings
 
 class ModelError(Exception):
     """The endpoint failed, timed out or answered something that is no chat completion."""
+
+
+def numbered_entries(answer: str, key: str, n: int, noun: str) -> list[dict[str, Any]]:
+    """The objects of the JSON answer's ``key`` list, one for each of items 1 to ``n`` (their
+    ``"n"``), in that order; ModelError when the answer is not that. ``noun`` names an item in
+    the error (memory, entity)."""
+    text = answer.strip()
+    if text.startswith("```"):  # a fenced block despite the instructions
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise ModelError(f"the answer is not JSON: {text[:80]!r}") from e
+    entries = data.get(key) if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise ModelError(f'the answer has no "{key}" list')
+    out: dict[int, dict[str, Any]] = {}
+    for entry in entries:
+        k = entry.get("n") if isinstance(entry, dict) else None
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= n or k in out:
+            raise ModelError(f"an entry for no {noun} asked, or twice: {str(entry)[:80]!r}")
+        out[k] = entry
+    if len(out) != n:
+        raise ModelError(f"{len(out)} entries for {n} {noun}s")
+    return [out[k] for k in range(1, n + 1)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,6 @@ bounded."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -21,7 +20,7 @@ from celestial_memory.graph.entities import (
     Entity,
     normalise_key,
 )
-from celestial_memory.understanding.chat import ChatModel, ModelError
+from celestial_memory.understanding.chat import ChatModel, ModelError, numbered_entries
 
 MAX_TRIPLES = 16  # per memory
 MAX_FACTS, MAX_FACT = 5, 300  # facts per memory, characters per fact
@@ -97,22 +96,8 @@ def _plain(text: str) -> str:
 def parse(answer: str, n: int, texts: Sequence[str] = ()) -> list[Understood]:
     """What the model said of each of ``n`` memories (``texts``, when given, are theirs: a
     fact that only repeats its memory is dropped), or ModelError naming what is wrong."""
-    text = answer.strip()
-    if text.startswith("```"):  # a fenced block despite the instructions
-        text = text.strip("`").removeprefix("json").strip()
-    try:
-        data = json.loads(text)
-    except ValueError as e:
-        raise ModelError(f"the answer is not JSON: {text[:80]!r}") from e
-    entries = data.get("memories") if isinstance(data, dict) else None
-    if not isinstance(entries, list):
-        raise ModelError('the answer has no "memories" list')
-    out: dict[int, Understood] = {}
-    for entry in entries:
-        k = entry.get("n") if isinstance(entry, dict) else None
-        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= n or k in out:
-            raise ModelError(f"an entry for no memory asked, or twice: {str(entry)[:80]!r}")
-        assert isinstance(entry, dict)
+    out: list[Understood] = []
+    for k, entry in enumerate(numbered_entries(answer, "memories", n, "memory"), 1):
         for key in ("entities", "triples", "facts"):  # a list, or left out
             if not isinstance(entry.get(key) or [], list):
                 raise ModelError(f"memory {k}: {key!r} is not a list")
@@ -136,10 +121,8 @@ def parse(answer: str, n: int, texts: Sequence[str] = ()) -> list[Understood]:
         got.entities, got.triples = got.entities[:MAX_ENTITIES], got.triples[:MAX_TRIPLES]
         got.facts = got.facts[:MAX_FACTS]
         got.summary = _text(entry.get("summary"), MAX_SUMMARY)
-        out[k] = got
-    if len(out) != n:
-        raise ModelError(f"{len(out)} entries for {n} memories")
-    return [out[k] for k in range(1, n + 1)]
+        out.append(got)
+    return out
 
 
 class LlmExtractor:
