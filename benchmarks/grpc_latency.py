@@ -150,15 +150,21 @@ class Served:
         self.thread.join()
 
 
+def encoder_settings(encoder: str) -> tuple[str, bool, int]:
+    """``onnx``, ``onnx-int8`` or ``torch``, optionally ``:threads``, as the settings
+    embed_backend, embed_int8 and embed_threads."""
+    kind, _, threads = encoder.partition(":")
+    int8 = kind == "onnx-int8"
+    return ("onnx" if int8 else kind), int8, int(threads or 0)
+
+
 def serve(encoder: str) -> Served:
     """A server whose encoder is ``onnx``, ``onnx-int8`` (the model's int8 copy) or ``torch``,
     optionally with threads: ``torch:1``."""
     data_dir = Path(tempfile.mkdtemp(prefix="celestial-bench-"))
-    kind, _, threads = encoder.partition(":")
-    int8 = kind == "onnx-int8"
-    settings = Settings(data_dir=data_dir, rebalance_interval_s=0,
-                        embed_backend="onnx" if int8 else kind, embed_int8=int8,
-                        embed_threads=int(threads or 0), embed_onnx_dir=ONNX_CACHE)
+    backend, int8, threads = encoder_settings(encoder)
+    settings = Settings(data_dir=data_dir, rebalance_interval_s=0, embed_backend=backend,
+                        embed_int8=int8, embed_threads=threads, embed_onnx_dir=ONNX_CACHE)
     service = build_service(settings)
     loop = asyncio.new_event_loop()
     server = MemoryServer(service, "127.0.0.1:0")

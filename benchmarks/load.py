@@ -40,7 +40,7 @@ from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from grpc_latency import ONNX_CACHE, corpus, percentile
+from grpc_latency import ONNX_CACHE, corpus, encoder_settings, percentile
 
 TENANT = "load"
 
@@ -76,14 +76,12 @@ def start_server(
     backend: str, data_dir: str, checkout: str = "", encoder: str = "auto"
 ) -> tuple[subprocess.Popen[bytes], str]:
     address = f"127.0.0.1:{free_port()}"
-    kind, _, threads = encoder.partition(":")
-    int8 = kind == "onnx-int8"  # the ONNX file's int8 copy (CELESTIAL_EMBED_INT8)
+    kind, int8, threads = encoder_settings(encoder)
     env = dict(os.environ, HF_HUB_OFFLINE="1", CELESTIAL_ADDRESS=address,
                CELESTIAL_DATA_DIR=data_dir, CELESTIAL_REBALANCE_INTERVAL_S="0",
-               CELESTIAL_LOG_LEVEL="WARNING", CELESTIAL_EMBED_BACKEND="onnx" if int8 else kind,
-               CELESTIAL_EMBED_INT8=str(int8).lower(), CELESTIAL_EMBED_ONNX_DIR=str(ONNX_CACHE))
-    if threads:
-        env["CELESTIAL_EMBED_THREADS"] = threads
+               CELESTIAL_LOG_LEVEL="WARNING", CELESTIAL_EMBED_BACKEND=kind,
+               CELESTIAL_EMBED_INT8=str(int8).lower(), CELESTIAL_EMBED_ONNX_DIR=str(ONNX_CACHE),
+               CELESTIAL_EMBED_THREADS=str(threads))
     if backend == "memory":
         env.update(CELESTIAL_BACKEND="qdrant", CELESTIAL_QDRANT_URL=":memory:")
     if checkout:

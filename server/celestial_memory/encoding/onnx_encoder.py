@@ -46,7 +46,6 @@ class OnnxEmbedder:
         self.name, self.dimension, self.threads = name, dimension, threads
         self.precision, self.max_length = precision, max_length
         self.tokenizer = tokenizer  # Context counts a prompt's tokens with it
-        self._max_length = max_length
         self._session = ort.InferenceSession(str(onnx_path), session_options(threads),
                                              providers=["CPUExecutionProvider"])
         names = [i.name for i in self._session.get_inputs()]
@@ -69,5 +68,5 @@ class OnnxEmbedder:
 
     def _tokenizer_call(self, texts: list[str]) -> dict[str, npt.NDArray[np.int64]]:
         features = self.tokenizer(texts, padding=True, truncation="longest_first",
-                                  max_length=self._max_length, return_tensors="np")
+                                  max_length=self.max_length, return_tensors="np")
         return {k: np.asarray(features[k], dtype=np.int64) for k in INPUTS}
