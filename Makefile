@@ -39,7 +39,7 @@ proto: install
 
 # The configuration reference, docs/configuration.md, from the settings object (config.py).
 docs-config: install
-	$(PY) -m celestial_memory.config_reference
+	$(PY) -m celestial_memory.ops.config_reference
 
 # The documentation site (mkdocs.yml, docs/) into site/; the suite builds it too, with --strict.
 docs: install
@@ -89,7 +89,7 @@ eval-locomo: install
 	rm -rf .eval-data
 	CELESTIAL_ADMIN_CLOCK=true CELESTIAL_DATA_DIR=.eval-data CELESTIAL_ADDRESS=$(EVAL_ADDRESS) \
 		$(VENV)/bin/celestial serve > .eval-server.log 2>&1 & pid=$$!; \
-	until $(PY) -m celestial_memory.healthcheck $(EVAL_ADDRESS) >/dev/null 2>&1; do \
+	until $(PY) -m celestial_memory.ops.healthcheck $(EVAL_ADDRESS) >/dev/null 2>&1; do \
 		kill -0 $$pid || exit 1; sleep 1; done; \
 	$(VENV)/bin/celestial --target $(EVAL_ADDRESS) eval locomo $(LOCOMO) --k 5 10; rc=$$?; \
 	kill $$pid; wait $$pid; rm -rf .eval-data; exit $$rc

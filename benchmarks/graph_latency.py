@@ -51,7 +51,7 @@ from celestial_memory.domain.models import Edge
 from celestial_memory.domain.requests import RecallQuery
 from celestial_memory.domain.selection import Selection
 from celestial_memory.graph.relations import FOLLOWS, with_edge
-from celestial_memory.service import MemoryService
+from celestial_memory.memory.service import MemoryService
 from celestial_memory.store.payload import edge_fields
 
 sys.path.insert(0, str(Path(__file__).parent))

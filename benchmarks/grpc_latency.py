@@ -37,7 +37,7 @@ from celestial_memory.app import build_service
 from celestial_memory.config import Settings
 from celestial_memory.domain.requests import RecallQuery
 from celestial_memory.grpc_api.server import MemoryServer
-from celestial_memory.service import MemoryService
+from celestial_memory.memory.service import MemoryService
 
 # LOCOMO in the environment points elsewhere (a git worktree has no ../shared beside it).
 LOCOMO = Path(os.environ.get(

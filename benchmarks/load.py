@@ -56,7 +56,7 @@ class Tally:
 
 def raw_encode_rate(texts: list[str], threads: int) -> float:
     """Sentences per second for the bundled model encoding ``texts`` in batches of 64."""
-    from celestial_memory.embedding import SentenceTransformerEmbedder
+    from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 
     emb = SentenceTransformerEmbedder(threads=threads)
     emb.embed(texts[:64])  # warm up
@@ -88,7 +88,7 @@ def start_server(
         root = Path(checkout)
         env["PYTHONPATH"] = os.pathsep.join(str(root / d) for d in ("server", "client"))
     proc = subprocess.Popen([sys.executable, "-m", "celestial_memory.main"], env=env)
-    from celestial_memory.healthcheck import main as healthy
+    from celestial_memory.ops.healthcheck import main as healthy
 
     deadline = time.monotonic() + 120
     while healthy(["", address]) != 0:

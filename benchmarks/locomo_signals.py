@@ -35,13 +35,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
 import numpy.typing as npt
-from celestial_client.locomo_eval import CATEGORIES, load
+from celestial_client.cli.locomo_eval import CATEGORIES, load
 from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.requests import NewMemory, RecallQuery
 from celestial_memory.graph.entities import RuleExtractor
-from celestial_memory.service import MemoryService
+from celestial_memory.memory.service import MemoryService
 
 Floats = npt.NDArray[np.float64]
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

@@ -35,7 +35,7 @@ from celestial_memory.domain.models import IndexVectors, Memory
 from celestial_memory.domain.requests import RecallQuery
 from celestial_memory.domain.trajectory import drop_times
 from celestial_memory.domain.zones import Zone
-from celestial_memory.service import MemoryService
+from celestial_memory.memory.service import MemoryService
 from celestial_memory.store import open_edge
 
 DIM = 384

@@ -41,7 +41,7 @@ from celestial_memory.domain.requests import RecallQuery
 from celestial_memory.domain.selection import Selection
 from celestial_memory.domain.zones import Zone
 from celestial_memory.grpc_api.server import MemoryServer
-from celestial_memory.service import MemoryService
+from celestial_memory.memory.service import MemoryService
 
 sys.path.insert(0, str(Path(__file__).parent))
 from rebalance import DIM, NOISE, T0, TENANT, VOCAB, open_service, populate

@@ -79,7 +79,7 @@ def open_service(path: Path, way: str):  # type: ignore[no-untyped-def]
     from celestial_memory.clock import ManualClock
     from celestial_memory.config import Settings
     from celestial_memory.domain.importance import DefaultEvaluator
-    from celestial_memory.service import MemoryService
+    from celestial_memory.memory.service import MemoryService
     from celestial_memory.store import open_edge
 
     vectors, payload = WAYS[way]
@@ -103,7 +103,7 @@ def measure(path: Path, way: str, n: int, calls: int, breakdown: bool) -> None:
     rng = np.random.default_rng(7)
     centres = rng.standard_normal((1000, DIM))
     qs = queries(np.random.default_rng(11), centres, calls + 20)
-    import celestial_memory.service  # noqa: F401  (imports before the baseline)
+    import celestial_memory.memory.service  # noqa: F401  (imports before the baseline)
 
     before, maps_before = status_kib(), smaps_kib(path)
     svc = open_service(path, way)

@@ -17,8 +17,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
-from celestial_memory.embedding import SentenceTransformerEmbedder
-from celestial_memory.service import MemoryService
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
+from celestial_memory.memory.service import MemoryService
 from celestial_memory.store import MemoryRepository, open_edge, open_qdrant
 
 DIM = 384

@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from celestial_client.locomo_eval import load
+from celestial_client.cli.locomo_eval import load
 from celestial_memory.config import BUNDLED_MODEL, Settings
-from celestial_memory.embedding import resolve_model
+from celestial_memory.encoding.embedding import resolve_model
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

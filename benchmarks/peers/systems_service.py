@@ -63,7 +63,7 @@ class Celestial(System):
         self._proc = subprocess.Popen([str(bin_dir / "celestial"), "serve"], env=env,
                                       stdout=self._log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 300
-        health = [sys.executable, "-m", "celestial_memory.healthcheck", self.target]
+        health = [sys.executable, "-m", "celestial_memory.ops.healthcheck", self.target]
         while subprocess.run(health, capture_output=True).returncode != 0:
             if self._proc.poll() is not None or time.monotonic() > deadline:
                 # The log lives in the run's temp folder, which goes with the run: quote it.
@@ -197,7 +197,7 @@ class Floor(System):
         return self._shards[coll]
 
     def _encode(self, texts: list[str]) -> Any:
-        # The service's encode call (embedding.py).
+        # The service's encode call (encoding/embedding.py).
         return self._model.encode(texts, batch_size=64, normalize_embeddings=True,
                                   convert_to_numpy=True, show_progress_bar=False)
 

@@ -16,8 +16,8 @@ from typing import Any, Self, Unpack
 
 import grpc
 
-from celestial_client import _convert as cv
-from celestial_client._base import (
+from celestial_client._core import convert as cv
+from celestial_client._core.base import (
     MAX_PAGE,
     UNSET,
     Credential,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from celestial_memory.clock import Clock, ManualClock, SystemClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.importance import ImportanceEvaluator, evaluator_from_settings
-from celestial_memory.embed_batching import BatchingEmbedder
-from celestial_memory.embedding import Embedder
 from celestial_memory.encoding import open_encoder
-from celestial_memory.service import MemoryService
+from celestial_memory.encoding.batching import BatchingEmbedder
+from celestial_memory.encoding.embedding import Embedder
+from celestial_memory.memory.service import MemoryService
 from celestial_memory.store import MemoryRepository, open_edge, open_qdrant
 from celestial_memory.understanding import chat
 from celestial_memory.understanding.extraction_queue import ExtractionQueue
@@ -46,7 +46,7 @@ def build_service(
         open_encoder(settings), settings.embed_batch_window_ms / 1000, settings.embed_max_batch)
     store = store or open_store(settings, embedder.dimension)
     if settings.importance_evaluator == "llm":
-        from celestial_memory import llm_importance
+        from celestial_memory.understanding import llm_importance
 
         evaluator: ImportanceEvaluator = llm_importance.from_settings(settings)
     else:

@@ -176,7 +176,7 @@ class Settings(BaseSettings):
     # Importance
     importance_evaluator: Literal["rules", "default", "llm"] = Field(
         "rules", description="importance of a memory stored without one: rules, a constant, a model")
-    # "llm": the model rates new memories (llm_importance.py); its endpoint, model and key are
+    # "llm": the model rates new memories (understanding/llm_importance.py); its endpoint, model and key are
     # the llm_* settings unless these override them.
     importance_llm_base_url: str = Field(
         "", description="llm evaluator: another endpoint than CELESTIAL_LLM_BASE_URL")
@@ -188,7 +188,7 @@ class Settings(BaseSettings):
     importance_llm_cache_size: int = Field(10_000, ge=0, description="llm evaluator: texts rated")
     default_importance: float = Field(0.5, ge=0, le=1, description="the default evaluator's value")
 
-    # Recall (retrieval.py): relevance gate, zone margin, fusion weights, candidates
+    # Recall (recall/retrieval.py): relevance gate, zone margin, fusion weights, candidates
     min_relevance: float = Field(0.2, ge=0, le=1, description="relevance gate for a match")
     zone_margin: float = Field(
         0.95, ge=0, le=1, description="an inner zone goes first within this share of the best"
@@ -236,7 +236,7 @@ class Settings(BaseSettings):
     archive_retention_days: float = Field(
         0.0, ge=0, description="delete archived memories for good after this long; 0 = never")
     merge_repeats: bool = Field(
-        True, description="a Store that repeats a live memory reinforces it instead (repeats.py)")
+        True, description="a Store that repeats a live memory reinforces it instead (memory/repeats.py)")
     merge_similarity: float = Field(
         0.9, gt=0, le=1, description="content cosine at or above which a repeat may merge")
     # Feedback (understanding/feedback.py; docs/design.md, "Types, protection and feedback")
@@ -269,7 +269,7 @@ class Settings(BaseSettings):
         "", description="this replica's name in the rebalance lease; default host/address")
 
     # Reinforcement: 0 = written before the Recall returns; > 0 = written behind, within this
-    # bound, journaled first when ``reinforce_journal`` (reinforcement.py). Unset: journaled
+    # bound, journaled first when ``reinforce_journal`` (zones/reinforcement.py). Unset: journaled
     # write-behind on the embedded store, whose data directory the journal shares;
     # write-through on a Qdrant server, whose replicas may have no disk of their own.
     reinforce_flush_ms: float | None = Field(
@@ -286,7 +286,7 @@ class Settings(BaseSettings):
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
     log_format: Literal["text", "json"] = Field(
         "text", description="json: one JSON object per line (request id, tenant, method, status)")
-    # Observability (metrics.py, ops_http.py, telemetry.py)
+    # Observability (observability/metrics.py, ops/http.py, observability/telemetry.py)
     metrics_address: str = Field(
         "", description="host:port serving /metrics and /orrery over HTTP; empty: off")
     metrics_top_tenants: int = Field(

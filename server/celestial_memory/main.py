@@ -66,7 +66,7 @@ def serve_overrides(args: argparse.Namespace) -> dict[str, Any]:
 def serve_main(args: argparse.Namespace) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     settings = settings_from_args(args)
-    from celestial_memory import json_logs
+    from celestial_memory.observability import json_logs
 
     json_logs.configure(settings.log_level, settings.log_format)
     from celestial_memory.app import build_service

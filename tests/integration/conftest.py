@@ -12,7 +12,7 @@ from celestial_client import AsyncCelestialClient, CelestialClient
 from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
-from celestial_memory.embedding import SentenceTransformerEmbedder
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.grpc_api.server import MemoryServer
 
 

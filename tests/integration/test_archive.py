@@ -15,9 +15,9 @@ from celestial_memory.config import Settings
 from celestial_memory.domain.models import REINFORCED, MemoryFilter
 from celestial_memory.domain.requests import Imported, MemoryChanges, NewMemory, RecallQuery
 from celestial_memory.domain.zones import Zone
-from celestial_memory.embedding import SentenceTransformerEmbedder
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.errors import FailedPrecondition, InvalidArgument, NotFound
-from celestial_memory.service import MemoryService
+from celestial_memory.memory.service import MemoryService
 from celestial_memory.store.engine import LEDGER, MEMORIES
 from celestial_memory.store.payload import DENSE
 

@@ -15,9 +15,9 @@ from celestial_memory.config import Settings
 from celestial_memory.domain.models import MemoryFilter
 from celestial_memory.domain.requests import NewMemory, RecallQuery
 from celestial_memory.domain.zones import Zone
-from celestial_memory.embedding import SentenceTransformerEmbedder
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.errors import InvalidArgument
-from celestial_memory.service import MemoryService
+from celestial_memory.memory.service import MemoryService
 from celestial_memory.store.engine import MEMORIES, Point
 from celestial_memory.store.payload import search_vectors, to_payload
 

@@ -6,8 +6,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from celestial_client import dump_file
-from celestial_client.cli import main
+from celestial_client.cli import dump_file, main
 from celestial_memory.grpc_api.server import MemoryServer
 
 

@@ -12,7 +12,7 @@ import pytest
 from celestial_client.cli import main
 from celestial_memory.access.keys import create_key
 from celestial_memory.clock import ManualClock
-from celestial_memory.embedding import SentenceTransformerEmbedder
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.grpc_api.server import MemoryServer
 
 from tests.certs import CertificateAuthority

@@ -13,8 +13,8 @@ from celestial_client.agent_tools import call_tool
 from celestial_memory.clock import ManualClock
 from celestial_memory.domain.requests import NewMemory, RecallQuery
 from celestial_memory.errors import InvalidArgument
-from celestial_memory.prompt_context import HEADER
-from celestial_memory.service import MemoryService
+from celestial_memory.memory.prompt_context import HEADER
+from celestial_memory.memory.service import MemoryService
 
 T = "ctx"
 WORDS = (

@@ -11,12 +11,12 @@ import grpc
 import pytest
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
-from celestial_memory import metrics
-from celestial_memory.cancellation import Cancellation
 from celestial_memory.domain.requests import NewMemory, RecallQuery
 from celestial_memory.errors import DeadlineExceeded
 from celestial_memory.grpc_api.server import MemoryServer
-from celestial_memory.service import MemoryService
+from celestial_memory.memory.cancellation import Cancellation
+from celestial_memory.memory.service import MemoryService
+from celestial_memory.observability import metrics
 
 # Long texts (the model reads 256 tokens of each): embedding 1,500 of them takes tens of seconds
 # on two cores, far longer than the deadlines below. That the work stopped is shown by what it

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from celestial_client.cli import main
 from celestial_memory.clock import ManualClock
-from celestial_memory.embedding import SentenceTransformerEmbedder
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 
 from tests.doc_snippets import DOC_ADDRESS, ROOT, Block, all_blocks, console_steps, normalized
 from tests.e2e.test_grpcurl import GRPCURL

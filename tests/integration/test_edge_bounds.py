@@ -19,7 +19,7 @@ import pytest
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 from celestial_memory.clock import ManualClock
-from celestial_memory.embedding import SentenceTransformerEmbedder
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.grpc_api.server import MemoryServer
 from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2

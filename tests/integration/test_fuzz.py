@@ -23,7 +23,7 @@ import grpc
 import pytest
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_memory.clock import ManualClock
-from celestial_memory.embedding import SentenceTransformerEmbedder
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.grpc_api.server import MemoryServer
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from hypothesis import HealthCheck, given, settings

@@ -16,7 +16,7 @@ from celestial_client import (
     Zone,
 )
 from celestial_memory.clock import ManualClock
-from celestial_memory.embedding import SentenceTransformerEmbedder
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.grpc_api.server import MemoryServer
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 

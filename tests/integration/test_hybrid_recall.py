@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from celestial_client import AsyncCelestialClient, FailedPreconditionError, StoreItem, Zone
 from celestial_memory.clock import ManualClock
-from celestial_memory.embedding import SentenceTransformerEmbedder
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 
 from tests.integration.conftest import running_server
 

@@ -19,8 +19,8 @@ from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.importance import RuleBasedEvaluator
 from celestial_memory.domain.requests import NewMemory
-from celestial_memory.embedding import SentenceTransformerEmbedder
-from celestial_memory.llm_importance import PROMPT, LlmEvaluator, parse_scores
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
+from celestial_memory.understanding.llm_importance import PROMPT, LlmEvaluator, parse_scores
 
 RULES = RuleBasedEvaluator()
 

@@ -18,7 +18,7 @@ pytest.importorskip("mcp")
 
 from celestial_memory.access.keys import create_key
 from celestial_memory.clock import ManualClock
-from celestial_memory.embedding import SentenceTransformerEmbedder
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 

@@ -14,9 +14,9 @@ from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.models import Memory
 from celestial_memory.domain.requests import NewMemory, RecallQuery
-from celestial_memory.embedding import SentenceTransformerEmbedder
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.grpc_api.server import MemoryServer
-from celestial_memory.service import MemoryService
+from celestial_memory.memory.service import MemoryService
 from celestial_memory.store import open_edge, open_qdrant
 from celestial_memory.store.payload import to_payload
 

@@ -16,12 +16,12 @@ import grpc
 import pytest
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
-from celestial_memory import telemetry
 from celestial_memory.clock import ManualClock
-from celestial_memory.embedding import SentenceTransformerEmbedder
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.grpc_api.server import MemoryServer
-from celestial_memory.json_logs import JsonFormatter
-from celestial_memory.ops_http import OpsServer
+from celestial_memory.observability import telemetry
+from celestial_memory.observability.json_logs import JsonFormatter
+from celestial_memory.ops.http import OpsServer
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.conftest import running_server

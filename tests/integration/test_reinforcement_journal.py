@@ -16,8 +16,8 @@ from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.requests import RecallQuery
-from celestial_memory.embedding import SentenceTransformerEmbedder
-from celestial_memory.reinforcement_journal import ReinforcementJournal
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
+from celestial_memory.zones.reinforcement_journal import ReinforcementJournal
 
 from tests.conftest import unit_vectors
 
@@ -32,7 +32,7 @@ def test_a_dead_process_journal_is_recovered_and_a_live_one_is_not(tmp_path: Pat
     _run("""
         import os, sys
         from pathlib import Path
-        from celestial_memory.reinforcement_journal import ReinforcementJournal
+        from celestial_memory.zones.reinforcement_journal import ReinforcementJournal
         j = ReinforcementJournal(Path(sys.argv[1]))
         j.append("t", [("a", {"recall_count": 1}), ("b", {"recall_count": 1})])
         j.rotate()  # a flush started, never finished

@@ -12,9 +12,9 @@ from celestial_memory.config import Settings
 from celestial_memory.domain.models import Memory, MemoryFilter
 from celestial_memory.domain.requests import Imported, NewMemory, RecallQuery
 from celestial_memory.domain.zones import Zone
-from celestial_memory.embedding import SentenceTransformerEmbedder
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.errors import InvalidArgument, NotFound
-from celestial_memory.service import MemoryService
+from celestial_memory.memory.service import MemoryService
 
 from tests.conftest import open_backend
 

@@ -12,9 +12,9 @@ from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.models import MemoryFilter
 from celestial_memory.domain.requests import NewMemory, RecallQuery
-from celestial_memory.embedding import SentenceTransformerEmbedder
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.errors import AlreadyExists
-from celestial_memory.service import MemoryService
+from celestial_memory.memory.service import MemoryService
 
 from tests.conftest import open_backend
 
@@ -197,7 +197,7 @@ def test_a_fold_is_checked_against_the_wording_the_memory_has_now(
 
 
 def test_provenance_is_bounded(service: MemoryService) -> None:
-    from celestial_memory.repeats import MAX_KEPT
+    from celestial_memory.memory.repeats import MAX_KEPT
 
     first = service.store_memory(T, NewMemory("the build is green"))
     for start in range(0, MAX_KEPT + 6, 50):

@@ -7,7 +7,7 @@ import pytest
 from celestial_memory.domain.models import MemoryFilter
 from celestial_memory.domain.requests import Imported, MemoryChanges, NewMemory, RecallQuery
 from celestial_memory.errors import AlreadyExists, NotFound
-from celestial_memory.service import MemoryService
+from celestial_memory.memory.service import MemoryService
 
 
 def seed(service: MemoryService) -> tuple[list[str], list[str]]:

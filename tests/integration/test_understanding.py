@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 from celestial_client import AsyncCelestialClient, CelestialClient
-from celestial_client.cli_output import show_memory
+from celestial_client.cli.output import show_memory
 from celestial_client.connection import RetryPolicy
 from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.models import MemoryFilter
 from celestial_memory.domain.requests import NewMemory, RecallQuery
-from celestial_memory.embedding import SentenceTransformerEmbedder
-from celestial_memory.service import MemoryService
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
+from celestial_memory.memory.service import MemoryService
 from celestial_memory.store.engine import MEMORIES
 from celestial_memory.understanding.chat import ModelError
 from celestial_memory.understanding.extraction import PROMPT, Triple, parse

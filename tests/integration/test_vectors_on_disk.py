@@ -13,8 +13,8 @@ from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.requests import NewMemory, RecallQuery
-from celestial_memory.embedding import SentenceTransformerEmbedder
-from celestial_memory.service import MemoryService
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
+from celestial_memory.memory.service import MemoryService
 from celestial_memory.store import payload as pl
 from qdrant_client import QdrantClient
 

@@ -15,10 +15,10 @@ from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.requests import MemoryChanges, NewMemory, RecallQuery
 from celestial_memory.domain.zones import Zone
-from celestial_memory.embedding import SentenceTransformerEmbedder
-from celestial_memory.reinforcement import ReinforcementQueue
-from celestial_memory.service import MemoryService
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
+from celestial_memory.memory.service import MemoryService
 from celestial_memory.store import open_edge
+from celestial_memory.zones.reinforcement import ReinforcementQueue
 
 from tests.conftest import open_backend, unit_vectors
 

@@ -19,9 +19,9 @@ from celestial_memory.config import Settings
 from celestial_memory.domain.models import MemoryFilter
 from celestial_memory.domain.requests import MemoryChanges, NewMemory, RecallQuery
 from celestial_memory.domain.zones import Zone
-from celestial_memory.embedding import SentenceTransformerEmbedder
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.errors import FailedPrecondition
-from celestial_memory.service import MemoryService
+from celestial_memory.memory.service import MemoryService
 from celestial_memory.store import open_edge
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st

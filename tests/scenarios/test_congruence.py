@@ -37,9 +37,9 @@ from celestial_memory.config import Settings
 from celestial_memory.domain.models import Memory, MemoryFilter
 from celestial_memory.domain.requests import MemoryChanges, NewMemory, RecallQuery
 from celestial_memory.domain.zones import Zone
-from celestial_memory.embedding import SentenceTransformerEmbedder
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.errors import FailedPrecondition, InvalidArgument, NotFound
-from celestial_memory.service import MemoryService
+from celestial_memory.memory.service import MemoryService
 from celestial_memory.store import open_edge, open_qdrant
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
@@ -275,7 +275,7 @@ def test_random_histories_answer_alike_on_both_engines(
                 except (NotFound, FailedPrecondition, InvalidArgument) as exc:
                     # e.g. updating an archived memory, relating a memory to itself
                     answers.append((type(exc).__name__, str(exc)))
-                # Capacity after a recall waits for the flusher's tick (placement.py): settle
+                # Capacity after a recall waits for the flusher's tick (zones/placement.py): settle
                 # it now on both sides, so that no step depends on that thread's timing.
                 svc.placement.flush()
             same(answers[0], answers[1], f"step {step} {op[0]}")

@@ -19,7 +19,7 @@ from celestial_memory.domain.models import (
     ZoneEvent,
 )
 from celestial_memory.domain.zones import Zone
-from celestial_memory.keywords import KeywordEncoder
+from celestial_memory.recall.keywords import KeywordEncoder
 from celestial_memory.store import MemoryRepository, open_edge, open_qdrant
 
 from tests.conftest import unit_vectors

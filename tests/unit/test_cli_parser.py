@@ -12,8 +12,8 @@ from pathlib import Path
 import grpc
 import pytest
 from celestial_client.cli import EXIT, exit_status, main
-from celestial_client.cli_parser import DESCRIPTION, build
-from celestial_client.cli_settings import api_key, client_settings
+from celestial_client.cli.parser import DESCRIPTION, build
+from celestial_client.cli.settings import api_key, client_settings
 from celestial_client.errors import CelestialClientError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from celestial_memory import config_reference
 from celestial_memory.config import Settings
+from celestial_memory.ops import config_reference
 
 
 def test_configuration_page_is_current() -> None:

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from celestial_memory.domain.zones import Zone
-from celestial_memory.metrics import REGISTRY, ZoneCounts
+from celestial_memory.observability.metrics import REGISTRY, ZoneCounts
 
 DASHBOARD = Path(__file__).parents[2] / "deploy" / "grafana" / "celestial-memory.json"
 

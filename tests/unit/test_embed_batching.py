@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 from celestial_memory.config import Settings
-from celestial_memory.embed_batching import BatchingEmbedder
+from celestial_memory.encoding.batching import BatchingEmbedder
 
 
 class SlowModel:
@@ -131,7 +131,7 @@ def test_the_model_thread_pool_is_a_setting_with_every_core_by_default(
 
 def test_the_embedder_sets_torch_threads() -> None:
     # In a child process: the thread pool is process-wide and the suite's own model shares it.
-    code = ("from celestial_memory.embedding import SentenceTransformerEmbedder as E; import torch;"
+    code = ("from celestial_memory.encoding.embedding import SentenceTransformerEmbedder as E; import torch;"
             "E(threads=1); print(torch.get_num_threads())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=120)

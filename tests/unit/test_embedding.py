@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from celestial_memory.embedding import MeanPooledEncoder, SentenceTransformerEmbedder
+from celestial_memory.encoding.embedding import MeanPooledEncoder, SentenceTransformerEmbedder
 
 TEXTS = [
     "When did Caroline go to the LGBTQ support group?",

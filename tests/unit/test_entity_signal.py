@@ -1,4 +1,4 @@
-"""The entity signal of recall (retrieval.py): a query's entities that a candidate mentions,
+"""The entity signal of recall (recall/retrieval.py): a query's entities that a candidate mentions,
 weighed by their IDF among the candidates, lift its relevance, within [0, 1]."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from celestial_memory.config import Settings
-from celestial_memory.retrieval import Retrieval
+from celestial_memory.recall.retrieval import Retrieval
 
 
 class NoEmbedder:

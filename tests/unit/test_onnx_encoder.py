@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from celestial_memory.config import Settings
-from celestial_memory.embedding import SentenceTransformerEmbedder
 from celestial_memory.encoding import OnnxEmbedder, onnx_cache_dir, open_encoder
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.encoding.onnx_file import file_sha256
 
 TEXTS = [
@@ -136,7 +136,7 @@ def test_the_backend_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_start_up_in_json_log_mode_prints_only_json(exported: Settings) -> None:
     # In a child process: the log's handlers and the libraries' progress bars are process-wide.
-    code = ("from celestial_memory import json_logs; json_logs.configure('info', 'json');"
+    code = ("from celestial_memory.observability import json_logs; json_logs.configure('info', 'json');"
             "from celestial_memory.config import Settings;"
             "from celestial_memory.encoding import open_encoder;"
             f"open_encoder(Settings(data_dir={str(exported.data_dir)!r}));"
@@ -151,8 +151,8 @@ def test_start_up_in_json_log_mode_prints_only_json(exported: Settings) -> None:
 def test_context_counts_tokens_with_the_models_tokenizer_under_onnx(
     exported: Settings, embedder: SentenceTransformerEmbedder,
 ) -> None:
-    from celestial_memory.embed_batching import BatchingEmbedder
-    from celestial_memory.prompt_context import ModelTokens, token_counter
+    from celestial_memory.encoding.batching import BatchingEmbedder
+    from celestial_memory.memory.prompt_context import ModelTokens, token_counter
 
     batcher = BatchingEmbedder(open_encoder(exported))
     try:

@@ -8,7 +8,7 @@ import json
 import pytest
 from celestial_memory.domain.models import Memory
 from celestial_memory.domain.zones import Zone
-from celestial_memory.prompt_context import Assembler, WordTokens
+from celestial_memory.memory.prompt_context import Assembler, WordTokens
 from celestial_memory.reflection.prompt import MAX_SHOWN, Group, body, parse, prompt
 from celestial_memory.understanding import extraction
 from celestial_memory.understanding.chat import ModelError

@@ -1,12 +1,12 @@
-"""Relevance fusion and the zone order (retrieval.py)."""
+"""Relevance fusion and the zone order (recall/retrieval.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from celestial_memory.config import Settings
-from celestial_memory.keywords import expand_hangul
-from celestial_memory.retrieval import Retrieval, zone_order
+from celestial_memory.recall.keywords import expand_hangul
+from celestial_memory.recall.retrieval import Retrieval, zone_order
 
 
 class NoEmbedder:

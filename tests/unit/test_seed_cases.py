@@ -8,7 +8,7 @@ from celestial_memory.clock import ManualClock
 from celestial_memory.domain.requests import NewMemory, RecallQuery
 from celestial_memory.domain.scoring import MemoryFunction
 from celestial_memory.domain.zones import Zone, ZoneTable
-from celestial_memory.service import MemoryService
+from celestial_memory.memory.service import MemoryService
 
 from tests.conftest import unit_vectors
 

@@ -4,10 +4,10 @@ filter becomes, and how a vote moves importance."""
 from __future__ import annotations
 
 import pytest
+from celestial_memory.domain import memory_types as types
 from celestial_memory.domain.selection import Selection
 from celestial_memory.errors import InvalidArgument
 from celestial_memory.store.payload import AnyOf, Eq, Neither, selection_conditions, type_condition
-from celestial_memory.understanding import types
 from celestial_memory.understanding.feedback import moved
 from hypothesis import given
 from hypothesis import strategies as st

@@ -13,7 +13,7 @@ from celestial_memory.domain.zones import Zone
 Vector = npt.NDArray[np.float32]
 
 
-# Repeats whose wording and provenance a memory keeps (repeats.py); later ones count as mentions.
+# Repeats whose wording and provenance a memory keeps (memory/repeats.py); later ones count as mentions.
 MAX_KEPT = 64
 
 
@@ -23,7 +23,7 @@ def content_hash(text: str) -> str:
 
 @dataclass(slots=True)
 class Provenance:
-    """A repeat merged into a memory (service.py, "Repeats"): its own wording and where it came
+    """A repeat merged into a memory (memory/service.py, "Repeats"): its own wording and where it came
     from, kept so that merging loses nothing."""
 
     content: str
@@ -102,13 +102,13 @@ class Memory:
     pinned: bool = False
     content_hash: str = ""
     vector: Vector | None = None
-    # Text indexed with the memory but not part of it (e.g. the previous turn); see retrieval.py.
+    # Text indexed with the memory but not part of it (e.g. the previous turn); see recall/retrieval.py.
     context: str = ""
     index: IndexVectors | None = None  # the other search vectors, set only while writing
     # Time the resting score drops below each threshold (core..belt): see domain/trajectory.py.
     drop_times: tuple[float, float, float, float] | None = None
     written_at: float = 0.0  # last store, reinforcement or update: keys ledger events
-    # When forgetting moved it out of the zones into the archive (rebalancer.py); None: live.
+    # When forgetting moved it out of the zones into the archive (zones/rebalancer.py); None: live.
     archived_at: float | None = None
     merged: list[Provenance] = field(default_factory=list)  # repeats merged into it
     edges: list[Edge] = field(default_factory=list)  # its relations, both ways
@@ -123,7 +123,7 @@ class Memory:
     understand_due: float | None = None
     understand_tries: int = 0
     understand_error: str = ""
-    memory_type: str = "episode"  # understanding/types.py
+    memory_type: str = "episode"  # domain/memory_types.py
     # Never updated, merged into or forgotten; deleted only by an admin (understanding/).
     immutable: bool = False
 
@@ -142,7 +142,7 @@ MERGED = (*REINFORCED, "merged", "importance", "pinned", "tags")
 
 @dataclass(frozen=True, slots=True)
 class Sparse:
-    """A sparse keyword vector: term ids and their BM25 weights (see keywords.py)."""
+    """A sparse keyword vector: term ids and their BM25 weights (see recall/keywords.py)."""
 
     indices: list[int]
     values: list[float]

@@ -2,7 +2,7 @@
 
 Every write stamps a memory with the times its resting score (C = 0, as the rebalance scores it)
 falls below each zone threshold (``trajectory.py``). A rebalance moves a memory out of zone k
-once ``drop_k`` has passed, into the first zone whose drop time has not (``rebalancer.py``); in
+once ``drop_k`` has passed, into the first zone whose drop time has not (``zones/rebalancer.py``); in
 the cloud, it archives a memory not recalled for ``auto_forget_days``. So the next move is known
 without scoring anything: a recall or an update before it restamps the memory and changes it.
 

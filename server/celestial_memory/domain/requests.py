@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from celestial_memory.domain.models import Memory, MemoryFilter, Vector
 from celestial_memory.domain.zones import Zone
@@ -23,8 +24,8 @@ class NewMemory:
     vector: Sequence[float] | Vector | None = None
     id: str = ""
     pinned: bool = False
-    context: str = ""  # indexed for search, not part of the content (retrieval.py)
-    request_id: str = ""  # an idempotency key: the id is derived from it (service.py)
+    context: str = ""  # indexed for search, not part of the content (recall/retrieval.py)
+    request_id: str = ""  # an idempotency key: the id is derived from it (memory/service.py)
     upsert: bool = False  # replace a memory the tenant holds under the same id
     memory_type: str = ""  # one of understanding/types.MEMORY_TYPES; empty: episode
     immutable: bool = False  # protected from update, merging and forgetting
@@ -90,3 +91,10 @@ class Stored:
     created: list[bool]
     # Per item: the id of the live memory it repeated and was merged into ("" when stored).
     merged_into: list[str] = field(default_factory=list)
+
+
+class MemoryWriter(Protocol):
+    """The Store path as the layers below the memory services see it: extraction and reflection
+    write what they derive through it without depending on the services that implement it."""
+
+    def store_batch(self, tenant: str, items: Sequence[NewMemory]) -> Stored: ...

@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 from celestial_memory.config import Settings
+from celestial_memory.domain import memory_types
 from celestial_memory.domain.models import MAX_KEPT, MemoryFilter, Provenance, Vector
 from celestial_memory.errors import InvalidArgument
-from celestial_memory.understanding import types as memory_types
 
 # google.protobuf.Timestamp's range (0001-01-01 to 9999-12-31): every time the service keeps
 # must be sendable back as one.
@@ -160,7 +160,7 @@ def memory_filter(flt: MemoryFilter, s: Settings, field: str = "filter") -> Memo
 
 def merged(entries: Sequence[Provenance], s: Settings, field: str) -> list[Provenance]:
     """The repeats an imported memory says were merged into it: what a merge itself could have
-    kept (repeats.py), each entry checked as a stored memory's own fields are."""
+    kept (memory/repeats.py), each entry checked as a stored memory's own fields are."""
     if len(entries) > MAX_KEPT:
         raise InvalidArgument(field, f"more than {MAX_KEPT} entries")
     size = 0

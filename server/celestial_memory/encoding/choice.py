@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 from celestial_memory.config import Settings
-from celestial_memory.embedding import Embedder, SentenceTransformerEmbedder, resolve_model
+from celestial_memory.encoding.embedding import Embedder, SentenceTransformerEmbedder, resolve_model
 from celestial_memory.encoding.onnx_encoder import OnnxEmbedder
 from celestial_memory.encoding.onnx_file import (
     OnnxFile,

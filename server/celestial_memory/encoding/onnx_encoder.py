@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from celestial_memory import metrics
 from celestial_memory.encoding.onnx_file import INPUTS
+from celestial_memory.observability import metrics
 
 BATCH = 64  # texts per session call, as the torch encoder's forward pass
 

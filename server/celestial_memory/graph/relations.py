@@ -6,7 +6,7 @@ the other end, the name, the weight, who made it, when, and which way it points)
 ends' ids in an indexed field. So a memory's neighbours come with its payload (no second lookup),
 a walk reads one batch of payloads per step, and an erasure finds every memory that points at a
 deleted one with one filtered scan. Writes are read-modify-write of both ends under the tenant's
-lock (placement.py).
+lock (zones/placement.py).
 
 Made here: by the caller (Relate), by session order (each new memory follows the latest earlier
 memory of its session), by repeats (a repeat merged into a memory hands it its relations) and by
@@ -25,8 +25,8 @@ from celestial_memory.config import Settings
 from celestial_memory.domain import validation as check
 from celestial_memory.domain.models import Edge, Memory
 from celestial_memory.errors import InvalidArgument, NotFound, ResourceExhausted
-from celestial_memory.placement import Placement
 from celestial_memory.store.repository import MemoryRepository
+from celestial_memory.zones.placement import Placement
 
 FOLLOWS = "follows"  # a memory follows the previous one of its session
 EXTRACTED_FROM = "extracted_from"  # a fact the model read in a memory points at it

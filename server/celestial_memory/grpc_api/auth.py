@@ -11,10 +11,11 @@ reflection need a valid key of any role, so that no one without a key can hold s
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
+from celestial_memory.access.credentials import credential
 from celestial_memory.access.keys import KeyRing
 from celestial_memory.access.rate import RateLimiter
 from celestial_memory.access.roles import CALLER, METHOD, METHOD_ROLES, OPEN, Principal
@@ -24,23 +25,6 @@ from celestial_memory.grpc_api.wrapping import Handler, around
 
 Context = grpc.aio.ServicerContext[Any, Any]
 OPEN_METHODS = {"grpc.health.v1.Health/Check"}
-
-
-def credential(metadata: Iterable[tuple[str, str | bytes]] | None) -> str | None:
-    """The API key the call presents; None for none. Two different ones are refused."""
-    found: set[str] = set()
-    for name, value in metadata or ():
-        text = (value.decode(errors="replace") if isinstance(value, bytes) else value).strip()
-        if name == "authorization":
-            scheme, _, key = text.partition(" ")
-            if scheme.lower() != "bearer" or not key.strip():
-                raise Unauthenticated("authorization must be 'Bearer <API key>'")
-            found.add(key.strip())
-        elif name == "x-api-key":
-            found.add(text)
-    if len(found) > 1:
-        raise Unauthenticated("the call presents more than one API key")
-    return found.pop() if found else None
 
 
 class Authenticator(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]

@@ -7,6 +7,7 @@ from typing import cast
 
 import numpy as np
 from celestial_client.v1 import memory_pb2 as pb
+from celestial_memory.domain.memory_types import MEMORY_TYPES
 from celestial_memory.domain.models import (
     AdminEvent,
     Edge,
@@ -26,7 +27,6 @@ from celestial_memory.errors import InvalidArgument
 from celestial_memory.graph.entity_index import EntityCount
 from celestial_memory.understanding.extraction import MAX_PART, MAX_SUMMARY, MAX_TRIPLES
 from celestial_memory.understanding.resolutions import FULL, SUMMARY, TRIPLE
-from celestial_memory.understanding.types import MEMORY_TYPES
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp

@@ -10,7 +10,7 @@ import grpc
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_memory.errors import InvalidArgument
 from celestial_memory.grpc_api.status import mapped
-from celestial_memory.service import MemoryService
+from celestial_memory.memory.service import MemoryService
 
 T = TypeVar("T")
 Context = grpc.aio.ServicerContext[Any, Any]

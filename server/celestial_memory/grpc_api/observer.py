@@ -1,9 +1,9 @@
 """What every call leaves behind, outermost of the interceptors (so refusals count too): the
-gRPC server metrics (metrics.py), a span when tracing is on (telemetry.py; the caller's
-``traceparent`` metadata makes it a child of the caller's span), and one access log
-line with the request id (the caller's ``x-request-id``, or one made here), the tenant, the
-method, the status and the duration. Never the content, the query or a key: the line is built
-from those fields only.
+gRPC server metrics (observability/metrics.py), a span when tracing is on
+(observability/telemetry.py; the caller's ``traceparent`` metadata makes it a child of the
+caller's span), and one access log line with the request id (the caller's ``x-request-id``, or
+one made here), the tenant, the method, the status and the duration. Never the content, the
+query or a key: the line is built from those fields only.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import grpc
-from celestial_memory import metrics, telemetry
+from celestial_memory.observability import metrics, telemetry
 
 log = logging.getLogger("celestial_memory.access_log")
 Handler = Any  # grpc.RpcMethodHandler

@@ -14,7 +14,6 @@ import time
 
 import grpc
 from celestial_client.v1 import memory_pb2, memory_pb2_grpc
-from celestial_memory import metrics, telemetry
 from celestial_memory.access.keys import KeyRing
 from celestial_memory.access.rate import RateLimiter
 from celestial_memory.config import Settings
@@ -25,8 +24,9 @@ from celestial_memory.grpc_api.decoding import DecodeGuard
 from celestial_memory.grpc_api.observer import CallObserver
 from celestial_memory.grpc_api.servicer import MemoryServicer
 from celestial_memory.grpc_api.tls import ServerCertificates
-from celestial_memory.ops_http import OpsServer
-from celestial_memory.service import MemoryService
+from celestial_memory.memory.service import MemoryService
+from celestial_memory.observability import metrics, telemetry
+from celestial_memory.ops.http import OpsServer
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import _async as reflection_async
 from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
@@ -279,7 +279,7 @@ class MemoryServer:
         if self._health_server is not None:
             await self._health_server.stop(0)
         # Calls still running after the grace period were cancelled; their worker threads stop
-        # at their next check (cancellation.py). The store is closed only once they have.
+        # at their next check (memory/cancellation.py). The store is closed only once they have.
         self.servicer.inflight.cancel_all()
         if not await asyncio.to_thread(self.servicer.inflight.wait_idle, STOP_WAIT_S):
             log.warning("%d calls still running after %.0f s; closing the store anyway",

@@ -16,11 +16,11 @@ from typing import Any, TypeVar
 import grpc
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
-from celestial_memory import paging
 from celestial_memory.access.audit import audit
 from celestial_memory.access.roles import CALLER, Role
-from celestial_memory.cancellation import Cancellation, InFlight
+from celestial_memory.domain import paging
 from celestial_memory.domain.models import AdminEvent, ZoneEvent
+from celestial_memory.domain.paging import PageSize
 from celestial_memory.domain.requests import Imported, NewMemory
 from celestial_memory.errors import DeadlineExceeded, InvalidArgument, TooManyCalls
 from celestial_memory.grpc_api import converters as cv
@@ -30,8 +30,8 @@ from celestial_memory.grpc_api.idle_streams import items_until_idle
 from celestial_memory.grpc_api.observer import TENANT
 from celestial_memory.grpc_api.reflect_rpcs import ReflectRpcs
 from celestial_memory.grpc_api.status import mapped, mapped_stream
-from celestial_memory.paging import PageSize
-from celestial_memory.service import MemoryService
+from celestial_memory.memory.cancellation import Cancellation, InFlight
+from celestial_memory.memory.service import MemoryService
 
 T = TypeVar("T")
 # Imported memories are validated and written in batches of this many (one write each). A bad
@@ -69,7 +69,7 @@ class MemoryServicer(GraphRpcs, FeedbackRpcs, ReflectRpcs, pb_grpc.MemoryService
     ) -> T:
         """Run ``fn`` in a worker thread. Work that waited past its deadline, or was cancelled
         while waiting, never starts; ``cancellable`` work is handed the cancellation to check
-        as it goes (cancellation.py)."""
+        as it goes (memory/cancellation.py)."""
         left = context.time_remaining()
         cancel = Cancellation(None if left is None else time.monotonic() + left)
 
@@ -200,7 +200,7 @@ class MemoryServicer(GraphRpcs, FeedbackRpcs, ReflectRpcs, pb_grpc.MemoryService
 
     @mapped
     async def Delete(self, request: pb.DeleteRequest, context: Context) -> pb.DeleteResponse:
-        # Only an admin key erases an immutable memory (archive.py).
+        # Only an admin key erases an immutable memory (memory/archive.py).
         ok = await self._run(context, self._service.delete, self._tenant(request.tenant),
                              request.id, CALLER.get().role >= Role.ADMIN)
         return pb.DeleteResponse(deleted=ok)

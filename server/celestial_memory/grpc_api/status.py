@@ -8,9 +8,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, NoReturn, TypeVar
 
 import grpc
-from celestial_memory import errors, metrics
+from celestial_memory import errors
 from celestial_memory.access.audit import audit
 from celestial_memory.access.roles import CALLER, METHOD
+from celestial_memory.observability import metrics
 from google.protobuf import duration_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status

@@ -11,7 +11,7 @@ summary and insights for each (prompt.py). Each insight is stored as a
 memory tagged "insight", with an id derived from its entity and text (the same insight twice is
 one memory), and related derived_from the memories it names; each entity's summary is one
 memory per entity (its id derived from the entity, written again by every reflection), which
-the entity's profile shows. Insights are written through the Store path (storing.py), so they
+the entity's profile shows. Insights are written through the Store path (memory/storing.py), so they
 are placed, scored and found like any memory; they never merge into another as a repeat.
 
 Without a model there is no reflection: Reflect is refused, never faked. The automatic trigger
@@ -28,19 +28,18 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from celestial_memory import metrics
 from celestial_memory.clock import Clock
 from celestial_memory.config import Settings
+from celestial_memory.domain.memory_types import INSIGHT
 from celestial_memory.domain.models import Memory, MemoryFilter
-from celestial_memory.domain.requests import NewMemory, derived_id
+from celestial_memory.domain.requests import MemoryWriter, NewMemory, derived_id
 from celestial_memory.errors import FailedPrecondition, InvalidArgument, ModelUnavailable
 from celestial_memory.graph.entity_index import entity_id, summary_id
 from celestial_memory.graph.relations import Relations
+from celestial_memory.observability import metrics
 from celestial_memory.reflection.prompt import MAX_SHOWN, Group, Reflected, body, parse, prompt
 from celestial_memory.store.repository import MemoryRepository
-from celestial_memory.storing import Storing
 from celestial_memory.understanding.chat import ChatModel, ModelError
-from celestial_memory.understanding.types import INSIGHT
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +81,7 @@ class Reflection:
 
 
 class Reflector:
-    def __init__(self, settings: Settings, store: MemoryRepository, storing: Storing,
+    def __init__(self, settings: Settings, store: MemoryRepository, storing: MemoryWriter,
                  relations: Relations, clock: Clock, model: ChatModel | None) -> None:
         self._s, self._store, self._storing = settings, store, storing
         self._relations, self._clock, self._model = relations, clock, model

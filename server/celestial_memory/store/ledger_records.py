@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Sequence
 
 from celestial_memory.domain.models import AdminEvent, ZoneEvent
-from celestial_memory.paging import Cursor
+from celestial_memory.domain.paging import Cursor
 from celestial_memory.store.engine import LEDGER, Point
 from celestial_memory.store.ledger_payload import (
     admin_from_payload,

@@ -9,8 +9,8 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 
 from celestial_memory.domain.models import Memory, MemoryFilter
+from celestial_memory.domain.paging import Cursor
 from celestial_memory.domain.validation import MAX_TIME, MIN_TIME
-from celestial_memory.paging import Cursor
 from celestial_memory.store.engine import MEMORIES, Engine, Order, Part, Record
 from celestial_memory.store.payload import (
     CONTEXT_DENSE,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from celestial_memory.domain.memory_types import EPISODE, MEMORY_TYPES
 from celestial_memory.domain.models import (
     Edge,
     IndexVectors,
@@ -25,9 +26,8 @@ from celestial_memory.domain.models import (
 from celestial_memory.domain.selection import Members, Selection
 from celestial_memory.domain.trajectory import ALREADY
 from celestial_memory.domain.zones import Zone
-from celestial_memory.understanding.types import EPISODE, MEMORY_TYPES
 
-# The four named vectors of a memory point; recall scores a memory by all four (retrieval.py).
+# The four named vectors of a memory point; recall scores a memory by all four (recall/retrieval.py).
 DENSE = "dense"
 CONTEXT_DENSE = "dense_context"
 KEYWORDS = "keywords"

@@ -19,20 +19,19 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from celestial_memory import metrics
 from celestial_memory.clock import Clock
 from celestial_memory.config import Settings
-from celestial_memory.domain.requests import NewMemory
+from celestial_memory.domain.memory_types import FACT
+from celestial_memory.domain.requests import MemoryWriter, NewMemory
 from celestial_memory.errors import CelestialError
 from celestial_memory.graph.entities import MAX_ENTITIES
 from celestial_memory.graph.entity_index import ref
 from celestial_memory.graph.relations import EXTRACTED_FROM, Relations
+from celestial_memory.observability import metrics
 from celestial_memory.store.repository import MemoryRepository
 from celestial_memory.store.understanding_store import Waiting
-from celestial_memory.storing import Storing
 from celestial_memory.understanding.chat import ModelError
 from celestial_memory.understanding.extraction import LlmExtractor, Understood
-from celestial_memory.understanding.types import FACT
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +77,7 @@ class ExtractionQueue:
                  clock: Clock) -> None:
         self._s, self._store, self._extractor, self._clock = settings, store, extractor, clock
         self._budgets: dict[str, Budget] = defaultdict(Budget)
-        self._storing: Storing | None = None
+        self._storing: MemoryWriter | None = None
         self._relations: Relations | None = None
 
     def close(self) -> None:
@@ -146,7 +145,7 @@ class ExtractionQueue:
             (w.id, _understood(w, u)) for w, u in zip(batch, found, strict=True)])
         return {"understood": len(batch)}
 
-    def keep_facts_with(self, storing: Storing, relations: Relations) -> None:
+    def keep_facts_with(self, storing: MemoryWriter, relations: Relations) -> None:
         """Store the model's facts as memories of type fact, related ``extracted_from`` their
         source (without it, facts are not kept)."""
         self._storing, self._relations = storing, relations

@@ -22,8 +22,8 @@ from celestial_memory.domain.models import EDITED, Memory, ZoneEvent
 from celestial_memory.domain.scoring import MemoryFunction
 from celestial_memory.domain.zones import ZoneTable
 from celestial_memory.errors import FailedPrecondition
-from celestial_memory.placement import Placement
 from celestial_memory.store.repository import MemoryRepository
+from celestial_memory.zones.placement import Placement
 
 HELPFUL = "helpful"
 NOT_HELPFUL = "not_helpful"

@@ -5,7 +5,7 @@ The rules here give both at store time, without a model: the summary is the firs
 cut at a word to ``summary_max_chars``; the triple is read from a first sentence of the form
 "<Name> <verb phrase> <object>" with a verb phrase from a short English list, else there is
 none. A model configured for understanding (understanding/extraction.py) replaces both later
-with its own. Context (prompt_context.py) uses the shortest that fits when the text does not.
+with its own. Context (memory/prompt_context.py) uses the shortest that fits when the text does not.
 """
 
 from __future__ import annotations

@@ -1,0 +1,194 @@
+"""What ``celestial``'s client commands do once parsed: each turns the arguments into calls on
+the client and answers text for people and a document for ``--json`` (output.Answer).
+Export, import, eval and mcp live in transfer.py."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from celestial_client.cli.output import (
+    Answer,
+    show_entities,
+    show_entity,
+    show_ledger,
+    show_memories,
+    show_memory,
+    show_recall,
+    show_related,
+    show_relation,
+    show_stats,
+)
+from celestial_client.cli.settings import UsageError
+from celestial_client.client import MAX_PAGE, CelestialClient
+from celestial_client.types import Memory
+
+NOT_FOUND = 3  # exit status: nothing to delete, unrelate (cli.py documents them all)
+
+
+def _meta(pairs: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise UsageError(f"--meta wants key=value, got {pair!r}")
+        out[key] = value
+    return out
+
+
+def _one(m: Memory) -> Answer:
+    return Answer(show_memory(m), {"memory": m})
+
+
+def store(args: argparse.Namespace, client: CelestialClient) -> Answer:
+    return _one(client.store(
+        args.content, importance=args.importance, tags=args.tags,
+        session_id=args.session or "", agent_id=args.agent or "", metadata=_meta(args.meta),
+        pinned=args.pinned, memory_type=args.type or "", immutable=args.immutable,
+    ))
+
+
+def recall(args: argparse.Namespace, client: CelestialClient) -> Answer:
+    results = client.recall(
+        args.query, args.limit, zones=args.zones, tags_any=args.tags_any,
+        reinforce=not args.no_reinforce, context=args.context, include_archived=args.archived,
+        memory_types=args.types,
+    )
+    return Answer(show_recall(results), {"query": args.query, "results": results})
+
+
+def _filters(args: argparse.Namespace) -> dict[str, Any]:
+    return {k: v for k, v in (("zones", args.zones), ("tags_any", args.tags_any),
+                              ("session_id", args.session), ("agent_id", args.agent)) if v}
+
+
+def list_memories(args: argparse.Namespace, client: CelestialClient) -> Answer:
+    """One page of at most --limit memories in id order (the server may answer fewer per page:
+    pages are read until the limit or the end)."""
+    memories: list[Memory] = []
+    token = args.page_token
+    while True:
+        page = client.list_page(min(args.limit - len(memories), MAX_PAGE), token,
+                                archived=args.archived,
+                                **_filters(args))
+        memories += page.items
+        token = page.next_page_token
+        if not token or len(memories) >= args.limit or not page.items:
+            break
+    more = f"\nmore: celestial list --page-token {token}" if token and memories else ""
+    return Answer(show_memories(memories, "no memories") + more,
+                  {"memories": memories, "next_page_token": token})
+
+
+def recent(args: argparse.Namespace, client: CelestialClient) -> Answer:
+    memories = client.recent(args.limit, archived=args.archived, **_filters(args))
+    return Answer(show_memories(memories, "no memories"), {"memories": memories})
+
+
+def archived(args: argparse.Namespace, client: CelestialClient) -> Answer:
+    memories = client.recent(args.limit, archived=True)
+    return Answer(show_memories(memories, "the archive is empty"), {"memories": memories})
+
+
+def get(args: argparse.Namespace, client: CelestialClient) -> Answer:
+    return _one(client.get(args.id))
+
+
+def restore(args: argparse.Namespace, client: CelestialClient) -> Answer:
+    return _one(client.restore(args.id))
+
+
+def delete(args: argparse.Namespace, client: CelestialClient) -> Answer:
+    done = client.delete(args.id)
+    return Answer("deleted" if done else "no such memory", {"id": args.id, "deleted": done},
+                  0 if done else NOT_FOUND)
+
+
+def update(args: argparse.Namespace, client: CelestialClient) -> Answer:
+    pinned = True if args.pin else (False if args.unpin else None)
+    changes = {
+        k: v
+        for k, v in (("content", args.content), ("importance", args.importance),
+                     ("tags", args.tags), ("pinned", pinned))
+        if v is not None
+    }
+    return _one(client.update(args.id, **changes))  # type: ignore[arg-type]
+
+
+def stats(args: argparse.Namespace, client: CelestialClient) -> Answer:
+    s = client.stats()
+    return Answer(show_stats(s), {"stats": s})
+
+
+def ledger(args: argparse.Namespace, client: CelestialClient) -> Answer:
+    events = client.ledger(limit=args.limit, memory_id=args.memory)
+    return Answer(show_ledger(events), {"events": events})
+
+
+def consolidate(args: argparse.Namespace, client: CelestialClient) -> Answer:
+    done = client.consolidate(dry_run=not args.apply)
+    folded = sum(len(ids) for _, ids in done.merges)
+    verb = "would merge" if done.dry_run else "merged"
+    lines = [f"scanned {done.scanned}; {verb} {folded} repeats into {len(done.merges)} "
+             f"memories" + ("; run again with --apply to write" if done.dry_run and folded
+                            else "")]
+    lines += [f"  {into} <- {', '.join(ids)}" for into, ids in done.merges]
+    data = {"scanned": done.scanned, "dry_run": done.dry_run, "unlisted": done.unlisted,
+            "merges": [{"into": into, "merged": ids} for into, ids in done.merges]}
+    return Answer("\n".join(lines), data)
+
+
+def rebalance(args: argparse.Namespace, client: CelestialClient) -> Answer:
+    rep = client.rebalance(dry_run=args.dry_run, full=args.full)
+    if rep.skipped_by:
+        text = f"skipped: another instance ({rep.skipped_by}) is rebalancing"
+    else:
+        moves = ", ".join(f"{a.value}→{b.value}: {n}" for (a, b), n in rep.moved.items())
+        verb = "would move" if rep.dry_run else "moved"
+        text = (f"scanned {rep.scanned} in {rep.duration_ms:.1f} ms; {verb} {moves or 'none'}; "
+                f"evicted {rep.evicted}; archived {rep.forgotten}; purged {rep.purged}")
+    return Answer(text, {"report": rep})
+
+
+def relate(args: argparse.Namespace, client: CelestialClient) -> Answer:
+    r = client.relate(args.from_id, args.to_id, args.relation, args.weight)
+    return Answer(show_relation(args.from_id, r), {"from_id": args.from_id, "relation": r})
+
+
+def unrelate(args: argparse.Namespace, client: CelestialClient) -> Answer:
+    removed = client.unrelate(args.from_id, args.to_id, args.relation)
+    name = f"-{args.relation}->" if args.relation else "->"
+    text = (f"removed {removed} relation{'s' if removed != 1 else ''} "
+            f"{args.from_id} {name} {args.to_id}")
+    return Answer(text, {"from_id": args.from_id, "to_id": args.to_id,
+                         "relation": args.relation, "removed": removed},
+                  0 if removed else NOT_FOUND)
+
+
+def related(args: argparse.Namespace, client: CelestialClient) -> Answer:
+    found = client.related(args.id, args.depth, args.relations)
+    return Answer(show_related(args.id, found),
+                  {"id": args.id, "depth": args.depth, "memories": found})
+
+
+def entities(args: argparse.Namespace, client: CelestialClient) -> Answer:
+    if args.entity:
+        profile = client.entity(args.entity)
+        return Answer(show_entity(profile), {"profile": profile})
+    found = client.entities()
+    return Answer(show_entities(found), {"entities": found})
+
+
+Command = Callable[[argparse.Namespace, CelestialClient], Answer]
+COMMANDS: dict[str, Command] = {
+    "store": store, "recall": recall, "list": list_memories, "recent": recent,
+    "archived": archived, "get": get, "restore": restore, "delete": delete, "update": update,
+    "stats": stats, "ledger": ledger, "consolidate": consolidate, "rebalance": rebalance,
+    "relate": relate, "unrelate": unrelate, "related": related, "entities": entities,
+}
+
+
+def run_command(args: argparse.Namespace, client: CelestialClient) -> Answer:
+    """A command that needs only the client (all but serve, keys, config, eval and mcp)."""
+    return COMMANDS[args.command](args, client)

@@ -1,0 +1,161 @@
+"""``celestial``: the command line (arguments in parser.py, commands in commands.py,
+transfer.py and config.py, output in output.py).
+
+Every command but ``serve`` and ``keys`` needs only the client; those two need the server extra
+(``pip install 'celestial-memory[server]'``). Exit statuses are for scripts (``EXIT``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+import grpc
+
+from celestial_client.cli.commands import run_command
+from celestial_client.cli.config import run_config
+from celestial_client.cli.feedback import COMMANDS as FEEDBACK_COMMANDS
+from celestial_client.cli.feedback import run_feedback
+from celestial_client.cli.output import (
+    Answer,
+    as_json,
+    show_entities,
+    show_entity,
+    show_ledger,
+    show_memory,
+    show_recall,
+    show_related,
+    show_relation,
+    show_stats,
+    table,
+)
+from celestial_client.cli.parser import SERVER_COMMANDS, build
+from celestial_client.cli.reflect import COMMANDS as REFLECT_COMMANDS
+from celestial_client.cli.reflect import run_reflect
+from celestial_client.cli.settings import UsageError, api_key, client_settings, tls
+from celestial_client.cli.transfer import export, import_, run_eval, run_mcp
+from celestial_client.client import CelestialClient
+from celestial_client.errors import CelestialClientError
+
+# The formatters stay importable from here, where they were first.
+__all__ = [
+    "EXIT",
+    "SERVER_COMMANDS",
+    "as_json",
+    "main",
+    "show_entities",
+    "show_entity",
+    "show_ledger",
+    "show_memory",
+    "show_recall",
+    "show_related",
+    "show_relation",
+    "show_stats",
+    "table",
+]
+
+# Exit statuses (docs/cli.md): what a script can branch on.
+EXIT = {
+    "ok": 0,
+    "refused": 1,  # the service refused the request: bad argument, failed precondition, ...
+    "usage": 2,  # bad arguments (argparse's own status), a missing file, a missing extra
+    "not_found": 3,  # no such memory, entity or relation
+    "unreachable": 4,  # the server cannot be reached in time
+    "denied": 5,  # not authenticated, or the key may not do this
+    "interrupted": 130,  # Ctrl-C, as shells report SIGINT
+}
+_BY_CODE = {
+    grpc.StatusCode.NOT_FOUND: EXIT["not_found"],
+    grpc.StatusCode.UNAVAILABLE: EXIT["unreachable"],
+    grpc.StatusCode.DEADLINE_EXCEEDED: EXIT["unreachable"],
+    grpc.StatusCode.UNAUTHENTICATED: EXIT["denied"],
+    grpc.StatusCode.PERMISSION_DENIED: EXIT["denied"],
+}
+
+
+MODEL_UNAVAILABLE = "MODEL_UNAVAILABLE"  # ErrorInfo reason of the server's model failing
+
+
+def exit_status(err: CelestialClientError) -> int:
+    if err.reason == MODEL_UNAVAILABLE:  # the server answered: its model did not
+        return EXIT["refused"]
+    return _BY_CODE.get(err.code, EXIT["refused"])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build().parse_args(argv)
+    as_json_out = bool(getattr(args, "json", False))
+    try:
+        return _run(args)
+    except UsageError as err:
+        return _fail(as_json_out, "USAGE", str(err), EXIT["usage"])
+    except CelestialClientError as err:
+        return _fail(as_json_out, err.code.name, _hint(err, args), exit_status(err))
+    except KeyboardInterrupt:
+        return EXIT["interrupted"]
+    except BrokenPipeError:
+        # The reader left (``celestial list | head``): no traceback. Point stdout at devnull so
+        # that the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader left
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command in SERVER_COMMANDS:
+        _, module, _, runner = SERVER_COMMANDS[args.command]
+        try:
+            run = getattr(importlib.import_module(module), runner)
+        except ImportError:
+            raise UsageError(f"{args.command} needs the server: "
+                             "pip install 'celestial-memory[server]'") from None
+        if args.command == "serve" and args.json:
+            os.environ["CELESTIAL_LOG_FORMAT"] = "json"
+        return int(run(args))
+    if args.command == "config":
+        return _print(args, run_config(args))
+    settings = client_settings(args)
+    target = str(settings["target"].value)
+    if args.command == "eval":
+        return _print(args, run_eval(args, target))
+    with CelestialClient(target, tenant=str(settings["tenant"].value), api_key=api_key(settings),
+                         tls=tls(settings)) as client:
+        if args.command == "mcp":
+            return run_mcp(args, client, target)
+        if args.command == "export":
+            return _print(args, export(args, client))
+        if args.command == "import":
+            return _print(args, import_(args, client))
+        if args.command in FEEDBACK_COMMANDS:
+            return _print(args, run_feedback(args, client))
+        if args.command in REFLECT_COMMANDS:
+            return _print(args, run_reflect(args, client))
+        return _print(args, run_command(args, client))
+
+
+def _print(args: argparse.Namespace, answer: Answer) -> int:
+    print(as_json(answer.data) if args.json else answer.text, flush=True)
+    return answer.status
+
+
+def _hint(err: CelestialClientError, args: argparse.Namespace) -> str:
+    """The service's message, and for an unreachable server where this command looked."""
+    if err.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and \
+            err.reason != MODEL_UNAVAILABLE:
+        target = client_settings(args)["target"]
+        return (f"{err.details} (target {target.value}, from {target.source}; set --target or "
+                "CELESTIAL_TARGET; a TLS server needs --tls-ca)")
+    return err.details
+
+
+def _fail(as_json_out: bool, code: str, message: str, status: int) -> int:
+    if as_json_out:
+        print(json.dumps({"error": {"code": code, "message": message, "exit": status}}),
+              file=sys.stderr)
+    else:
+        print(f"error ({code}): {message}", file=sys.stderr)
+    return status
+

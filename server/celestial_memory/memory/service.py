@@ -1,0 +1,386 @@
+"""The domain service: store (memory/storing.py), recall (Core to Cloud, with reinforcement), get,
+update, delete and restore (memory/archive.py), stats and rebalance. Front ends (the gRPC servicer,
+tests) call it with domain types only.
+
+Every method validates its whole input before it writes anything. Methods are synchronous and
+thread-safe; the gRPC layer calls them from worker threads. Concurrency has one owner, the
+placement (zones/placement.py): read-modify-write sequences (reinforcement, update, capacity, rebalance)
+run under the tenant's lock there, and reads run beside them.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import replace
+
+from celestial_memory.clock import Clock, ManualClock
+from celestial_memory.config import Settings
+from celestial_memory.domain import validation as check
+from celestial_memory.domain.importance import ImportanceEvaluator
+from celestial_memory.domain.models import (
+    AdminEvent,
+    Memory,
+    MemoryFilter,
+    RebalanceReport,
+    RecallResult,
+    Stats,
+    ZoneCount,
+    ZoneEvent,
+)
+from celestial_memory.domain.next_move import NextMove, next_move
+from celestial_memory.domain.paging import ENVELOPE_BYTES
+from celestial_memory.domain.reinforcing import reinforce
+from celestial_memory.domain.requests import (
+    MemoryChanges,
+    NewMemory,
+    RecallQuery,
+    Stored,
+)
+from celestial_memory.domain.scoring import MemoryFunction, ScoreBreakdown
+from celestial_memory.domain.zones import Zone, ZoneTable
+from celestial_memory.encoding.embedding import Embedder
+from celestial_memory.errors import FailedPrecondition, InvalidArgument
+from celestial_memory.graph.entity_index import EntityCount, EntityIndex, EntityProfile
+from celestial_memory.graph.relations import Reached, Relations
+from celestial_memory.memory.archive import Archive
+from celestial_memory.memory.cancellation import NEVER, Cancellation
+from celestial_memory.memory.context_neighbours import with_neighbours
+from celestial_memory.memory.editing import Editing
+from celestial_memory.memory.listing import Listing
+from celestial_memory.memory.prompt_context import Assembler, ContextBlock, token_counter
+from celestial_memory.memory.storing import Storing
+from celestial_memory.memory.transfer import Transfer
+from celestial_memory.observability import metrics
+from celestial_memory.recall.candidates import RecallCandidates
+from celestial_memory.recall.retrieval import Retrieval, zone_order
+from celestial_memory.reflection.reflector import Reflection, Reflector
+from celestial_memory.store.payload import ARCHIVE_ZONE
+from celestial_memory.store.repository import MemoryRepository
+from celestial_memory.understanding.chat import ChatModel
+from celestial_memory.understanding.extraction_queue import ExtractionQueue
+from celestial_memory.understanding.feedback import Feedback
+from celestial_memory.zones.placement import Placement
+from celestial_memory.zones.rebalancer import DAY, Rebalancer
+
+
+class MemoryService:
+    def __init__(
+        self,
+        settings: Settings,
+        store: MemoryRepository,
+        embedder: Embedder,
+        clock: Clock,
+        evaluator: ImportanceEvaluator,
+        understanding: ExtractionQueue | None = None,
+        model: ChatModel | None = None,
+    ) -> None:
+        if store.dimension != embedder.dimension:
+            raise ValueError(
+                f"store dimension {store.dimension} != model dimension {embedder.dimension}"
+            )
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        self.retrieval = Retrieval(settings, embedder)
+        self._candidates = RecallCandidates(settings, store, self.retrieval)
+        self.clock = clock
+        self.fn = MemoryFunction.from_settings(settings)
+        self.zones = ZoneTable.from_settings(settings)
+        self._evaluator = evaluator
+        self.rebalancer = Rebalancer(store, self.fn, self.zones, clock, settings)
+        self.placement = Placement(store, self.rebalancer, settings)
+        self.transfer = Transfer(settings, store, self.retrieval, self.placement, clock)
+        self.listing = Listing(settings, store, self.placement)
+        self.relations = Relations(settings, store, self.placement, clock)
+        self.entities = EntityIndex(store)
+        self.storing = Storing(settings, store, embedder, self.retrieval, self.fn, self.zones,
+                               clock, evaluator, self.placement, self.relations)
+        self.tokens = token_counter(embedder)
+        self.archive = Archive(settings, store, self.fn, self.zones, clock, self.placement)
+        # The model's queue (understanding/), when a model is configured: the server runs it.
+        self.understanding = understanding
+        if understanding is not None:
+            understanding.keep_facts_with(self.storing, self.relations)
+        # Reflection (reflection/): refused without a model.
+        self.reflection = Reflector(settings, store, self.storing, self.relations, clock, model)
+        self._model = model
+        self.editing = Editing(settings, store, embedder, self.retrieval, self.fn, self.zones,
+                               clock, self.placement)
+        self.feedback = Feedback(settings, store, self.fn, self.zones, clock, self.placement)
+
+    def close(self) -> None:
+        """Write pending reinforcements, then flush and close the store (and an evaluator that
+        holds connections)."""
+        self.placement.close()
+        self.store.close()
+        if callable(close := getattr(self._evaluator, "close", None)):
+            close()
+        if self.understanding is not None:
+            self.understanding.close()
+        if self._model is not None:
+            self._model.close()
+
+    def tenants(self) -> list[str]:
+        """Every tenant that has at least one memory (the periodic rebalance visits each)."""
+        return self.store.tenants()
+
+    def build_indexes(self) -> bool:
+        """Build the vector indexes if enough was written since the last build (minutes at
+        100,000 memories: the server runs this off the request path); True if it built."""
+        return self.store.optimize()
+
+    def store_available(self) -> bool:
+        """Whether the store answers now (health)."""
+        return self.store.available()
+
+    # -- store (memory/storing.py) --------------------------------------------------------------------
+
+    def store_memory(
+        self, tenant: str, item: NewMemory, cancel: Cancellation = NEVER
+    ) -> Memory:
+        return self.store_batch(tenant, [item], cancel=cancel).memories[0]
+
+    def store_many(
+        self, tenant: str, items: Sequence[NewMemory], prechecked: bool = False,
+        cancel: Cancellation = NEVER,
+    ) -> list[Memory]:
+        return self.store_batch(tenant, items, prechecked, cancel).memories
+
+    def store_batch(
+        self, tenant: str, items: Sequence[NewMemory], prechecked: bool = False,
+        cancel: Cancellation = NEVER,
+    ) -> Stored:
+        stored = self.storing.store_batch(tenant, items, prechecked, cancel)
+        self.reflection.noted(tenant, sum(stored.created))
+        return stored
+
+    def check_new(self, item: NewMemory, index: int, batch: bool) -> NewMemory:
+        return self.storing.check_new(item, index, batch)
+
+    def consolidate(
+        self, tenant: str, dry_run: bool = False
+    ) -> tuple[list[tuple[str, list[str]]], int]:
+        return self.storing.consolidate(tenant, dry_run)
+
+    # -- recall --------------------------------------------------------------------------
+
+    def recall(
+        self, tenant: str, q: RecallQuery, cancel: Cancellation = NEVER
+    ) -> list[RecallResult]:
+        """Hybrid search in every zone, rescored, in zone order behind the gate (recall/retrieval.py);
+        reinforces what it returns unless asked not to, or unless ``cancel`` says the caller is
+        gone (nothing is reinforced for an answer no one receives)."""
+        s = self.settings
+        limit = check.limit(q.limit, s)
+        flt = check.memory_filter(q.filter, s)
+        gate = check.unit_interval(q.min_relevance, "min_relevance")
+        gate = s.min_relevance if gate is None else gate
+        if q.query_vector is not None and len(q.query_vector) > 0:
+            qvec = check.vector(q.query_vector, self.store.dimension, "query_vector")
+            text = check.content(q.query, s, "query") if q.query.strip() else ""
+        else:
+            text = check.content(q.query, s, "query")
+            qvec = self.embedder.embed([text])[0]
+        context_text = check.content(q.context, s, "context") if q.context.strip() else ""
+        stages = metrics.Stages()
+        got = self._candidates.find(tenant, q, text, qvec, flt, gate, limit, stages)
+        cands, relevance, via = got.candidates, got.relevance, got.via
+        if not cands.ids:
+            stages.done()
+            return []
+        ids, signals = cands.ids, cands.signals
+        zone_of = dict(zip(ids, cands.zones, strict=True))
+        cvec = self.embedder.embed([context_text])[0] if context_text else None
+
+        with self.placement.locked(tenant):
+            pending = self.placement.pending(tenant, ids)
+            for mid, p in pending.items():  # a reinforcement not written yet may have moved it
+                zone_of[mid] = min(zone_of[mid], int(p.zone))
+            with stages("rescoring"):
+                ranked = zone_order(
+                    [zone_of[mid] for mid in ids], relevance, gate, s.zone_margin,
+                    by_zone=not q.ignore_zones,
+                )[:limit]
+            with stages("payloads"):
+                # Payloads only for what is returned (one read), not for every candidate.
+                found = self.store.get(tenant, [ids[r.index] for r in ranked])
+                ranked = [r for r in ranked if ids[r.index] in found]  # deleted meanwhile
+                if cvec is not None:
+                    context = self.store.similarities(tenant, cvec,
+                                                      [ids[r.index] for r in ranked])
+                else:  # the query is the context: C = its cosine to the content
+                    context = {ids[r.index]: float(signals[r.index, 0]) for r in ranked}
+            mems = [found[ids[r.index]] for r in ranked]
+            # Found in the archive, or archived since the search: returned as it is (a restore
+            # brings it back), never reinforced. One restored since is still reported as found.
+            archived = [zone_of[m.id] == ARCHIVE_ZONE or m.archived for m in mems]
+            for m, out in zip(mems, archived, strict=True):
+                if waiting := pending.get(m.id):  # count from the pending reinforcement
+                    m.recall_count = waiting.recall_count
+                    m.last_recalled_at = waiting.last_recalled_at
+                    m.context_score = waiting.context_score
+                if not out:
+                    m.zone = Zone(zone_of[m.id])
+            found_in = [m.zone for m in mems]
+            keep = list(range(len(mems)))
+            if q.select is not None:
+                keep = q.select(mems, [None if a else z for z, a in zip(found_in, archived,
+                                                                        strict=True)])
+            if q.fit is not None:  # only what the answer can carry is returned and reinforced
+                keep = keep[:q.fit([mems[i] for i in keep])]
+            mems, ranked = [mems[i] for i in keep], [ranked[i] for i in keep]
+            archived, found_in = [archived[i] for i in keep], [found_in[i] for i in keep]
+            cs = [max(context.get(m.id, 0.0), 0.0) for m in mems]
+            if q.reinforce:
+                cancel.check("the recall")
+            with stages("reinforcement"):
+                live = [i for i, out in enumerate(archived) if not out]
+                breakdowns = reinforce(self.fn, self.zones, mems, cs, self.clock.now(), q.reinforce,
+                                       live)
+                if q.reinforce and live:
+                    # Capacity follows off the recall's path (zones/placement.py).
+                    self.placement.reinforce(tenant, [mems[i] for i in live])
+        stages.done()
+        return [
+            RecallResult(m, z, r.relevance, b, archived=a, via=via.get(m.id))
+            for m, z, r, b, a in zip(mems, found_in, ranked, breakdowns, archived, strict=True)
+        ]
+
+    def context(self, tenant: str, q: RecallQuery, max_tokens: int, neighbours: bool = False,
+                cancel: Cancellation = NEVER) -> ContextBlock:
+        """The recall's memories as a block for a prompt within ``max_tokens``
+        (memory/prompt_context.py); only the memories the block holds are reinforced. ``q.limit`` is
+        how many to consider (0: 30). ``neighbours``: the memories related to each recalled one
+        (one step) follow it in the ranking the block is filled from, as far as the budget
+        allows; they are shown, not reinforced."""
+        if not 0 < max_tokens <= self.settings.max_prompt_tokens:
+            raise InvalidArgument("max_tokens",
+                                  f"must be 1 to {self.settings.max_prompt_tokens}, got {max_tokens}")
+        # The block shares its answer with the ids it lists (each memory's once, 38 bytes).
+        s = self.settings
+        room = s.max_message_bytes - ENVELOPE_BYTES - 40 * s.max_recall_limit
+        assembler = Assembler(max_tokens, self.tokens, room, s.summary_max_chars)
+        select = assembler.select
+        if neighbours:
+            def select(mems: Sequence[Memory], zones: Sequence[Zone | None]) -> list[int]:
+                return with_neighbours(self.store, tenant, assembler, mems, zones)
+        self.recall(tenant, replace(q, select=select,
+                                    limit=q.limit or min(30, self.settings.max_recall_limit)),
+                    cancel)
+        return assembler.block
+
+    # -- get / update / delete -------------------------------------------------------------
+
+    def _flush(self, tenant: str) -> None:
+        """Pending reinforcements and the tenant's deferred capacity, before a read or write
+        that must see them."""
+        self.placement.flush(tenant)
+
+    def get(self, tenant: str, memory_id: str) -> Memory:
+        mid = check.memory_id(memory_id)
+        self._flush(tenant)
+        return self._find(tenant, mid)
+
+    def _find(self, tenant: str, mid: str) -> Memory:
+        # No flush here: update calls this under the tenant's lock (zones/placement.py).
+        return self.store.get_one(tenant, mid)
+
+    def update(self, tenant: str, memory_id: str, ch: MemoryChanges) -> Memory:
+        return self.editing.update(tenant, memory_id, ch)
+
+    # -- erasure and the archive (memory/archive.py) ----------------------------------------------------
+
+    def delete(self, tenant: str, memory_id: str, admin: bool = True) -> bool:
+        """``admin``: the caller may erase an immutable memory (memory/archive.py)."""
+        return self.archive.delete(tenant, memory_id, admin)
+
+    def delete_by_filter(self, tenant: str, flt: MemoryFilter) -> int:
+        return self.archive.delete_by_filter(tenant, flt)
+
+    def restore(self, tenant: str, memory_id: str) -> Memory:
+        return self.archive.restore(tenant, memory_id)
+
+    # -- relations (graph/) ---------------------------------------------------------------------
+
+    def related(self, tenant: str, memory_id: str, depth: int,
+                relations: Sequence[str] = ()) -> list[tuple[Memory, Reached]]:
+        """The memories a walk from ``memory_id`` reaches, nearest first, with their paths;
+        reads only (graph/relations.py)."""
+        self._flush(tenant)
+        reached = self.relations.walk(tenant, memory_id, depth or 1, relations)
+        found = self.store.get(tenant, [r.id for r in reached])
+        return [(found[r.id], r) for r in reached if r.id in found]
+
+    def entity_list(self, tenant: str) -> list[EntityCount]:
+        return self.entities.listed(tenant)
+
+    def reflect(self, tenant: str, dry_run: bool = False, window: int = 0,
+                entities: Sequence[str] = ()) -> Reflection:
+        """Insights about the entities of the tenant's recent memories, by the model
+        (reflection/); FailedPrecondition without one."""
+        self._flush(tenant)
+        return self.reflection.reflect(tenant, dry_run, window, entities)
+
+    def entity_profile(self, tenant: str, entity: str) -> EntityProfile:
+        self._flush(tenant)  # its most recalled, counted as recalls have left them
+        return self.entities.profile(tenant, entity)
+
+    # -- stats / rebalance ------------------------------------------------------------------
+
+    def zone_counts(self, tenant: str) -> tuple[dict[str, int], int]:
+        """Live memories per zone and archived ones, as stored: no flush, no lock (the metrics
+        read them, and a scrape must neither write nor wait behind a rebalance)."""
+        counts = self.store.count_by_zone(tenant)
+        return {z.name.lower(): counts[z] for z in Zone}, self.store.count_archived(tenant)
+
+    def stats(self, tenant: str) -> Stats:
+        self._flush(tenant)
+        counts = self.store.count_by_zone(tenant)
+        zones = [
+            ZoneCount(z, counts[z], self.zones.capacity_of(z), self.zones.min_score(z))
+            for z in Zone
+        ]
+        return Stats(
+            zones=zones, total=sum(counts.values()), embedding_model=self.embedder.name,
+            dimension=self.embedder.dimension, backend=self.store.backend_name,
+            archived=self.store.count_archived(tenant),
+        )
+
+    def rebalance(
+        self, tenant: str, dry_run: bool = False, full: bool = False, forget: bool = True
+    ) -> RebalanceReport:
+        return self.placement.rebalance(tenant, dry_run, full, forget)
+
+    def set_clock(self, now: float) -> float:
+        """Admin, for replays (settings.admin_clock): the clock reads ``now`` from here on."""
+        if not self.settings.admin_clock or not isinstance(self.clock, ManualClock):
+            raise FailedPrecondition("the admin clock is off (CELESTIAL_ADMIN_CLOCK=true)")
+        t = check.timestamp(now, "now")
+        assert t is not None
+        self.placement.flush()  # pending reinforcements belong to the old time
+        self.clock.set(t)
+        return t
+
+    def ledger(
+        self, tenant: str, since: float | None = None, limit: int = 100, memory_id: str = ""
+    ) -> list[ZoneEvent]:
+        """The first ``limit`` zone events of a tenant, oldest first (memory/listing.py pages)."""
+        return self.listing.ledger(tenant, since, limit, memory_id)[0]
+
+    def record_admin(self, tenant: str, method: str, key_id: str) -> None:
+        """An admin call into the ledger as it starts, at the wall clock's time (an audit trail,
+        whatever the admin clock says)."""
+        self.store.append_admin(AdminEvent(str(uuid.uuid4()), tenant, method, key_id, time.time()))
+
+    def next_move(self, m: Memory) -> NextMove | None:
+        """Where the rebalance takes ``m`` next unless it is recalled first (domain/next_move.py)."""
+        return next_move(m, self.settings.auto_forget_days * DAY, self.clock.now())
+
+    def breakdown(self, m: Memory) -> ScoreBreakdown:
+        """The memory function's terms for ``m`` now, with C from its last recall."""
+        return self.fn.breakdown(
+            m.recall_count, m.last_recalled_at, m.importance, m.context_score, self.clock.now()
+        )
+

@@ -1,0 +1,1 @@
+"""What every layer reports: Prometheus metrics, OpenTelemetry spans and JSON logs."""

@@ -1,1 +1,0 @@
-"""The orrery's static page (index.html, orrery.js, orrery.css), served by ops_http.py."""

@@ -1,0 +1,67 @@
+"""The first half of a recall: its candidates and their relevance, before zone order.
+
+The zones' candidates (one batched search and one batched rescoring, store/repository.py), the
+archive's when asked or when a deep recall finds too few good matches, the graph's neighbours
+of the best (graph/expansion.py) when expansion is on, and the entity signal last, over all of
+them (recall/retrieval.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from celestial_memory.config import Settings
+from celestial_memory.domain import validation as check
+from celestial_memory.domain.models import MemoryFilter, Via
+from celestial_memory.domain.requests import RecallQuery
+from celestial_memory.domain.zones import Zone
+from celestial_memory.graph.expansion import expand
+from celestial_memory.observability import metrics
+from celestial_memory.recall.retrieval import Retrieval
+from celestial_memory.store.repository import Candidates, MemoryRepository
+
+
+@dataclass(slots=True)
+class Found:
+    candidates: Candidates
+    relevance: npt.NDArray[np.float64]
+    via: dict[str, Via]  # the candidates the graph lifted, and how
+
+
+class RecallCandidates:
+    def __init__(self, settings: Settings, store: MemoryRepository, retrieval: Retrieval) -> None:
+        self._s, self._store, self._retrieval = settings, store, retrieval
+
+    def find(self, tenant: str, q: RecallQuery, text: str, qvec: npt.NDArray[np.float32],
+             flt: MemoryFilter, gate: float, limit: int, stages: metrics.Stages) -> Found:
+        s, store, retrieval = self._s, self._store, self._retrieval
+        zones = sorted(set(flt.zones)) if flt.zones else list(Zone)
+        hq = retrieval.query(text, qvec)
+        asked = retrieval.entities(text)
+        per_zone = retrieval.candidates_per_zone(limit)
+        with stages("candidates"):
+            cands = store.candidates(tenant, hq, zones, flt, per_zone, asked)
+        keywords = not hq.keywords.is_empty()
+        with stages("rescoring"):
+            relevance = retrieval.relevance(cands.signals, keywords=keywords)
+        deep = s.deep_recall if q.deep is None else q.deep
+        # The archive: always when asked, or (a deep recall) only when the zones give fewer
+        # than the limit of good matches (the deep gate, at least the gate). A filter naming
+        # zones keeps to them.
+        strong = int((relevance >= max(gate, s.deep_recall_gate)).sum())
+        if not flt.zones and (q.include_archived or (deep and strong < limit)):
+            with stages("candidates"):
+                cands = cands.joined(store.archive_candidates(tenant, hq, flt, per_zone, asked))
+            # Ranked together: keyword scores are normalised over both sets of candidates.
+            with stages("rescoring"):
+                relevance = retrieval.relevance(cands.signals, keywords=keywords)
+        hops = s.recall_expand if q.expand is None else check.hops(q.expand)
+        via: dict[str, Via] = {}
+        if hops and cands.ids:
+            with stages("expansion"):
+                grown = expand(store, tenant, hq, flt, cands, relevance, limit, hops,
+                               s.graph_weight, asked,
+                               lambda rows: retrieval.relevance(rows, keywords=keywords))
+            cands, relevance, via = grown.candidates, grown.relevance, grown.via
+        return Found(cands, retrieval.with_entities(relevance, asked, cands.mentions), via)
