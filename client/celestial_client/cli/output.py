@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -32,6 +33,20 @@ class Answer:
     text: str
     data: dict[str, Any]
     status: int = 0
+
+
+# What a terminal would act on rather than show: C0 controls but tab and newline (ESC starts
+# CSI and OSC sequences, which can clear the screen, retitle the window or write the clipboard;
+# CR overwrites the line), DEL, C1 controls (8-bit CSI/OSC), and the bidirectional overrides
+# and isolates that reorder what is shown.
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` as a terminal should show it: each unsafe character as its escape (``\\x1b``,
+    ``\\u202e``), everything else as it is. Stored content is anyone's input."""
+    return _UNSAFE.sub(lambda m: (f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100
+                                  else f"\\u{ord(m[0]):04x}"), text)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

@@ -23,6 +23,7 @@ from celestial_client.cli.feedback import run_feedback
 from celestial_client.cli.output import (
     Answer,
     as_json,
+    printable,
     show_entities,
     show_entity,
     show_ledger,
@@ -137,7 +138,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _print(args: argparse.Namespace, answer: Answer) -> int:
-    print(as_json(answer.data) if args.json else answer.text, flush=True)
+    # --json escapes every control character itself; text shows stored content, so it is made
+    # printable here, the one place all command output passes.
+    print(as_json(answer.data) if args.json else printable(answer.text), flush=True)
     return answer.status
 
 
@@ -156,6 +159,6 @@ def _fail(as_json_out: bool, code: str, message: str, status: int) -> int:
         print(json.dumps({"error": {"code": code, "message": message, "exit": status}}),
               file=sys.stderr)
     else:
-        print(f"error ({code}): {message}", file=sys.stderr)
+        print(printable(f"error ({code}): {message}"), file=sys.stderr)
     return status
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from celestial_client.connection import TLS
 
@@ -27,6 +29,31 @@ CLIENT_SETTINGS = (
 )
 SECRET = frozenset({"api_key"})
 REDACTED = "<redacted>"
+# Query parameters that carry credentials in the URLs people paste (presigned or keyed URLs).
+_SECRET_PARAM = re.compile(r"key|token|secret|password|passwd|signature|sig|auth", re.I)
+
+
+def without_secrets(value: str) -> str:
+    """A URL with the password of its user part and its credential-like query values redacted
+    (``https://user:s3cret@host`` -> ``https://user:<redacted>@host``); other text as it is."""
+    if "://" not in value:
+        return value
+    try:
+        parts = urlsplit(value)
+        password = parts.password
+    except ValueError:
+        return value
+    netloc = parts.netloc
+    if password is not None:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.partition(':')[0]}:{REDACTED}@{host}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if any(_SECRET_PARAM.search(k) for k, _ in pairs):
+            query = urlencode([(k, REDACTED if _SECRET_PARAM.search(k) else v) for k, v in pairs],
+                              safe="<>")
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 class UsageError(Exception):
@@ -45,6 +72,8 @@ class Setting:
         """The value for people and logs: a secret only says that it is set."""
         if self.secret and self.value:
             return REDACTED
+        if isinstance(self.value, str):
+            return without_secrets(self.value)
         return str(self.value) if isinstance(self.value, Path) else self.value
 
 

@@ -1,0 +1,64 @@
+"""What ``celestial`` prints is safe to print: stored content (anyone's input) reaches the
+terminal with its control sequences escaped, and ``celestial config`` never shows a password or
+a credential a URL carries."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from celestial_client.cli import main
+from celestial_client.cli.output import printable
+from celestial_memory.grpc_api.server import MemoryServer
+
+# Clear the screen, retitle the window, write the clipboard (OSC 52), an 8-bit CSI, a carriage
+# return that overwrites the line and a right-to-left override.
+HOSTILE = ("note \x1b[2J cleared \x1b]0;owned\x07 titled "
+           "\x1b]52;c;ZWNobyBwd25lZA==\x07 clip \x9b31m red \r back \u202e desrever")
+
+
+async def _run(server: MemoryServer, capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    code = await asyncio.to_thread(main, ["--target", f"127.0.0.1:{server.port}", *argv])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return out.out
+
+
+def _unsafe(text: str) -> list[str]:
+    return [c for c in text if (ord(c) < 0x20 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f
+            or c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"]
+
+
+async def test_get_recall_and_list_show_control_sequences_escaped(
+    server: MemoryServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = await _run(server, capsys, "store", HOSTILE, "--tag", "t")
+    mid = out.split()[1]
+    assert _unsafe(out) == []
+    for argv in (("get", mid), ("recall", "note cleared titled"), ("list",), ("recent",)):
+        out = await _run(server, capsys, *argv)
+        assert _unsafe(out) == [], argv
+    out = await _run(server, capsys, "get", mid)
+    assert "\\x1b[2J" in out and "\\x1b]52;c;" in out and "\\x07" in out and "\\u202e" in out
+    # --json keeps the exact text, escaped by JSON itself.
+    doc = json.loads(await _run(server, capsys, "--json", "get", mid))
+    assert doc["memory"]["content"] == HOSTILE
+
+
+def test_printable_leaves_ordinary_text_alone() -> None:
+    text = "Tabs\tand\nnewlines, Hangul 한국어, emoji 🎉, accents café"
+    assert printable(text) == text
+    assert printable("\x1b[2J") == "\\x1b[2J"
+
+
+@pytest.mark.parametrize("variable", ["CELESTIAL_LLM_BASE_URL", "CELESTIAL_QDRANT_URL"])
+def test_config_never_shows_a_password_in_a_url(
+    variable: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(variable, "https://user:s3cretPass@models.example:8443/v1?api_key=k3y&x=1")
+    for argv in (["config"], ["--json", "config"]):
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert "s3cretPass" not in out and "k3y" not in out
+        assert "user:<redacted>@models.example:8443/v1" in out and "x=1" in out
