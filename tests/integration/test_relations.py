@@ -43,10 +43,10 @@ def test_each_memory_follows_the_previous_one_of_its_session(service: MemoryServ
     assert [(e.other, e.relation, e.outgoing) for e in edges[b]] == [
         (a, "follows", True), (c, "follows", False)]
     assert {(e.other, e.outgoing) for e in edges[d]} == {(c, True)}
-    walk = service.related(T, b, 2)
-    order = [m.id for m, _ in walk]
+    walk, _ = service.related(T, b, 2)
+    order = [m.id for _, m, _ in walk]
     assert set(order[:2]) == {a, c} and order[2:] == [d]  # nearest first, equal weights by id
-    reached = {m.id: r for m, r in walk}
+    reached = {m.id: r for _, m, r in walk}
     assert [(h.source, h.target) for h in reached[d].path] == [(c, b), (d, c)]
 
 
@@ -118,7 +118,7 @@ def test_relations_survive_a_restart(tmp_path: Path, embedder: SentenceTransform
     again = build_service(settings, embedder=embedder, store=open_backend("edge", tmp_path),
                           clock=clock)
     try:
-        assert [m.id for m, _ in again.related(T, b, 1)] == [a]
+        assert [m.id for _, m, _ in again.related(T, b, 1)[0]] == [a]
     finally:
         again.close()
 

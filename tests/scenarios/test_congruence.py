@@ -203,7 +203,7 @@ def run(svc: MemoryService, clock: ManualClock, op: tuple[Any, ...], ids: list[s
     if kind == "related" and ids:
         _, tenant, i, depth = op
         return [(m.id, [(h.source, h.target, h.relation, h.weight) for h in r.path])
-                for m, r in svc.related(tenant, ids[i % len(ids)], depth)]
+                for _, m, r in svc.related(tenant, ids[i % len(ids)], depth)[0]]
     if kind == "update" and ids:
         _, i, importance, pinned, tg = op
         mid = ids[i % len(ids)]

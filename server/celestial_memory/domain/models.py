@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -76,7 +77,11 @@ class Edge:
 
     @staticmethod
     def from_dict(d: dict[str, object]) -> Edge:
-        return Edge(str(d["id"]), str(d["rel"]), float(d["w"]),  # type: ignore[arg-type]
+        w = float(d["w"])  # type: ignore[arg-type]
+        # Weights are in [0, 1] (checked on every write); one stored otherwise by an older
+        # server is read clamped, so no path's strength can pass 1 or be NaN.
+        w = min(1.0, max(0.0, w)) if math.isfinite(w) else 0.0
+        return Edge(str(d["id"]), str(d["rel"]), w,
                     str(d.get("by", "caller")), float(d.get("at", 0.0)),  # type: ignore[arg-type]
                     bool(d.get("out", 1)))
 

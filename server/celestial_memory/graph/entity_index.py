@@ -3,12 +3,24 @@ an indexed field): the list, most mentioned first, and one entity's profile."""
 
 from __future__ import annotations
 
+import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from celestial_memory.domain.models import Memory
 from celestial_memory.domain.requests import derived_id
 from celestial_memory.errors import InvalidArgument, NotFound
-from celestial_memory.graph.entities import DATE, NUMBER, PERSON_OR_NAME, PLACE, TITLE, Entity
+from celestial_memory.graph.entities import (
+    DATE,
+    MAX_ENTITIES,
+    MAX_KEY,
+    NUMBER,
+    PERSON_OR_NAME,
+    PLACE,
+    TITLE,
+    Entity,
+    normalise_key,
+)
 from celestial_memory.store.engine import Order
 from celestial_memory.store.repository import MemoryRepository
 
@@ -60,11 +72,33 @@ def summary_id(tenant: str, entity: str) -> str:
 
 
 def entity_id(value: str, field_name: str = "entity") -> str:
+    """An entity id as the extractor makes them, "<kind>:<key>" with a known kind and the key
+    normalised (lower-case, single-spaced, at most MAX_KEY characters); a key with a control or
+    format character is refused (keys are shown in lists and profiles)."""
     kind, sep, key = value.partition(":")
     kinds = sorted(set(ID_KINDS.values()))
-    if not sep or kind not in kinds or not key or len(value) > 128:
-        raise InvalidArgument(field_name, f"must be '<kind>:<key>' with a kind of {kinds}")
-    return value
+    if not sep or kind not in kinds or not key.strip() or len(value) > 128:
+        raise InvalidArgument(field_name, f"must be '<kind>:<key>' with a kind of {kinds}, "
+                                          "at most 128 characters")
+    if any(unicodedata.category(c)[0] == "C" for c in key if c not in " \t\n"):
+        raise InvalidArgument(field_name, "the key holds a control or format character")
+    return f"{kind}:{normalise_key(key)}"
+
+
+def checked_entities(values: Sequence[str], field_name: str) -> list[str]:
+    """The entities an import gives a memory, exactly as the extractor writes them: valid ids
+    already normalised, none twice, at most twice MAX_ENTITIES (the rules' cap for one text,
+    and as many again from a model)."""
+    if len(values) > 2 * MAX_ENTITIES:
+        raise InvalidArgument(field_name, f"holds {len(values)} entities; at most "
+                                          f"{2 * MAX_ENTITIES}")
+    for i, v in enumerate(values):
+        if entity_id(v, f"{field_name}[{i}]") != v:
+            raise InvalidArgument(f"{field_name}[{i}]", f"the key must be lower-case, "
+                                  f"single-spaced and at most {MAX_KEY} characters")
+    if len(set(values)) != len(values):
+        raise InvalidArgument(field_name, "names an entity twice")
+    return list(values)
 
 
 class EntityIndex:

@@ -14,6 +14,7 @@ exact scoring of those not yet candidates.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -24,6 +25,7 @@ from celestial_memory.store.repository import Candidates, MemoryRepository
 
 FloatArray = npt.NDArray[np.float64]
 MAX_NEIGHBOURS = 200  # memories one expansion may add: a bound on its work
+MAX_FRONTIER = 64  # memories whose relations a second hop reads
 
 
 @dataclass(slots=True)
@@ -59,8 +61,11 @@ def expand(store: MemoryRepository, tenant: str, query: HybridQuery, flt: Memory
                     nxt[e.other] = max(nxt.get(e.other, 0.0), e.weight * seed_rel)
                 if len(reached) >= MAX_NEIGHBOURS:
                     break
+            if len(reached) >= MAX_NEIGHBOURS:
+                break
         seen.update(nxt)
-        frontier = nxt
+        # Only the strongest lead on: the next hop reads their relations (256 each at most).
+        frontier = dict(heapq.nlargest(MAX_FRONTIER, nxt.items(), key=lambda kv: (kv[1], kv[0])))
         if not frontier:
             break
     if not reached:

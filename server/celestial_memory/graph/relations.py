@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from celestial_memory.clock import Clock
 from celestial_memory.config import Settings
@@ -32,39 +32,41 @@ FOLLOWS = "follows"  # a memory follows the previous one of its session
 EXTRACTED_FROM = "extracted_from"  # a fact the model read in a memory points at it
 DERIVED_FROM = "derived_from"  # an insight of Reflect points at what it came from
 _RELATION = re.compile(r"[a-z0-9_-]{1,64}")
-MAX_DEPTH = 3
-MAX_REACHED = 2000  # memories one walk may visit: a bound on its work, whatever the graph
-
-
-@dataclass(frozen=True, slots=True)
-class Hop:
-    """One step of a walk, in the relation's own direction (a walk may go against it)."""
-
-    source: str
-    target: str
-    relation: str
-    weight: float
-
-
-@dataclass(slots=True)
-class Reached:
-    """A memory a walk reached, and the steps that led there."""
-
-    id: str
-    path: list[Hop]
-
-    @property
-    def strength(self) -> float:
-        out = 1.0
-        for h in self.path:
-            out *= h.weight
-        return out
 
 
 def relation_name(value: str, field: str = "relation") -> str:
     if not _RELATION.fullmatch(value):
         raise InvalidArgument(field, "must be 1 to 64 lower-case letters, digits, '_' or '-'")
     return value
+
+
+MAKERS = frozenset({"caller", "session", "repeat", "derived"})
+
+
+def checked_edges(edges: Sequence[Edge], own: str, cap: int, field: str) -> list[Edge]:
+    """A memory's relations as an import gives them, held to what Relate and the service
+    write: at most ``cap``, each to another memory's id, a relation name, a weight in [0, 1],
+    a known maker and time, and none twice (same other end, name and direction)."""
+    if len(edges) > cap:
+        raise InvalidArgument(field, f"holds {len(edges)} relations; at most {cap} "
+                                     "(max_relations)")
+    out: list[Edge] = []
+    seen: set[tuple[str, str, bool]] = set()
+    for i, e in enumerate(edges):
+        at = f"{field}[{i}]"
+        other = check.memory_id(e.other, f"{at}.id")
+        if other == own:
+            raise InvalidArgument(f"{at}.id", "a memory cannot be related to itself")
+        relation = relation_name(e.relation, f"{at}.relation")
+        weight = check.unit_interval(e.weight, f"{at}.weight")
+        if e.made_by not in MAKERS:
+            raise InvalidArgument(f"{at}.made_by", f"must be one of {sorted(MAKERS)}")
+        check.timestamp(e.at, f"{at}.created_at")
+        if (key := (other, relation, e.outgoing)) in seen:
+            raise InvalidArgument(at, "repeats an earlier relation (same id, name, direction)")
+        seen.add(key)
+        out.append(Edge(other, relation, float(weight or 0.0), e.made_by, e.at, e.outgoing))
+    return out
 
 
 def with_edge(edges: Iterable[Edge], edge: Edge) -> tuple[list[Edge], bool]:
@@ -168,46 +170,6 @@ class Relations:
             if mid not in edges:
                 raise NotFound(f"memory {mid} not found")
         return edges
-
-    # -- walks --------------------------------------------------------------------------------
-
-    def walk(self, tenant: str, start: str, depth: int,
-             relations: Sequence[str] = ()) -> list[Reached]:
-        """Every memory within ``depth`` steps of ``start`` (either direction, only the named
-        relations when given), nearest first, then strongest path (product of weights), then
-        id; each reached once, by its strongest shortest path. One payload read per step."""
-        start = check.memory_id(start)
-        if not 1 <= depth <= MAX_DEPTH:
-            raise InvalidArgument("depth", f"must be 1 to {MAX_DEPTH}, got {depth}")
-        names = {relation_name(r, "relations") for r in relations}
-        frontier = {start: Reached(start, [])}
-        edges = self._edges(tenant, [start])
-        seen = {start}
-        out: list[Reached] = []
-        for _ in range(depth):
-            found: dict[str, Reached] = {}
-            for mid, here in frontier.items():
-                for e in edges.get(mid, []):
-                    if e.other in seen or (names and e.relation not in names):
-                        continue
-                    hop = (Hop(mid, e.other, e.relation, e.weight) if e.outgoing
-                           else Hop(e.other, mid, e.relation, e.weight))
-                    cand = Reached(e.other, [*here.path, hop])
-                    if e.other not in found or cand.strength > found[e.other].strength:
-                        found[e.other] = cand
-            if not found:
-                break
-            # Only memories that still exist in the tenant count (an edge may outlive an
-            # import's missing end); their relations lead on.
-            edges = self._graph.edges_of(tenant, sorted(found))
-            level = sorted((r for r in found.values() if r.id in edges),
-                           key=lambda r: (-r.strength, r.id))
-            out += level[:MAX_REACHED - len(out)]
-            seen.update(found)
-            frontier = {r.id: r for r in level}
-            if len(out) >= MAX_REACHED:
-                break
-        return out
 
     # -- relations made by the service ----------------------------------------------------------
 

@@ -59,15 +59,16 @@ class GraphRpcs:
         size = RELATED_PAGE.of(request.page_size)
         bound = paging.fingerprint(request, tenant)
         start = paging.decode_offset(request.page_token, bound)
-        reached = await self._run(context, self._service.related, tenant, request.id,
-                                  request.depth, list(request.relations))
+        entries, total = await self._run(context, self._service.related, tenant, request.id,
+                                         request.depth, list(request.relations), start, size)
         page = [pb.RelatedMemory(memory=self._memory(m), path=[
             pb.Hop(from_id=h.source, to_id=h.target, relation=h.relation, weight=h.weight)
-            for h in r.path]) for m, r in reached[start:start + size]]
+            for h in r.path]) for _, m, r in entries]
         n = paging.fitting(page, self._page_budget())
-        more = start + n < len(reached)
+        # The next page starts after the last memory shown (one erased meanwhile is skipped).
+        after = entries[n][0] if n < len(entries) else start + size
         return pb.RelatedResponse(memories=page[:n], next_page_token=paging.encode_offset(
-            bound, start + n) if more else "")
+            bound, after) if after < total else "")
 
     @mapped
     async def Entities(self, request: pb.EntitiesRequest, context: Context) -> pb.EntitiesResponse:

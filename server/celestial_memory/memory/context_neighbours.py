@@ -1,5 +1,6 @@
 """Context that brings an included memory's neighbours: each recalled memory's related ones
-follow it in the ranking the prompt block is filled from (shown, not reinforced)."""
+(its PER_MEMORY strongest, AT_MOST in all) follow it in the ranking the prompt block is filled
+from (shown, not reinforced)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,21 @@ from celestial_memory.domain.zones import Zone
 from celestial_memory.memory.prompt_context import Assembler
 from celestial_memory.store.repository import MemoryRepository
 
+PER_MEMORY = 8  # neighbours read for each recalled memory, strongest relation first
+AT_MOST = 64  # neighbours read for one block
+
 
 def with_neighbours(store: MemoryRepository, tenant: str, assembler: Assembler,
                     mems: Sequence[Memory], zones: Sequence[Zone | None]) -> list[int]:
     """The block filled from the ranking with each memory's related ones right after it;
     returns the recalled memories it holds (the recall reinforces only those)."""
     have = {m.id for m in mems}
-    wanted = list(dict.fromkeys(e.other for m in mems for e in m.edges
-                                if e.other not in have))
+    # Each memory's strongest few, and a few in all: what is read is bounded by constants, not
+    # by how many relations the recalled memories hold (256 each at most).
+    wanted = list(dict.fromkeys(
+        e.other for m in mems
+        for e in sorted(m.edges, key=lambda e: (-e.weight, -e.at))[:PER_MEMORY]
+        if e.other not in have))[:AT_MOST]
     found = {mid: m for mid, m in store.get(tenant, wanted).items() if not m.archived}
     order: list[tuple[Memory, Zone | None, int | None]] = []
     for i, (m, z) in enumerate(zip(mems, zones, strict=True)):

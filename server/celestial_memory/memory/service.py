@@ -10,6 +10,7 @@ run under the tenant's lock there, and reads run beside them.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Sequence
@@ -43,7 +44,8 @@ from celestial_memory.domain.zones import Zone, ZoneTable
 from celestial_memory.encoding.embedding import Embedder
 from celestial_memory.errors import FailedPrecondition, InvalidArgument
 from celestial_memory.graph.entity_index import EntityCount, EntityIndex, EntityProfile
-from celestial_memory.graph.relations import Reached, Relations
+from celestial_memory.graph.relations import Relations
+from celestial_memory.graph.walks import MAX_REACHED, Reached, Walks
 from celestial_memory.memory.archive import Archive
 from celestial_memory.memory.cancellation import NEVER, Cancellation
 from celestial_memory.memory.context_neighbours import with_neighbours
@@ -64,6 +66,8 @@ from celestial_memory.understanding.feedback import Feedback
 from celestial_memory.zones.placement import Placement
 from celestial_memory.zones.rebalancer import DAY, Rebalancer
 
+log = logging.getLogger(__name__)
+
 
 class MemoryService:
     def __init__(
@@ -82,6 +86,9 @@ class MemoryService:
             )
         self.settings = settings
         self.store = store
+        # Before any call: relation changes a stopped process had begun are finished.
+        if finished := store.graph.finish_pending():
+            log.info("finished %d relation changes a stopped server had begun", finished)
         self.embedder = embedder
         self.retrieval = Retrieval(settings, embedder)
         self._candidates = RecallCandidates(settings, store, self.retrieval)
@@ -95,6 +102,7 @@ class MemoryService:
         self.listing = Listing(settings, store, self.placement)
         self.relations = Relations(settings, store, self.placement, clock)
         self.entities = EntityIndex(store)
+        self.walks = Walks(store.graph)
         self.storing = Storing(settings, store, embedder, self.retrieval, self.fn, self.zones,
                                clock, evaluator, self.placement, self.relations)
         self.tokens = token_counter(embedder)
@@ -304,14 +312,18 @@ class MemoryService:
 
     # -- relations (graph/) ---------------------------------------------------------------------
 
-    def related(self, tenant: str, memory_id: str, depth: int,
-                relations: Sequence[str] = ()) -> list[tuple[Memory, Reached]]:
-        """The memories a walk from ``memory_id`` reaches, nearest first, with their paths;
-        reads only (graph/relations.py)."""
+    def related(self, tenant: str, memory_id: str, depth: int, relations: Sequence[str] = (),
+                offset: int = 0, size: int = MAX_REACHED,
+                ) -> tuple[list[tuple[int, Memory, Reached]], int]:
+        """One page of the memories a walk from ``memory_id`` reaches, nearest first: each with
+        its place in the walk and its path, and how many the walk reached. Reads only the page's
+        memories; a later page reuses the first page's walk (graph/walks.py)."""
         self._flush(tenant)
-        reached = self.relations.walk(tenant, memory_id, depth or 1, relations)
-        found = self.store.get(tenant, [r.id for r in reached])
-        return [(found[r.id], r) for r in reached if r.id in found]
+        reached = self.walks.reached(tenant, memory_id, depth or 1, relations,
+                                     first_page=offset == 0)
+        page = [(i, reached[i]) for i in range(offset, min(offset + size, len(reached)))]
+        found = self.store.get(tenant, [r.id for _, r in page])
+        return [(i, found[r.id], r) for i, r in page if r.id in found], len(reached)
 
     def entity_list(self, tenant: str) -> list[EntityCount]:
         return self.entities.listed(tenant)

@@ -24,6 +24,8 @@ from celestial_memory.domain import validation as check
 from celestial_memory.domain.models import Memory, Vector, content_hash
 from celestial_memory.domain.requests import Imported
 from celestial_memory.errors import AlreadyExists, InvalidArgument
+from celestial_memory.graph.entity_index import checked_entities
+from celestial_memory.graph.relations import checked_edges
 from celestial_memory.memory.cancellation import NEVER, Cancellation
 from celestial_memory.recall.retrieval import Retrieval
 from celestial_memory.store.repository import MemoryRepository
@@ -110,6 +112,10 @@ class Transfer:
         check.metadata(m.metadata, s, f"{p}memory.metadata")
         m.merged = check.merged(m.merged, s, f"{p}memory.merged")
         m.memory_type = memory_types.checked(m.memory_type, f"{p}memory.memory_type")
+        # Relations and entities as Relate and the extractor would have written them: a read
+        # of the graph never meets an edge or an entity it cannot follow or show.
+        m.edges = checked_edges(m.edges, m.id, s.max_relations, f"{p}memory.relations")
+        m.entities = checked_entities(m.entities, f"{p}memory.entities")
         assert m.vector is not None
         vec = check.vector(m.vector, self._store.dimension, f"{p}vector")
         ctx = (check.vector(it.context_vector, self._store.dimension, f"{p}context_vector")

@@ -10,6 +10,7 @@ Implemented by ``EdgeEngine`` (Qdrant Edge in-process, the default) and ``Qdrant
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -26,6 +27,19 @@ Payload = bool | Sequence[str]  # all fields, none, or these
 Names = Sequence[str]  # point ids, or vector names
 Where = Sequence[Condition]  # a conjunction
 Fields = Mapping[str, Any]
+
+
+def valid_ids(ids: Names) -> list[str]:
+    """The ids that can name a point (UUIDs): no point is held under any other, so a read of
+    one (a relation imported before ids were checked, say) finds nothing rather than failing."""
+    out = []
+    for i in ids:
+        try:
+            uuid.UUID(i)
+        except (ValueError, AttributeError, TypeError):
+            continue
+        out.append(i)
+    return out
 
 
 # A search hit: the engine's key and its score.
@@ -91,7 +105,10 @@ class FilterTypes:
             return self.filter(should=[self.condition(o) for o in c.options])
         if isinstance(c, Neither):
             return self.filter(must_not=[self.condition(o) for o in c.options])
-        return self.has_id(list(c.ids))
+        try:
+            return self.has_id(list(c.ids))
+        except ValueError:  # Qdrant Edge refuses an id that is no UUID; it names no point
+            return self.has_id(valid_ids(c.ids))
 
     def of(self, where: Where, keys: Sequence[Hashable] | None = None) -> Any:
         """The conjunction of ``where`` (and of ``keys``, engine keys), None when empty."""

@@ -7,14 +7,18 @@ why relations live on the points rather than in a collection of their own.
 
 from __future__ import annotations
 
+import itertools
+import json
+import uuid
 from collections.abc import Sequence
 
 from celestial_memory.domain.models import Edge, Memory
-from celestial_memory.store.engine import MEMORIES, Engine, Order
+from celestial_memory.store.engine import LEDGER, MEMORIES, Engine, Order, Point
 from celestial_memory.store.payload import (
     AnyOf,
     Between,
     Eq,
+    Ids,
     conditions,
     edge_fields,
     from_payload,
@@ -22,11 +26,26 @@ from celestial_memory.store.payload import (
 
 # Reads of relations only: the fields a walk or an erasure needs.
 EDGE_PAYLOAD = ["tenant", "edges"]
+INTENT = "edges-intent"  # a ledger point: a change of several memories' relations under way
+_SEQ = itertools.count()  # the order of one process's intents (only its own can be pending)
 
 
 class GraphStore:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+        # Per tenant, how many times its relations were written: what was read of them before
+        # (a walk kept for its later pages) is current while this has not moved.
+        self._versions: dict[str, int] = {}
+
+    def version(self, tenant: str) -> int:
+        return self._versions.get(tenant, 0)
+
+    def holding(self, tenant: str, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` the tenant holds (live or archived): a read of one small field."""
+        if not ids:
+            return set()
+        return {r.id for r in self._engine.retrieve(MEMORIES, ids, payload=["tenant"])
+                if r.payload.get("tenant") == tenant}
 
     def edges_of(self, tenant: str, ids: Sequence[str]) -> dict[str, list[Edge]]:
         """The relations of each of ``ids`` that ``tenant`` holds (live or archived)."""
@@ -38,11 +57,48 @@ class GraphStore:
 
     def write_edges(self, tenant: str, edges: dict[str, list[Edge]]) -> None:
         """Set the relations of memories of ``tenant`` (live or archived), one batched write;
-        an id that is gone or another tenant's is left alone."""
-        if edges:
-            self._engine.set_payloads(
-                MEMORIES, [(mid, edge_fields(es) or {"edges": [], "edge_ids": []})
-                           for mid, es in edges.items()], conditions(tenant, archive=None))
+        an id that is gone or another tenant's is left alone.
+
+        The engines write each memory's payload as its own operation, so a change of several
+        (both ends of a relation) is first written whole as an intent in the ledger and that
+        intent deleted once every end holds it: a process killed in between finishes the
+        change when it next starts (``finish_pending``) instead of leaving a relation known at
+        one end only."""
+        if not edges:
+            return
+        self._versions[tenant] = self._versions.get(tenant, 0) + 1
+        updates = [(mid, edge_fields(es) or {"edges": [], "edge_ids": []})
+                   for mid, es in edges.items()]
+        if len(updates) == 1:
+            self._engine.set_payloads(MEMORIES, updates, conditions(tenant, archive=None))
+            return
+        pid = str(uuid.uuid4())
+        self._engine.upsert(LEDGER, [Point(pid, {}, {
+            "kind": INTENT, "tenant": tenant, "seq": next(_SEQ),
+            "edges": json.dumps({mid: [e.to_dict() for e in es] for mid, es in edges.items()}),
+        })])
+        self._engine.set_payloads(MEMORIES, updates, conditions(tenant, archive=None))
+        self._engine.delete(LEDGER, [Ids((pid,))])
+
+    def finish_pending(self, page_size: int = 256) -> int:
+        """Finish every relation change a stopped process had begun (its intents, oldest
+        first); how many. Run at start, before any call is served."""
+        intents = []
+        offset: str | None = None
+        while True:
+            records, offset = self._engine.scroll(LEDGER, [Eq("kind", INTENT)], page_size,
+                                                  offset)
+            intents += records
+            if offset is None:
+                break
+        for r in sorted(intents, key=lambda r: (r.payload.get("seq", 0), r.id)):
+            tenant = str(r.payload.get("tenant", ""))
+            ends = json.loads(str(r.payload.get("edges", "{}")))
+            self._engine.set_payloads(MEMORIES, [
+                (mid, edge_fields([Edge.from_dict(d) for d in es]) or {"edges": [], "edge_ids": []})
+                for mid, es in ends.items()], conditions(tenant, archive=None))
+            self._engine.delete(LEDGER, [Ids((r.id,))])
+        return len(intents)
 
     def pointing_at(self, tenant: str, ids: Sequence[str],
                     page_size: int = 1024) -> dict[str, list[Edge]]:
