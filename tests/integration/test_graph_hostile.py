@@ -106,7 +106,7 @@ HOSTILE_ENTITIES = ["", "nokind", "name:" + "k" * 50_000, "name:\x1b[2J", "name:
 async def test_import_refuses_hostile_relations_and_entities_naming_the_record(
     served: tuple[MemoryService, pb_grpc.MemoryServiceStub],
 ) -> None:
-    service, stub = served
+    _, stub = served
     a = await _store(stub, "alpha note one", 1)
     good = await _record(stub, a)
     for shape, relations in HOSTILE_RELATIONS.items():
