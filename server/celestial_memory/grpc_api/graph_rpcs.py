@@ -18,6 +18,7 @@ from celestial_memory.memory.service import MemoryService
 T = TypeVar("T")
 Context = grpc.aio.ServicerContext[Any, Any]
 RELATED_PAGE = PageSize(50, 500)
+RELATED_CHUNK = 50  # memories of a page read and converted at once
 ENTITIES_PAGE = PageSize(100, 1000)
 
 
@@ -55,19 +56,34 @@ class GraphRpcs:
 
     @mapped
     async def Related(self, request: pb.RelatedRequest, context: Context) -> pb.RelatedResponse:
+        """A page of the walk, its memories read and converted RELATED_CHUNK at a time until the
+        page or its bytes are full: what one call holds is bounded by the message limit, not
+        by how many relations the memories carry."""
         tenant = self._tenant(request.tenant)
         size = RELATED_PAGE.of(request.page_size)
         bound = paging.fingerprint(request, tenant)
         start = paging.decode_offset(request.page_token, bound)
-        entries, total = await self._run(context, self._service.related, tenant, request.id,
-                                         request.depth, list(request.relations), start, size)
-        page = [pb.RelatedMemory(memory=self._memory(m), path=[
-            pb.Hop(from_id=h.source, to_id=h.target, relation=h.relation, weight=h.weight)
-            for h in r.path]) for _, m, r in entries]
-        n = paging.fitting(page, self._page_budget())
-        # The next page starts after the last memory shown (one erased meanwhile is skipped).
-        after = entries[n][0] if n < len(entries) else start + size
-        return pb.RelatedResponse(memories=page[:n], next_page_token=paging.encode_offset(
+        budget = self._page_budget()
+        page: list[pb.RelatedMemory] = []
+        used, pos, after, total = 0, start, start, start + 1
+        while pos < min(start + size, total) and used <= budget:
+            n = min(RELATED_CHUNK, start + size - pos)
+            entries, total = await self._run(context, self._service.related, tenant, request.id,
+                                             request.depth, list(request.relations), pos, n)
+            for i, m, r in entries:
+                item = pb.RelatedMemory(memory=self._memory(m), path=[
+                    pb.Hop(from_id=h.source, to_id=h.target, relation=h.relation,
+                           weight=h.weight) for h in r.path])
+                used += item.ByteSize() + 6  # its tag and length prefix (paging.fitting)
+                if used > budget and page:
+                    break
+                page.append(item)
+                after = i + 1
+            else:
+                pos, after = pos + n, max(after, min(pos + n, total))
+                continue
+            break
+        return pb.RelatedResponse(memories=page, next_page_token=paging.encode_offset(
             bound, after) if after < total else "")
 
     @mapped
