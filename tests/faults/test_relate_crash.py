@@ -11,7 +11,6 @@ from pathlib import Path
 
 import grpc
 from celestial_client.v1 import memory_pb2 as pb
-from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 
 from tests.e2e.test_serve_process import free_port, start
 from tests.faults.test_crash import _export, _serving, _stub, _vectors

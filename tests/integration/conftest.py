@@ -7,13 +7,18 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from celestial_client import AsyncCelestialClient, CelestialClient
+from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.grpc_api.server import MemoryServer
+from celestial_memory.memory.service import MemoryService
+
+from tests.conftest import open_backend
 
 
 @asynccontextmanager
@@ -37,6 +42,25 @@ async def server(
 ) -> AsyncIterator[MemoryServer]:
     async with running_server(tmp_path, embedder, clock) as srv:
         yield srv
+
+
+@pytest.fixture
+async def engine_server(
+    tmp_path: Path, backend_kind: str, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> AsyncIterator[tuple[MemoryService, pb_grpc.MemoryServiceStub]]:
+    """A server over each engine in turn (Qdrant Edge, qdrant-client's local mode), with its
+    service (to reach under the API) and a raw stub (to send what no client would)."""
+    service = build_service(Settings(data_dir=tmp_path, rebalance_interval_s=0), embedder=embedder,
+                            store=open_backend(backend_kind, tmp_path), clock=clock)
+    server = MemoryServer(service, "127.0.0.1:0")
+    await server.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}",
+                                        options=[("grpc.max_receive_message_length", 64 << 20)])
+    try:
+        yield service, pb_grpc.MemoryServiceStub(channel)
+    finally:
+        await channel.close()
+        await server.stop()
 
 
 @pytest.fixture

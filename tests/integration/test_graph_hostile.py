@@ -19,7 +19,6 @@ from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.models import Edge
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
-from celestial_memory.grpc_api.server import MemoryServer
 from celestial_memory.memory.service import MemoryService
 from celestial_memory.store.engine import MEMORIES
 
@@ -31,21 +30,6 @@ NOT_UUID = "not-a-uuid"
 
 def _vec(i: int) -> list[float]:
     return [float(x) for x in unit_vectors(1, seed=i)[0]]
-
-
-@pytest.fixture
-async def served(tmp_path: Path, backend_kind: str, embedder: SentenceTransformerEmbedder,
-                 clock: ManualClock) -> AsyncIterator[tuple[MemoryService, pb_grpc.MemoryServiceStub]]:
-    service = build_service(Settings(data_dir=tmp_path, rebalance_interval_s=0), embedder=embedder,
-                            store=open_backend(backend_kind, tmp_path), clock=clock)
-    server = MemoryServer(service, "127.0.0.1:0")
-    await server.start()
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}")
-    try:
-        yield service, pb_grpc.MemoryServiceStub(channel)
-    finally:
-        await channel.close()
-        await server.stop()
 
 
 async def _store(stub: pb_grpc.MemoryServiceStub, text: str, i: int) -> str:
@@ -104,9 +88,9 @@ HOSTILE_ENTITIES = ["", "nokind", "name:" + "k" * 50_000, "name:\x1b[2J", "name:
 
 
 async def test_import_refuses_hostile_relations_and_entities_naming_the_record(
-    served: tuple[MemoryService, pb_grpc.MemoryServiceStub],
+    engine_server: tuple[MemoryService, pb_grpc.MemoryServiceStub],
 ) -> None:
-    _, stub = served
+    _, stub = engine_server
     a = await _store(stub, "alpha note one", 1)
     good = await _record(stub, a)
     for shape, relations in HOSTILE_RELATIONS.items():
@@ -141,9 +125,9 @@ async def test_import_refuses_hostile_relations_and_entities_naming_the_record(
 
 
 async def test_a_tenant_holding_what_an_older_server_let_in_reads_without_internal(
-    served: tuple[MemoryService, pb_grpc.MemoryServiceStub],
+    engine_server: tuple[MemoryService, pb_grpc.MemoryServiceStub],
 ) -> None:
-    service, stub = served
+    service, stub = engine_server
     a = await _store(stub, "alpha note one", 1)
     b = await _store(stub, "alpha beta gamma", 2)
     c = await _store(stub, "an unrelated note on gardening", 3)

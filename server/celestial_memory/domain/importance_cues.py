@@ -69,7 +69,9 @@ PERSON = _kind(
     rf"\bis (?:my|your|his|her|our|their|\w+'s) (?:{_RELATIVE_EN})\b",
     r"\b(?:married|engaged|divorced|dating|works? (?:at|for|as)|worked (?:at|for|as)|"
     r"lives? in|lived in|moved to|born|birthday|anniversary)\b",
-    r"[\w.+-]+@[\w-]+\.\w+|\+?\d[\d -]{7,}\d",  # an e-mail address, a phone number
+    # An e-mail address (its local part starts a run and is at most 64 characters, so a long
+    # run of letters costs one try, not one per letter), a phone number.
+    r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]+\.\w+|\+?\d[\d -]{7,}\d",
     rf"이름은|이름이|라는 이름|{_RELATIVE_KO}|(?<![가-힣])(?:형|딸)(?![가-힣])|"
     r"(?<![가-힣])(?:형|딸)(?=[이은는을과도의에]|님)",
     r"에서 일해|에서 일하|회사에 다니|회사에 다녀|에 살아|에 살고|에 살았|이사|태어났|생일|생신|"

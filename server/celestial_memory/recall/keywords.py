@@ -8,6 +8,12 @@ Korean is agglutinative: particles stick to nouns ("수업에" = "수업" + "에
 index would not match the bare noun a query uses. Every Hangul word of three or more syllables is
 therefore also indexed as its syllable bigrams, which carry the stem ("수업에" -> "수업", "업에").
 Queries get the same expansion, so a query with a particle still finds the bare noun.
+
+The terms of one text are bounded, whatever it holds: a Hangul run longer than MAX_HANGUL_WORD
+syllables is no word (only its first syllables give bigrams), a text gives at most MAX_BIGRAMS
+bigrams, and a keyword vector keeps at most MAX_TERMS terms (the heaviest, ties by term). Each
+term is a posting in the engine's inverted index, so an unbounded count (one 32,768-syllable
+"word" gave 32,762 terms and seconds of indexing) would let one memory cost what thousands do.
 """
 
 from __future__ import annotations
@@ -17,13 +23,29 @@ import re
 import qdrant_edge as qe
 from celestial_memory.domain.models import Sparse
 
+MAX_HANGUL_WORD = 24  # syllables: the longest Korean words are far shorter
+MAX_BIGRAMS = 2048
+MAX_TERMS = 4096  # a 32,768-character English memory has about 2,000 distinct stems
 _HANGUL_WORD = re.compile(r"[\uac00-\ud7a3]{3,}")
 
 
 def expand_hangul(text: str) -> str:
     """Append the syllable bigrams of long Hangul words (see the module docstring)."""
-    grams = [w[i:i + 2] for w in _HANGUL_WORD.findall(text) for i in range(len(w) - 1)]
+    grams: list[str] = []
+    for m in _HANGUL_WORD.finditer(text):
+        w = m[0][:MAX_HANGUL_WORD]
+        grams += (w[i:i + 2] for i in range(len(w) - 1))
+        if len(grams) >= MAX_BIGRAMS:
+            del grams[MAX_BIGRAMS:]
+            break
     return f"{text} {' '.join(grams)}" if grams else text
+
+
+def _bounded(indices: list[int], values: list[float]) -> Sparse:
+    if len(indices) <= MAX_TERMS:
+        return Sparse(indices, values)
+    keep = sorted(sorted(range(len(indices)), key=lambda i: (-values[i], indices[i]))[:MAX_TERMS])
+    return Sparse([indices[i] for i in keep], [values[i] for i in keep])
 
 
 class KeywordEncoder:
@@ -37,9 +59,9 @@ class KeywordEncoder:
     def document(self, text: str, contextual: bool = False) -> Sparse:
         model = self._contextual if contextual else self._content
         v = model.embed_document(expand_hangul(text))
-        return Sparse(list(v.indices), list(v.values))
+        return _bounded(list(v.indices), list(v.values))
 
     def query(self, text: str) -> Sparse:
         # The query side has no length normalisation: both models give the same weights.
         v = self._content.embed_query(expand_hangul(text))
-        return Sparse(list(v.indices), list(v.values))
+        return _bounded(list(v.indices), list(v.values))
