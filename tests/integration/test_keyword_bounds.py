@@ -8,7 +8,6 @@ from __future__ import annotations
 import random
 from collections.abc import AsyncIterator
 
-import grpc
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 from celestial_memory.domain.importance_cues import KINDS
