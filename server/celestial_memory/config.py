@@ -52,7 +52,11 @@ class Settings(BaseSettings):
     stream_idle_s: float = Field(
         30.0, gt=0, description="a StoreBatch or Import stream that sends nothing this long ends")
     max_streams_per_caller: int = Field(
-        16, gt=0, description="StoreBatch and Import streams open at once per key (or peer)")
+        16, gt=0, description="streams (StoreBatch, Import, Export, health Watch, reflection) "
+        "open at once per key; without keys per address, every loopback address one caller")
+    max_open_streams: int = Field(
+        0, ge=0, description="streams open at once in all; 0: half of max_concurrent_rpcs, so "
+        "unary calls always find a slot")
     health_address: str = Field(
         "", description="a plaintext port serving only gRPC health (probes, when TLS is on)")
 

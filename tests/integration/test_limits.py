@@ -90,6 +90,7 @@ async def _open_streams(srv: MemoryServer, stub: pb_grpc.MemoryServiceStub, n: i
         await call.write(pb.StoreRequest(tenant="t", content=f"left open {i}"))
         held.append(call)
     while srv.calls.running < n:
+        assert not [c for c in held if c.done()], "a stream was refused"
         await asyncio.sleep(0.01)
     return held
 
@@ -102,7 +103,7 @@ async def test_streams_left_open_and_idle_neither_hold_the_server_nor_its_health
     nothing for ``stream_idle_s`` ends, writing nothing."""
     async with (
         running_server(tmp_path, embedder, clock, max_concurrent_rpcs=4,
-                       max_streams_per_caller=3, stream_idle_s=1.0) as srv,
+                       max_streams_per_caller=3, max_open_streams=4, stream_idle_s=1.0) as srv,
         grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
     ):
         stub = pb_grpc.MemoryServiceStub(ch)
@@ -128,7 +129,7 @@ async def test_health_answers_on_the_main_port_when_every_call_slot_is_taken(
 ) -> None:
     async with (
         running_server(tmp_path, embedder, clock, max_concurrent_rpcs=4,
-                       max_streams_per_caller=100) as srv,
+                       max_streams_per_caller=100, max_open_streams=4) as srv,
         grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
     ):
         stub = pb_grpc.MemoryServiceStub(ch)

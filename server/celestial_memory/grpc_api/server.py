@@ -23,6 +23,7 @@ from celestial_memory.grpc_api.call_limit import CallLimiter
 from celestial_memory.grpc_api.decoding import DecodeGuard
 from celestial_memory.grpc_api.observer import CallObserver
 from celestial_memory.grpc_api.servicer import MemoryServicer
+from celestial_memory.grpc_api.stream_limit import StreamLimiter
 from celestial_memory.grpc_api.tls import ServerCertificates
 from celestial_memory.memory.service import MemoryService
 from celestial_memory.observability import metrics, telemetry
@@ -130,9 +131,12 @@ class MemoryServer:
                         "lower the input limits or raise max_message_bytes",
                         s.largest_memory_bytes(), s.max_message_bytes)
         self.calls = CallLimiter(s.max_concurrent_rpcs)
+        # Innermost: it counts streams by the caller the authenticator has set.
+        self.streams = StreamLimiter(s.max_streams_per_caller,
+                                     s.max_open_streams or max(1, s.max_concurrent_rpcs // 2))
         self._server = grpc.aio.server(
             interceptors=[CallObserver(), self.calls, DecodeGuard(),
-                          Authenticator(SERVICE_NAME, keys, rate)],
+                          Authenticator(SERVICE_NAME, keys, rate), self.streams],
             options=server_options(s))
         self._health = health.aio.HealthServicer()  # type: ignore[attr-defined]
         self.servicer = MemoryServicer(self.service)

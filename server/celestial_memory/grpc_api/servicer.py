@@ -22,7 +22,7 @@ from celestial_memory.domain import paging
 from celestial_memory.domain.models import AdminEvent, ZoneEvent
 from celestial_memory.domain.paging import PageSize
 from celestial_memory.domain.requests import Imported, NewMemory
-from celestial_memory.errors import DeadlineExceeded, InvalidArgument, TooManyCalls
+from celestial_memory.errors import DeadlineExceeded, InvalidArgument
 from celestial_memory.grpc_api import converters as cv
 from celestial_memory.grpc_api.feedback_rpcs import FeedbackRpcs
 from celestial_memory.grpc_api.graph_rpcs import GraphRpcs
@@ -54,7 +54,6 @@ class MemoryServicer(GraphRpcs, FeedbackRpcs, ReflectRpcs, pb_grpc.MemoryService
     def __init__(self, service: MemoryService) -> None:
         self._service = service
         self.inflight = InFlight()
-        self._streams: dict[str, int] = {}  # client streams open per caller (the loop's own)
 
     def _tenant(self, requested: str) -> str:
         """The tenant the caller may use (its key decides; access/roles.py); the access log
@@ -88,25 +87,16 @@ class MemoryServicer(GraphRpcs, FeedbackRpcs, ReflectRpcs, pb_grpc.MemoryService
     async def _client_stream(
         self, method: str, requests: AsyncIterator[T], context: Context
     ) -> AsyncIterator[AsyncIterator[T]]:
-        """A client stream's items, within its bounds: at most ``max_streams_per_caller`` open
-        at once per key (or, without keys, per address), at most ``max_stream_s`` in all, and
+        """A client stream's items, within its bounds: at most ``max_stream_s`` in all, and
         ended when it sends nothing for ``stream_idle_s``. Streams opened and left idle would
-        otherwise hold the server's call slots for as long as their callers like."""
+        otherwise hold their slots for as long as their callers like (how many one caller may
+        hold is stream_limit.py's)."""
         s = self._service.settings
-        caller = CALLER.get().key_id or context.peer().rpartition(":")[0]
-        if self._streams.get(caller, 0) >= s.max_streams_per_caller:
-            raise TooManyCalls(f"{s.max_streams_per_caller} streams are open already for this "
-                               "caller; close one first")
-        self._streams[caller] = self._streams.get(caller, 0) + 1
         try:
             async with asyncio.timeout(s.max_stream_s):
                 yield items_until_idle(requests, method, s.stream_idle_s)
         except TimeoutError:
             raise DeadlineExceeded(f"{method} took longer than {s.max_stream_s:g} s") from None
-        finally:
-            self._streams[caller] -= 1
-            if not self._streams[caller]:
-                del self._streams[caller]
 
     async def _admin(self, context: Context, tenant: str, method: str) -> None:
         """Admin calls, once admitted to their tenant, go to the audit log and into the ledger

@@ -1,0 +1,106 @@
+"""Streams of every method are bounded per caller and in all: one key holding hundreds of health
+Watch streams (or Exports) gets its share and no more, and whatever the streams, Stats and
+Store still answer and health stays SERVING. Without keys every loopback address is one
+caller."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+
+import grpc
+import pytest
+from celestial_client.v1 import memory_pb2 as pb
+from celestial_client.v1 import memory_pb2_grpc as pb_grpc
+from celestial_memory.access.keys import create_key
+from celestial_memory.clock import ManualClock
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
+from celestial_memory.grpc_api.stream_limit import LOOPBACK, peer_caller
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from tests.integration.conftest import running_server
+
+
+async def _open_watches(channel: grpc.aio.Channel, n: int,
+                        md: tuple[tuple[str, str], ...] = ()) -> list[grpc.aio.Call]:
+    health = health_pb2_grpc.HealthStub(channel)
+    calls = [health.Watch(health_pb2.HealthCheckRequest(), metadata=md) for _ in range(n)]
+    for c in calls:  # each answered: its first status, or its refusal
+        with contextlib.suppress(grpc.aio.AioRpcError, StopAsyncIteration):
+            await asyncio.wait_for(c.read(), 30)
+    return calls
+
+
+async def _refused(calls: list[grpc.aio.Call]) -> int:
+    n = 0
+    for c in calls:
+        if c.done() and await c.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+            n += 1
+    return n
+
+
+async def _unary_still_answer(channel: grpc.aio.Channel,
+                              md: tuple[tuple[str, str], ...] = ()) -> None:
+    stub = pb_grpc.MemoryServiceStub(channel)
+    await stub.Store(pb.StoreRequest(tenant="a", content="still here"), metadata=md, timeout=60)
+    assert (await stub.Stats(pb.StatsRequest(tenant="a"), metadata=md, timeout=60)).total >= 1
+    check = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest())
+    assert check.status == health_pb2.HealthCheckResponse.SERVING
+
+
+async def test_one_key_holding_hundreds_of_watches_gets_its_share(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> None:
+    keys = tmp_path / "keys.json"
+    record, greedy = create_key(keys, "greedy", "read", ["a"])
+    _, other = create_key(keys, "other", "write", ["a"])
+    async with (
+        running_server(tmp_path / "data", embedder, clock, api_keys_file=keys) as srv,
+        grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
+    ):
+        md = (("authorization", f"Bearer {greedy}"),)
+        share = srv.service.settings.max_streams_per_caller
+        calls = await _open_watches(ch, 512, md)
+        # The server holds the key's share and no more; the rest were refused (a few may be
+        # refused by the client's HTTP/2 connection first, as UNAVAILABLE).
+        assert srv.streams.open == {record.id: share}
+        codes = [await c.code() for c in calls if c.done()]
+        assert len(codes) == 512 - share
+        assert set(codes) <= {grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE}
+        assert codes.count(grpc.StatusCode.RESOURCE_EXHAUSTED) >= 512 - share - 8
+        exports = [pb_grpc.MemoryServiceStub(ch).Export(pb.ExportRequest(tenant="a"), metadata=md)]
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            async for _ in exports[0]:
+                pass
+        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED  # every method counts
+        # Another key is another caller: its own share, and its unary calls answer.
+        await _unary_still_answer(ch, (("authorization", f"Bearer {other}"),))
+        mine = await _open_watches(ch, 2, (("authorization", f"Bearer {other}"),))
+        assert await _refused(mine) == 0
+        for c in calls + mine:
+            c.cancel()
+
+
+async def test_without_keys_streams_in_all_leave_slots_for_unary_calls(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> None:
+    async with (
+        running_server(tmp_path, embedder, clock, max_concurrent_rpcs=12,
+                       max_streams_per_caller=100) as srv,
+        grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
+    ):
+        calls = await _open_watches(ch, 40)
+        assert srv.streams.open == {"loopback": 6}  # half the call slots, then refused
+        assert await _refused(calls) == 40 - 6
+        await _unary_still_answer(ch)
+        for c in calls:
+            c.cancel()
+
+
+def test_every_loopback_address_is_one_caller() -> None:
+    assert {peer_caller(p) for p in ("ipv4:127.0.0.1:5000", "ipv4:127.0.0.34:61000",
+                                      "ipv6:[::1]:443", "ipv4:127.255.0.9:1")} == {LOOPBACK}
+    assert peer_caller("ipv4:10.1.2.3:5000") == "10.1.2.3"
+    assert peer_caller("ipv6:[2001:db8::1]:5000") == "2001:db8::1"
+    assert peer_caller("unix:/tmp/socket") == "unix:/tmp/socket"
