@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import grpc
@@ -19,7 +21,9 @@ from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.grpc_api.stream_limit import LOOPBACK, peer_caller
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from tests.conftest import unit_vectors
 from tests.integration.conftest import running_server
+from tests.rss import peak_rss_growth
 
 
 async def _open_watches(channel: grpc.aio.Channel, n: int,
@@ -104,3 +108,39 @@ def test_every_loopback_address_is_one_caller() -> None:
     assert peer_caller("ipv4:10.1.2.3:5000") == "10.1.2.3"
     assert peer_caller("ipv6:[2001:db8::1]:5000") == "2001:db8::1"
     assert peer_caller("unix:/tmp/socket") == "unix:/tmp/socket"
+
+
+async def test_exports_left_unread_hold_a_page_each_not_the_tenant(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> None:
+    """Sixteen Exports of a tenant of 36 MB, each read once and then left: the server holds
+    about a page (64 memories) for each, and lets go of it when the caller cancels."""
+    async with (
+        running_server(tmp_path, embedder, clock) as srv,
+        grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}",
+                                  options=[("grpc.max_receive_message_length", 8 << 20)]) as ch,
+    ):
+        stub = pb_grpc.MemoryServiceStub(ch)
+        vectors = unit_vectors(1200, seed=4)
+        filler = "lorem ipsum dolor sit amet " * 1100  # about 30 KB
+
+        async def batch(start: int) -> AsyncIterator[pb.StoreRequest]:
+            for i in range(start, start + 200):
+                yield pb.StoreRequest(tenant="big", content=f"{i} {filler}"[:30_000],
+                                      vector=vectors[i].tolist())
+
+        for start in range(0, 1200, 200):
+            await stub.StoreBatch(batch(start), timeout=300)
+        gc.collect()
+        with peak_rss_growth() as growth:
+            exports = [stub.Export(pb.ExportRequest(tenant="big")) for _ in range(16)]
+            for e in exports:
+                await asyncio.wait_for(e.read(), 60)
+            await asyncio.sleep(2)  # the server fills what flow control lets it
+        held = growth[0]
+        for e in exports:
+            e.cancel()
+        while srv.streams.open:  # each cancelled stream gives its slot back
+            await asyncio.sleep(0.05)
+        assert held < 120 * 2**20, f"{held / 2**20:.0f} MB held by 16 unread exports"
+        await _unary_still_answer(ch)

@@ -31,6 +31,8 @@ from celestial_memory.recall.retrieval import Retrieval
 from celestial_memory.store.repository import MemoryRepository
 from celestial_memory.zones.placement import Placement
 
+EXPORT_PAGE = 64
+
 
 class Transfer:
     def __init__(
@@ -47,7 +49,10 @@ class Transfer:
     def export_pages(self, tenant: str, after_id: str = "") -> Iterator[list[Memory]]:
         after = check.memory_id(after_id, "after_id") if after_id else ""
         self._placement.flush(tenant)  # recalls acknowledged before the export are in it
-        yield from self._store.export_pages(tenant, after)
+        # Small pages: a page is what a stream holds in memory while its reader is slow (gRPC's
+        # flow control holds the rest in the store). 64 memories at every input limit are
+        # about 2 MB; 512 were 15 MB for each Export left unread.
+        yield from self._store.export_pages(tenant, after, page_size=EXPORT_PAGE)
 
     def import_batch(
         self, tenant: str, items: Sequence[Imported], first: int = 0, replace: bool = False,
