@@ -127,6 +127,16 @@ VALID: dict[str, Any] = {
     "EntitiesRequest": pb.EntitiesRequest(tenant="fuzz", entity="name:alice"),
     "FeedbackRequest": pb.FeedbackRequest(tenant="fuzz", id=ID_A, verdict=pb.VERDICT_HELPFUL),
     "ReflectRequest": pb.ReflectRequest(tenant="fuzz", dry_run=True),
+    "ContextRequest": pb.ContextRequest(recall=pb.RecallRequest(tenant="fuzz", query="Alice",
+                                                                expand=2), max_tokens=500,
+                                        neighbours=True),
+    # An import record holding a relation and an entity: mutated, hostile ones of both.
+    "ExportedMemory": pb.ExportedMemory(
+        tenant="fuzz", vector=[1.0] + [0.0] * 383, memory=pb.Memory(
+            id="00000000-0000-4000-8000-0000000000c1", content="imported note on Alice",
+            zone=pb.ZONE_OUTER, importance=0.5, entities=["name:alice"],
+            relations=[pb.Relation(id=ID_A, relation="about", weight=0.5, made_by="caller",
+                                   outgoing=True)])),
 }
 
 
@@ -288,6 +298,74 @@ def test_random_bytes_as_any_message_never_break_the_server(harness: Harness, me
             assert _keep_snapshot(harness) == keep or code == grpc.StatusCode.OK
 
     run()
+
+
+# Shapes a hostile tester put into the graph: ids that are no UUIDs, entity ids without a kind,
+# with a huge key or a terminal escape, relation names and makers of the wrong form; weights out
+# of [0, 1]; more relations than a memory may hold.
+GRAPH_SHAPES = st.sampled_from(["not-a-uuid", "nokind", "name:" + "k" * 50_000, "name:\x1b[2J",
+                                "name:", "Bad Name", "\x1b]52;c;cHduZWQ=\x07", "", ID_B])
+WEIGHTS = st.sampled_from([float("nan"), float("inf"), -5.0, 50.0, 1e300, 0.5])
+
+
+@st.composite
+def _hostile_graph(draw: st.DrawFn, name: str) -> Any:
+    msg = type(VALID[name])()
+    msg.CopyFrom(VALID[name])
+    if name == "ExportedMemory":
+        rel = msg.memory.relations[0]
+        setattr(rel, draw(st.sampled_from(["id", "relation", "made_by"])), draw(GRAPH_SHAPES))
+        rel.weight = draw(WEIGHTS)
+        if draw(st.booleans()):
+            msg.memory.entities[:] = [draw(GRAPH_SHAPES)]
+        if draw(st.booleans()):
+            msg.memory.relations.extend(
+                pb.Relation(id=f"00000000-0000-4000-8000-{i:012d}", relation="about", weight=1.0,
+                            made_by="caller", outgoing=True) for i in range(1, 300))
+        return msg
+    fields = {"RelateRequest": ["from_id", "to_id", "relation"], "UnrelateRequest":
+              ["from_id", "to_id", "relation"], "RelatedRequest": ["id", "relations"],
+              "EntitiesRequest": ["entity"]}[name]
+    field = draw(st.sampled_from(fields))
+    if field == "relations":
+        msg.relations[:] = [draw(GRAPH_SHAPES)]
+    else:
+        setattr(msg, field, draw(GRAPH_SHAPES))
+    if name == "RelateRequest":
+        msg.weight = draw(WEIGHTS)
+    return msg
+
+
+@pytest.mark.parametrize("method", ["Relate", "Unrelate", "Related", "Entities", "Import"])
+def test_hostile_graph_shapes_are_refused_cleanly(harness: Harness, method: str) -> None:
+    m = SERVICE.methods_by_name[method]
+
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(_hostile_graph(m.input_type.name))
+    def run(msg: Any) -> None:
+        code = harness.call(m, msg.SerializeToString())
+        OUTCOMES[(method, code.name)] += 1
+        assert code not in BAD, (method, code, str(msg)[:300])
+
+    run()
+
+
+def test_every_graph_read_answers_after_the_fuzz(harness: Harness) -> None:
+    """Whatever the fuzzed Imports, Relates and Stores left in the tenant, every read that
+    follows relations answers without INTERNAL or UNKNOWN."""
+    calls = [("Related", pb.RelatedRequest(tenant="fuzz", id=mid, depth=d))
+             for mid in (ID_A, ID_B) for d in (1, 2, 3)]
+    calls += [("Recall", pb.RecallRequest(tenant="fuzz", query=q, expand=e, limit=20))
+              for q in ("Alice", "imported note", "boat") for e in (1, 2)]
+    calls += [("Context", pb.ContextRequest(recall=pb.RecallRequest(tenant="fuzz", query="Alice",
+                                                                    expand=2),
+                                            max_tokens=2000, neighbours=True)),
+              ("Entities", pb.EntitiesRequest(tenant="fuzz")),
+              ("Export", pb.ExportRequest(tenant="fuzz"))]
+    for name, msg in calls:
+        code = harness.call(SERVICE.methods_by_name[name], msg.SerializeToString())
+        assert code == grpc.StatusCode.OK, (name, code)
 
 
 def test_the_fuzz_reached_the_service(harness: Harness) -> None:
