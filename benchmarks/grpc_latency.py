@@ -33,11 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from celestial_client import CelestialClient
+from celestial_client.v1 import memory_pb2 as pb
 from celestial_memory.app import build_service
 from celestial_memory.config import Settings
 from celestial_memory.domain.requests import RecallQuery
+from celestial_memory.grpc_api import converters as cv
 from celestial_memory.grpc_api.server import MemoryServer
 from celestial_memory.memory.service import MemoryService
+from celestial_memory.observability import metrics
 
 # LOCOMO in the environment points elsewhere (a git worktree has no ../shared beside it).
 LOCOMO = Path(os.environ.get(
@@ -205,6 +208,54 @@ def stages(servers: list[Served], questions: list[str]) -> dict[str, dict[str, l
     return out
 
 
+def stage_seconds() -> dict[str, float]:
+    """The recall stages' total seconds so far (the service's own histogram)."""
+    return {smp.labels["stage"]: smp.value for m in metrics.RECALL_STAGE.collect()
+            for smp in m.samples if smp.name.endswith("_sum")}
+
+
+def stage_table(s: Served, questions: list[str]) -> None:
+    """Where a recall's time goes, stage by stage, in milliseconds per recall (mean): the
+    encode, the service's own stages (candidates, rescoring with the entity signal, payloads,
+    reinforcement), what the rest of the in-process call costs, the protobuf conversion, and
+    what gRPC adds (its p50 over the in-process p50, less the conversion). Each line runs the
+    same questions; nothing else runs meanwhile, so the histogram's growth is these calls'."""
+    n = len(questions)
+    batcher: Any = s.service.embedder
+    encode = [timed(lambda q=q: batcher.embed([q])) for q in questions]
+    before = stage_seconds()
+    inproc, results = [], []
+    for q in questions:
+        t = time.perf_counter()
+        results.append(s.service.recall("bench", RecallQuery(query=q, limit=10)))
+        inproc.append((time.perf_counter() - t) * 1000)
+    after = stage_seconds()
+    service = s.service
+
+    def convert(rs: list[Any]) -> None:
+        pb_results = [cv.recall_result_to_pb(r, service.breakdown(r.memory),
+                                             service.next_move(r.memory)) for r in rs]
+        pb.RecallResponse(results=pb_results).SerializeToString()
+
+    conversion = [timed(lambda rs=rs: convert(rs)) for rs in results]
+    grpc_ms = [timed(lambda q=q: s.client.recall(q, limit=10)) for q in questions]
+    stages_ms = {k: (after[k] - before.get(k, 0.0)) * 1000 / n for k in after}
+    own = sum(stages_ms.values())
+    rows = [("encode (micro-batcher)", statistics.mean(encode)),
+            *[(f"  {k}", v) for k, v in sorted(stages_ms.items(), key=lambda kv: -kv[1])],
+            ("  the rest of the call", statistics.mean(inproc) - own - statistics.mean(encode)),
+            ("recall in-process (mean)", statistics.mean(inproc)),
+            ("protobuf conversion", statistics.mean(conversion)),
+            ("transport (gRPC p50 - in-process p50 - conversion)",
+             statistics.median(grpc_ms) - statistics.median(inproc) - statistics.median(conversion)),
+            ("recall through gRPC (p50)", statistics.median(grpc_ms)),
+            ("recall through gRPC (p99)", percentile(grpc_ms, 0.99))]
+    print(f"\nencoder {s.encoder}: a recall's stages, ms per recall ({n} questions, limit 10, "
+          "reinforced)")
+    for name, ms in rows:
+        print(f"  {name:52s} {ms:7.3f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--memories", type=int, default=1000)
@@ -213,6 +264,8 @@ def main() -> int:
                     help="of: onnx, torch, each optionally :threads (torch's are process-wide)")
     ap.add_argument("--model-stall", type=float, default=0.5,
                     help="seconds the scripted model takes a call (extractor on/off)")
+    ap.add_argument("--no-extractor", action="store_true",
+                    help="skip the Store latency with the model extractor on and off")
     args = ap.parse_args()
     texts, questions = corpus(args.memories, args.calls)
     servers = [serve(e) for e in args.encoders.split(",")]
@@ -232,6 +285,8 @@ def main() -> int:
             recall_ms[s.encoder].append(timed(lambda s=s, q=q: s.client.recall(q, limit=10)))
     parts = stages(servers, questions)
     for s in servers:
+        stage_table(s, questions)
+    for s in servers:
         print(f"\nencoder {s.encoder}: memories at the end {s.client.stats().total}")
         print(line("Store", store_ms[s.encoder]))
         print(line("Recall (limit 10)", recall_ms[s.encoder]))
@@ -246,8 +301,9 @@ def main() -> int:
             print(f"  {name:34s} {statistics.median(mine) / statistics.median(theirs):.2f}")
     for s in servers:
         s.stop()
-    print()
-    extractor_on_off(texts[args.memories:], args.calls, args.model_stall)
+    if not args.no_extractor:
+        print()
+        extractor_on_off(texts[args.memories:], args.calls, args.model_stall)
     return 0
 
 

@@ -102,6 +102,25 @@ def memory_to_pb(m: Memory, b: ScoreBreakdown, move: NextMove | None = None) -> 
     )
 
 
+def _text(*parts: str) -> int:
+    return sum(4 * len(t) + 6 for t in parts)  # at most 4 bytes a character, tag and length
+
+
+def memory_size_bound(m: Memory) -> int:
+    """At least ``memory_to_pb(m, ...).ByteSize()``, without building it: what a recall checks
+    its answer against first, so that the memories are converted once, not twice, unless the
+    answer comes near the message limit. Kept beside ``memory_to_pb``; a test holds the two
+    together (tests/unit/test_converters.py)."""
+    return (1024  # ids, numbers, times, zone, breakdown, next move, type, flags
+            + _text(m.id, m.tenant, m.content, m.context, m.summary, m.session_id, m.agent_id,
+                    m.understand_error, *m.tags, *m.entities)
+            + sum(_text(k, v) + 6 for k, v in m.metadata.items())
+            + sum(48 + _text(p.content, p.id, p.session_id, p.agent_id, p.context)
+                  + sum(_text(k, v) + 6 for k, v in p.metadata.items()) for p in m.merged)
+            + sum(32 + _text(e.other, e.relation, e.made_by) for e in m.edges)
+            + sum(6 + _text(*t) for t in m.triples))
+
+
 def understanding(m: Memory) -> str:
     if m.understand_due is not None:
         return "waiting"

@@ -158,9 +158,13 @@ class MemoryServicer(GraphRpcs, FeedbackRpcs, ReflectRpcs, pb_grpc.MemoryService
 
     def _fit(self, mems: Sequence[Any]) -> int:
         """How many recalled memories, from the first, one answer can carry: a memory is always
-        under the message limit (config.py), a list of them may not be."""
-        return paging.fitting([self._memory(m) for m in mems], self._page_budget(),
-                              RESULT_EXTRA_BYTES)
+        under the message limit (config.py), a list of them may not be. A bound on their sizes
+        answers without converting them (the answer converts them once); only an answer near
+        the limit is measured exactly."""
+        budget = self._page_budget()
+        if sum(cv.memory_size_bound(m) + RESULT_EXTRA_BYTES + 6 for m in mems) <= budget:
+            return len(mems)
+        return paging.fitting([self._memory(m) for m in mems], budget, RESULT_EXTRA_BYTES)
 
     @mapped
     async def Recall(self, request: pb.RecallRequest, context: Context) -> pb.RecallResponse:
