@@ -216,13 +216,11 @@ def stage_seconds() -> dict[str, float]:
 
 def stage_table(s: Served, questions: list[str]) -> None:
     """Where a recall's time goes, stage by stage, in milliseconds per recall (mean): the
-    encode, the service's own stages (candidates, rescoring with the entity signal, payloads,
+    service's own stages (encode, keywords, entities, candidates, rescoring, payloads,
     reinforcement), what the rest of the in-process call costs, the protobuf conversion, and
     what gRPC adds (its p50 over the in-process p50, less the conversion). Each line runs the
     same questions; nothing else runs meanwhile, so the histogram's growth is these calls'."""
     n = len(questions)
-    batcher: Any = s.service.embedder
-    encode = [timed(lambda q=q: batcher.embed([q])) for q in questions]
     before = stage_seconds()
     inproc, results = [], []
     for q in questions:
@@ -241,9 +239,8 @@ def stage_table(s: Served, questions: list[str]) -> None:
     grpc_ms = [timed(lambda q=q: s.client.recall(q, limit=10)) for q in questions]
     stages_ms = {k: (after[k] - before.get(k, 0.0)) * 1000 / n for k in after}
     own = sum(stages_ms.values())
-    rows = [("encode (micro-batcher)", statistics.mean(encode)),
-            *[(f"  {k}", v) for k, v in sorted(stages_ms.items(), key=lambda kv: -kv[1])],
-            ("  the rest of the call", statistics.mean(inproc) - own - statistics.mean(encode)),
+    rows = [*[(f"  {k}", v) for k, v in sorted(stages_ms.items(), key=lambda kv: -kv[1])],
+            ("  the rest of the call", statistics.mean(inproc) - own),
             ("recall in-process (mean)", statistics.mean(inproc)),
             ("protobuf conversion", statistics.mean(conversion)),
             ("transport (gRPC p50 - in-process p50 - conversion)",

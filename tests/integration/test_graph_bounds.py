@@ -7,37 +7,22 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import os
-import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
-import grpc
 import numpy as np
 import pytest
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
-from celestial_memory.app import build_service
-from celestial_memory.clock import ManualClock
-from celestial_memory.config import Settings
-from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.graph import walks
-from celestial_memory.grpc_api.server import MemoryServer
+from celestial_memory.memory.service import MemoryService
 
-from tests.conftest import open_backend, unit_vectors
+from tests.conftest import unit_vectors
+from tests.rss import peak_rss_growth
 
 T = "dense"
 N = 2100
 DEGREE = 256
-PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def _rss() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * PAGE
-
-
 def _dense_graph(rng: np.random.Generator) -> list[set[int]]:
     """Each memory related to about DEGREE others, at most DEGREE: 128 random pairings, each
     relation kept at both ends (out at one, in at the other)."""
@@ -64,15 +49,9 @@ def _records(ids: list[str]) -> Iterator[pb.ExportedMemory]:
 
 
 @pytest.fixture
-async def dense(tmp_path: Path, backend_kind: str, embedder: SentenceTransformerEmbedder,
-                clock: ManualClock) -> AsyncIterator[tuple[pb_grpc.MemoryServiceStub, list[str]]]:
-    service = build_service(Settings(data_dir=tmp_path, rebalance_interval_s=0), embedder=embedder,
-                            store=open_backend(backend_kind, tmp_path), clock=clock)
-    server = MemoryServer(service, "127.0.0.1:0")
-    await server.start()
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}",
-                                        options=[("grpc.max_receive_message_length", 64 << 20)])
-    stub = pb_grpc.MemoryServiceStub(channel)
+async def dense(engine_server: tuple[MemoryService, pb_grpc.MemoryServiceStub],
+                ) -> tuple[pb_grpc.MemoryServiceStub, list[str]]:
+    _, stub = engine_server
     ids = [str(uuid.UUID(int=i + 1, version=4)) for i in range(N)]
 
     async def feed() -> AsyncIterator[pb.ExportedMemory]:
@@ -81,11 +60,7 @@ async def dense(tmp_path: Path, backend_kind: str, embedder: SentenceTransformer
 
     done = await stub.Import(feed(), timeout=600)
     assert done.imported == N
-    try:
-        yield stub, ids
-    finally:
-        await channel.close()
-        await server.stop()
+    return stub, ids
 
 
 async def _page_through(stub: pb_grpc.MemoryServiceStub, start: str) -> list[str]:
@@ -114,23 +89,11 @@ async def test_concurrent_deep_walks_on_a_dense_graph_stay_bounded(
         return real_walk(*args, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(walks, "walk", counted)
-    base, peak, stop = _rss(), [0], threading.Event()
-
-    def sample() -> None:
-        while not stop.wait(0.02):
-            peak[0] = max(peak[0], _rss())
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    try:
-        starts = ids[:4]
+    starts = ids[:4]
+    with peak_rss_growth() as growth:
         answered = await asyncio.gather(*(_page_through(stub, s) for s in starts))
-    finally:
-        stop.set()
-        sampler.join()
-    grown = max(peak[0], _rss()) - base
     for start, seen in zip(starts, answered, strict=True):
         assert len(seen) == len(set(seen)) == walks.MAX_REACHED  # the whole walk, once each
         assert start not in seen
     assert sorted(made) == sorted(starts)  # one walk each, however many pages
-    assert grown < 300 * 2**20, f"resident memory grew {grown / 2**20:.0f} MB"
+    assert growth[0] < 300 * 2**20, f"resident memory grew {growth[0] / 2**20:.0f} MB"

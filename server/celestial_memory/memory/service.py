@@ -185,14 +185,15 @@ class MemoryService:
         flt = check.memory_filter(q.filter, s)
         gate = check.unit_interval(q.min_relevance, "min_relevance")
         gate = s.min_relevance if gate is None else gate
+        stages = metrics.Stages()
         if q.query_vector is not None and len(q.query_vector) > 0:
             qvec = check.vector(q.query_vector, self.store.dimension, "query_vector")
             text = check.content(q.query, s, "query") if q.query.strip() else ""
         else:
             text = check.content(q.query, s, "query")
-            qvec = self.embedder.embed([text])[0]
+            with stages("encode"):
+                qvec = self.embedder.embed([text])[0]
         context_text = check.content(q.context, s, "context") if q.context.strip() else ""
-        stages = metrics.Stages()
         got = self._candidates.find(tenant, q, text, qvec, flt, gate, limit, stages)
         cands, relevance, via = got.candidates, got.relevance, got.via
         if not cands.ids:
@@ -200,7 +201,8 @@ class MemoryService:
             return []
         ids, signals = cands.ids, cands.signals
         zone_of = dict(zip(ids, cands.zones, strict=True))
-        cvec = self.embedder.embed([context_text])[0] if context_text else None
+        with stages("encode"):
+            cvec = self.embedder.embed([context_text])[0] if context_text else None
 
         with self.placement.locked(tenant):
             pending = self.placement.pending(tenant, ids)

@@ -47,9 +47,11 @@ EMBED_SECONDS = Histogram("celestial_embedding_seconds", "Time of one encode (a 
 EMBED_BATCH = Histogram("celestial_embedding_batch_size", "Texts encoded together.",
                         buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), registry=REGISTRY)
 RECALL_STAGE = Histogram("celestial_recall_stage_seconds",
-                         "Time of each stage of a recall: candidates (the hybrid searches), "
-                         "rescoring (relevance and zone order), payloads (reading what is "
-                         "returned), reinforcement.", ("stage",), buckets=LATENCY,
+                         "Time of each stage of a recall: encode (a text query's embedding), "
+                         "keywords (its keyword vector), entities (the query's and the entity "
+                         "signal), candidates (the hybrid searches), rescoring (relevance and "
+                         "zone order), payloads (reading what is returned), reinforcement.",
+                         ("stage",), buckets=LATENCY,
                          registry=REGISTRY)
 REBALANCE_SECONDS = Histogram("celestial_rebalance_seconds", "Time of one tenant's rebalance.",
                               ("dry_run",), buckets=LATENCY, registry=REGISTRY)

@@ -37,8 +37,10 @@ class RecallCandidates:
              flt: MemoryFilter, gate: float, limit: int, stages: metrics.Stages) -> Found:
         s, store, retrieval = self._s, self._store, self._retrieval
         zones = sorted(set(flt.zones)) if flt.zones else list(Zone)
-        hq = retrieval.query(text, qvec)
-        asked = retrieval.entities(text)
+        with stages("keywords"):
+            hq = retrieval.query(text, qvec)
+        with stages("entities"):
+            asked = retrieval.entities(text)
         per_zone = retrieval.candidates_per_zone(limit)
         with stages("candidates"):
             cands = store.candidates(tenant, hq, zones, flt, per_zone, asked)
@@ -64,4 +66,6 @@ class RecallCandidates:
                                s.graph_weight, asked,
                                lambda rows: retrieval.relevance(rows, keywords=keywords))
             cands, relevance, via = grown.candidates, grown.relevance, grown.via
-        return Found(cands, retrieval.with_entities(relevance, asked, cands.mentions), via)
+        with stages("entities"):
+            relevance = retrieval.with_entities(relevance, asked, cands.mentions)
+        return Found(cands, relevance, via)
