@@ -218,16 +218,20 @@ def stage_table(s: Served, questions: list[str]) -> None:
     """Where a recall's time goes, stage by stage, in milliseconds per recall (mean): the
     service's own stages (encode, keywords, entities, candidates, rescoring, payloads,
     reinforcement), what the rest of the in-process call costs, the protobuf conversion, and
-    what gRPC adds (its p50 over the in-process p50, less the conversion). Each line runs the
-    same questions; nothing else runs meanwhile, so the histogram's growth is these calls'."""
+    what gRPC adds (its p50 over the in-process p50, less the conversion). In-process and gRPC
+    recalls alternate question by question; the stages are read around the in-process ones."""
     n = len(questions)
-    before = stage_seconds()
-    inproc, results = [], []
-    for q in questions:
+    inproc, results, grpc_ms = [], [], []
+    spent = {k: 0.0 for k in stage_seconds()}
+    for q in questions:  # in-process and through gRPC by turns, so drift falls on both
+        before = stage_seconds()
         t = time.perf_counter()
         results.append(s.service.recall("bench", RecallQuery(query=q, limit=10)))
         inproc.append((time.perf_counter() - t) * 1000)
-    after = stage_seconds()
+        after = stage_seconds()
+        for k, v in after.items():
+            spent[k] = spent.get(k, 0.0) + v - before.get(k, 0.0)
+        grpc_ms.append(timed(lambda q=q: s.client.recall(q, limit=10)))
     service = s.service
 
     def convert(rs: list[Any]) -> None:
@@ -236,12 +240,12 @@ def stage_table(s: Served, questions: list[str]) -> None:
         pb.RecallResponse(results=pb_results).SerializeToString()
 
     conversion = [timed(lambda rs=rs: convert(rs)) for rs in results]
-    grpc_ms = [timed(lambda q=q: s.client.recall(q, limit=10)) for q in questions]
-    stages_ms = {k: (after[k] - before.get(k, 0.0)) * 1000 / n for k in after}
+    stages_ms = {k: v * 1000 / n for k, v in spent.items()}
     own = sum(stages_ms.values())
     rows = [*[(f"  {k}", v) for k, v in sorted(stages_ms.items(), key=lambda kv: -kv[1])],
             ("  the rest of the call", statistics.mean(inproc) - own),
             ("recall in-process (mean)", statistics.mean(inproc)),
+            ("recall in-process (p50)", statistics.median(inproc)),
             ("protobuf conversion", statistics.mean(conversion)),
             ("transport (gRPC p50 - in-process p50 - conversion)",
              statistics.median(grpc_ms) - statistics.median(inproc) - statistics.median(conversion)),
