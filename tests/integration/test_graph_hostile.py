@@ -177,3 +177,82 @@ async def test_a_relation_change_cut_between_its_ends_is_finished_on_the_next_st
     assert [(e.other, e.relation, e.outgoing) for e in ends[b]] == [(a, "about", False)]
     assert again.store.graph.finish_pending() == 0  # finished once, then gone
     again.close()
+
+
+def _one_sided(service: MemoryService, ids: list[str]) -> list[tuple[str, str, str, bool]]:
+    edges = service.store.graph.edges_of(T, ids)
+    ends = {(mid, e.other, e.relation, e.outgoing) for mid, es in edges.items() for e in es}
+    return [x for x in ends if x[1] in edges and (x[1], x[0], x[2], not x[3]) not in ends]
+
+
+async def test_an_erasure_cut_before_its_delete_leaves_no_relation_at_one_end(
+    engine_server: tuple[MemoryService, pb_grpc.MemoryServiceStub],
+) -> None:
+    """The erased memory's own relations go in the same change as its neighbours' mirrors: a
+    process that dies before the delete leaves it with none, not its neighbours without."""
+    service, stub = engine_server
+    ids = [await _store(stub, f"note {i}", i) for i in range(3)]
+    for other in ids[1:]:
+        await stub.Relate(pb.RelateRequest(tenant=T, from_id=ids[0], to_id=other, relation="about"))
+    engine = service.store.engine
+    real = engine.delete
+
+    def dies(part: Any, where: Any) -> None:
+        if part == MEMORIES:
+            raise SystemExit("killed")
+        real(part, where)
+
+    engine.delete = dies  # type: ignore[method-assign]
+    with pytest.raises(SystemExit):
+        service.archive.delete(T, ids[0])
+    engine.delete = real  # type: ignore[method-assign]
+    assert _one_sided(service, ids) == []
+    assert service.store.graph.edges_of(T, [ids[0]]) == {ids[0]: []}
+
+
+async def test_a_relation_past_the_cap_goes_at_both_ends(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock, backend_kind: str,
+) -> None:
+    """A memory at max_relations that follows a new memory of its session drops its oldest
+    relation, and that relation's other end drops it too."""
+    from celestial_memory.domain.requests import NewMemory
+
+    service = build_service(Settings(data_dir=tmp_path, rebalance_interval_s=0, max_relations=2),
+                            embedder=embedder, store=open_backend(backend_kind, tmp_path),
+                            clock=clock)
+    p = service.store_memory(T, NewMemory("first of the session", vector=_vec(1),
+                                          session_id="s")).id
+    a, b = (service.store_memory(T, NewMemory(t, vector=_vec(i))).id
+            for i, t in ((2, "alpha"), (3, "beta")))
+    service.relations.relate(T, p, a, "about")
+    service.relations.relate(T, p, b, "about")
+    clock.advance(1)
+    nxt = service.store_memory(T, NewMemory("next of the session", vector=_vec(4),
+                                            session_id="s")).id
+    edges = service.store.graph.edges_of(T, [p, a, b, nxt])
+    assert len(edges[p]) == 2 and (nxt, "follows") in {(e.other, e.relation) for e in edges[p]}
+    assert edges[a] == []  # the oldest, dropped at p, is gone at a too
+    assert _one_sided(service, [p, a, b, nxt]) == []
+    service.close()
+
+
+async def test_the_pages_of_one_walk_are_one_snapshot(
+    engine_server: tuple[MemoryService, pb_grpc.MemoryServiceStub],
+) -> None:
+    _, stub = engine_server
+    ids = [await _store(stub, f"note {i}", i) for i in range(12)]
+    for other in ids[1:11]:
+        await stub.Relate(pb.RelateRequest(tenant=T, from_id=ids[0], to_id=other, relation="r"))
+    first = await stub.Related(pb.RelatedRequest(tenant=T, id=ids[0], page_size=4))
+    await stub.Relate(pb.RelateRequest(tenant=T, from_id=ids[0], to_id=ids[11], relation="r",
+                                       weight=1.0))  # between pages: would sort first
+    await stub.Unrelate(pb.UnrelateRequest(tenant=T, from_id=ids[0], to_id=ids[10]))
+    seen, token = [m.memory.id for m in first.memories], first.next_page_token
+    while token:
+        page = await stub.Related(pb.RelatedRequest(tenant=T, id=ids[0], page_size=4,
+                                                    page_token=token))
+        seen += [m.memory.id for m in page.memories]
+        token = page.next_page_token
+    assert sorted(seen) == sorted(ids[1:11])  # the first page's walk: no repeat, no gap
+    again = await stub.Related(pb.RelatedRequest(tenant=T, id=ids[0], page_size=50))
+    assert sorted(m.memory.id for m in again.memories) == sorted([*ids[1:10], ids[11]])

@@ -199,7 +199,7 @@ class Relations:
                 edges[nxt], _ = with_edge(edges[nxt], Edge(prev, FOLLOWS, w, "session", now, True))
                 edges[prev], _ = with_edge(edges[prev], Edge(nxt, FOLLOWS, w, "session", now,
                                                              False))
-        edges = {mid: es[-self._settings.max_relations:] for mid, es in edges.items()}
+        edges = self._trimmed(tenant, edges)
         self._graph.write_edges(tenant, edges)
         return edges
 
@@ -229,8 +229,7 @@ class Relations:
                         edges[d], _ = with_edge(edges[d], out)
                         edges[mid], _ = with_edge(edges[mid], replace(out, other=d,
                                                                       outgoing=False))
-            cap = self._settings.max_relations
-            self._graph.write_edges(tenant, {mid: es[-cap:] for mid, es in edges.items()})
+            self._graph.write_edges(tenant, self._trimmed(tenant, edges))
 
     def relink(self, tenant: str, moved: Mapping[str, str | None]) -> int:
         """Point every relation at a memory in ``moved`` to its new id instead (a repeat
@@ -258,6 +257,25 @@ class Relations:
                     continue
                 out, _ = with_edge(out, replace(e, other=other))
             if out != es:
-                changed[mid] = out[-self._settings.max_relations:]
-        self._graph.write_edges(tenant, changed)
+                changed[mid] = out
+        self._graph.write_edges(tenant, self._trimmed(tenant, changed))
         return len(changed)
+
+    def _trimmed(self, tenant: str, edges: dict[str, list[Edge]]) -> dict[str, list[Edge]]:
+        """``edges`` with each memory's newest ``max_relations``; a relation dropped at one end
+        is dropped at its other end too (read when not among them), so the change written
+        leaves no relation known at one end only."""
+        cap = self._settings.max_relations
+        dropped: dict[str, set[tuple[str, str, bool]]] = {}
+        for mid, es in edges.items():
+            if len(es) > cap:
+                for e in es[:-cap]:
+                    dropped.setdefault(e.other, set()).add((mid, e.relation, not e.outgoing))
+                edges[mid] = es[-cap:]
+        if dropped:
+            edges.update(self._graph.edges_of(tenant, [o for o in dropped if o not in edges]))
+            for other, mirrors in dropped.items():
+                if other in edges:
+                    edges[other] = [e for e in edges[other]
+                                    if (e.other, e.relation, e.outgoing) not in mirrors]
+        return edges

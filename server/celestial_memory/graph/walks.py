@@ -7,8 +7,10 @@ relations a chunk of memories at a time and keeps only the strongest candidates 
 be answered, so a dense graph (256 relations on every memory) never holds more than a few
 chunks of relations and a few thousand candidates at once. Only ids and paths are kept; the
 memories themselves are read a page at a time by whoever pages through the walk. A walk made for
-a first page is kept for WALK_TTL_S (a few, least recently used first out) so that its later
-pages are slices of it rather than new walks; any change to the tenant's relations retires it.
+a first page is kept for WALK_TTL_S (a few, least recently used first out) and its later pages
+are slices of it rather than new walks: the pages of one walk are one snapshot, with no memory
+twice and none skipped when relations change between pages (a memory erased meanwhile is left
+out of its page). The next first page walks again.
 """
 
 from __future__ import annotations
@@ -118,8 +120,7 @@ class Walks:
     def __init__(self, graph: GraphStore, now: Callable[[], float] = time.monotonic) -> None:
         self._graph = graph
         self._now = now
-        self._kept: OrderedDict[tuple[object, ...], tuple[float, int, list[Reached]]] = (
-            OrderedDict())
+        self._kept: OrderedDict[tuple[object, ...], tuple[float, list[Reached]]] = OrderedDict()
         self._lock = threading.Lock()
 
     def reached(self, tenant: str, start: str, depth: int, relations: Sequence[str] = (),
@@ -129,16 +130,15 @@ class Walks:
             raise InvalidArgument("depth", f"must be 1 to {MAX_DEPTH}, got {depth}")
         names = frozenset(relation_name(r, "relations") for r in relations)
         key = (tenant, start, depth, names)
-        version = self._graph.version(tenant)
         if not first_page:
             with self._lock:
                 kept = self._kept.get(key)
-                if kept is not None and kept[1] == version and self._now() - kept[0] < WALK_TTL_S:
+                if kept is not None and self._now() - kept[0] < WALK_TTL_S:
                     self._kept.move_to_end(key)
-                    return kept[2]
+                    return kept[1]
         out = walk(self._graph, tenant, start, depth, names)
         with self._lock:
-            self._kept[key] = (self._now(), version, out)
+            self._kept[key] = (self._now(), out)
             self._kept.move_to_end(key)
             while len(self._kept) > KEPT_WALKS:
                 self._kept.popitem(last=False)

@@ -32,6 +32,16 @@ from celestial_memory.store.repository import MemoryRepository
 from celestial_memory.zones.placement import Placement
 
 EXPORT_PAGE = 64
+EXPORT_PAGE_BYTES = 2 << 20
+
+
+def _approx_bytes(m: Memory) -> int:
+    """About what a memory holds in memory as read for an export: its texts, labels, merged
+    repeats, relations and two vectors."""
+    texts = len(m.content) + len(m.context) + len(m.summary) + sum(map(len, m.tags))
+    texts += sum(len(k) + len(v) for k, v in m.metadata.items())
+    texts += sum(len(p.content) + len(p.context) + 64 for p in m.merged)
+    return 2 * texts + 200 * len(m.edges) + 8 * 384 + 1024
 
 
 class Transfer:
@@ -49,10 +59,20 @@ class Transfer:
     def export_pages(self, tenant: str, after_id: str = "") -> Iterator[list[Memory]]:
         after = check.memory_id(after_id, "after_id") if after_id else ""
         self._placement.flush(tenant)  # recalls acknowledged before the export are in it
-        # Small pages: a page is what a stream holds in memory while its reader is slow (gRPC's
-        # flow control holds the rest in the store). 64 memories at every input limit are
-        # about 2 MB; 512 were 15 MB for each Export left unread.
-        yield from self._store.export_pages(tenant, after, page_size=EXPORT_PAGE)
+        # A page is what a stream holds in memory while its reader is slow (gRPC's flow control
+        # holds the rest in the store), so pages are sized by bytes: the first holds one
+        # memory, and each next one as many as EXPORT_PAGE_BYTES held of the last page's
+        # memories, at most EXPORT_PAGE. Memories at every input limit (1.6 MB each) go one or
+        # two at a time; ordinary ones 64 at a time.
+        size = 1
+        while True:
+            page = next(self._store.export_pages(tenant, after, page_size=size), [])
+            if not page:
+                return
+            yield page
+            after = page[-1].id
+            each = max(1, sum(_approx_bytes(m) for m in page) // len(page))
+            size = max(1, min(EXPORT_PAGE, EXPORT_PAGE_BYTES // each))
 
     def import_batch(
         self, tenant: str, items: Sequence[Imported], first: int = 0, replace: bool = False,

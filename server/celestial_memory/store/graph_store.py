@@ -33,12 +33,6 @@ _SEQ = itertools.count()  # the order of one process's intents (only its own can
 class GraphStore:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        # Per tenant, how many times its relations were written: what was read of them before
-        # (a walk kept for its later pages) is current while this has not moved.
-        self._versions: dict[str, int] = {}
-
-    def version(self, tenant: str) -> int:
-        return self._versions.get(tenant, 0)
 
     def holding(self, tenant: str, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` the tenant holds (live or archived): a read of one small field."""
@@ -66,7 +60,6 @@ class GraphStore:
         one end only."""
         if not edges:
             return
-        self._versions[tenant] = self._versions.get(tenant, 0) + 1
         updates = [(mid, edge_fields(es) or {"edges": [], "edge_ids": []})
                    for mid, es in edges.items()]
         if len(updates) == 1:
@@ -118,12 +111,16 @@ class GraphStore:
                 return out
 
     def unlink(self, tenant: str, ids: Sequence[str]) -> None:
-        """Remove every relation other memories of ``tenant`` hold to or from ``ids`` (before
-        those are deleted: an erasure leaves nothing pointing at them)."""
+        """Remove every relation other memories of ``tenant`` hold to or from ``ids``, and the
+        relations of ``ids`` themselves, in one change (before those are deleted: an erasure
+        leaves nothing pointing at them, and one cut before its delete leaves memories with no
+        relations rather than relations known at one end only)."""
         gone = set(ids)
         holders = self.pointing_at(tenant, ids)
-        self.write_edges(tenant, {mid: [e for e in es if e.other not in gone]
-                                  for mid, es in holders.items() if mid not in gone})
+        changes = {mid: [e for e in es if e.other not in gone]
+                   for mid, es in holders.items() if mid not in gone}
+        own = [mid for mid, es in self.edges_of(tenant, list(gone)).items() if es]
+        self.write_edges(tenant, {**changes, **{mid: [] for mid in own}})
 
     def latest_before(self, tenant: str, session_id: str, before: float) -> str | None:
         """The live memory of the session created last before ``before``, if any."""
