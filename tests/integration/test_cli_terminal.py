@@ -47,9 +47,11 @@ async def test_get_recall_and_list_show_control_sequences_escaped(
 
 
 def test_printable_leaves_ordinary_text_alone() -> None:
-    text = "Tabs\tand\nnewlines, Hangul 한국어, emoji 🎉, accents café"
+    text = "Tabs\tand\nnewlines, Hangul 한국어, emoji 🎉, accents café, C:\\Users"
     assert printable(text) == text
     assert printable("\x1b[2J") == "\\x1b[2J"
+    for c in "\u200e\u200f\u061c\ufeff\u2028\u2029\u200b\u2066":  # marks, BOM, separators
+        assert printable(f"a{c}b") == f"a\\u{ord(c):04x}b"
 
 
 @pytest.mark.parametrize("variable", ["CELESTIAL_LLM_BASE_URL", "CELESTIAL_QDRANT_URL"])
@@ -61,4 +63,18 @@ def test_config_never_shows_a_password_in_a_url(
         assert main(argv) == 0
         out = capsys.readouterr().out
         assert "s3cretPass" not in out and "k3y" not in out
-        assert "user:<redacted>@models.example:8443/v1" in out and "x=1" in out
+        assert "<redacted>@models.example:8443/v1" in out and "x=1" in out
+
+
+@pytest.mark.parametrize("url", [
+    "https://s3cr3tPW@h/", "https://u:s3cr3tPW@[::1/v1", "https://u:s3cr3tPW@h]/",
+    "u:s3cr3tPW@host:6333", "https://h/#token=s3cr3tPW", "https://h/?a=1;token=s3cr3tPW",
+    "https://h/p;jsessionid=s3cr3tPW", "https://h/?jwt=s3cr3tPW", "https://h/?sas=s3cr3tPW",
+    "https://h/?session=s3cr3tPW", "https://h/?code=s3cr3tPW"])
+def test_config_redacts_every_shape_of_credential_in_a_url(
+    url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CELESTIAL_LLM_BASE_URL", url)
+    assert main(["--json", "config"]) == 0
+    out = capsys.readouterr().out
+    assert "s3cr3tPW" not in out and "<redacted>" in out

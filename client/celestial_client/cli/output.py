@@ -35,11 +35,13 @@ class Answer:
     status: int = 0
 
 
-# What a terminal would act on rather than show: C0 controls but tab and newline (ESC starts
-# CSI and OSC sequences, which can clear the screen, retitle the window or write the clipboard;
-# CR overwrites the line), DEL, C1 controls (8-bit CSI/OSC), and the bidirectional overrides
-# and isolates that reorder what is shown.
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# What a terminal would act on rather than show, or what shows as something it is not: C0
+# controls but tab and newline (ESC starts CSI and OSC sequences, which can clear the screen,
+# retitle the window or write the clipboard; CR overwrites the line), DEL, C1 controls (8-bit
+# CSI/OSC), the bidirectional marks, embeddings, overrides and isolates that reorder what is
+# shown, zero-width characters and the byte-order mark, and the line and paragraph separators.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e"
+                     "\u2060-\u2069\ufeff]")
 
 
 def printable(text: str) -> str:

@@ -13,7 +13,6 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from celestial_client.connection import TLS
 
@@ -29,31 +28,25 @@ CLIENT_SETTINGS = (
 )
 SECRET = frozenset({"api_key"})
 REDACTED = "<redacted>"
-# Query parameters that carry credentials in the URLs people paste (presigned or keyed URLs).
-_SECRET_PARAM = re.compile(r"key|token|secret|password|passwd|signature|sig|auth", re.I)
+# Parameters that carry credentials in the URLs people paste (presigned, keyed or session URLs).
+_SECRET_PARAM = re.compile(r"key|token|secret|pass|pwd|sig|auth|jwt|sas|session|sid|code|cred",
+                           re.I)
+# A user part in a URL, with or without a scheme: everything before the last "@" of the
+# authority (a token is often the user name alone).
+_USERINFO = re.compile(r"^(?P<head>(?:[A-Za-z][A-Za-z0-9+.-]*://)?)(?P<user>[^/?#@]*)@")
+_PARAM = re.compile(r"(?P<sep>[?&;#])(?P<name>[^=&;#]*)=(?P<value>[^&;#]*)")
 
 
 def without_secrets(value: str) -> str:
-    """A URL with the password of its user part and its credential-like query values redacted
-    (``https://user:s3cret@host`` -> ``https://user:<redacted>@host``); other text as it is."""
-    if "://" not in value:
+    """A URL with its user part and its credential-like parameter values (query, matrix ``;``
+    or fragment) redacted: ``https://user:s3cret@host/?token=x`` ->
+    ``https://<redacted>@host/?token=<redacted>``; other text as it is. Textual, so a URL
+    Python cannot parse is redacted the same."""
+    if "@" not in value and not _PARAM.search(value):
         return value
-    try:
-        parts = urlsplit(value)
-        password = parts.password
-    except ValueError:
-        return value
-    netloc = parts.netloc
-    if password is not None:
-        user, _, host = netloc.rpartition("@")
-        netloc = f"{user.partition(':')[0]}:{REDACTED}@{host}"
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        if any(_SECRET_PARAM.search(k) for k, _ in pairs):
-            query = urlencode([(k, REDACTED if _SECRET_PARAM.search(k) else v) for k, v in pairs],
-                              safe="<>")
-    return urlunsplit(parts._replace(netloc=netloc, query=query))
+    out = _USERINFO.sub(lambda m: f"{m['head']}{REDACTED}@" if m["user"] else m[0], value)
+    return _PARAM.sub(lambda m: (f"{m['sep']}{m['name']}={REDACTED}"
+                                 if _SECRET_PARAM.search(m["name"]) else m[0]), out)
 
 
 class UsageError(Exception):
