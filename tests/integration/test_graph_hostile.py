@@ -256,3 +256,44 @@ async def test_the_pages_of_one_walk_are_one_snapshot(
     assert sorted(seen) == sorted(ids[1:11])  # the first page's walk: no repeat, no gap
     again = await stub.Related(pb.RelatedRequest(tenant=T, id=ids[0], page_size=50))
     assert sorted(m.memory.id for m in again.memories) == sorted([*ids[1:10], ids[11]])
+
+
+async def test_an_import_leaves_every_relation_known_at_both_ends(
+    engine_server: tuple[MemoryService, pb_grpc.MemoryServiceStub],
+) -> None:
+    """A relation to another tenant's memory is dropped, one to a memory the tenant holds gets
+    its mirror (one to an id no one holds waits for the rest of the import), and a replacing
+    import that drops relations takes them from the other ends too."""
+    service, stub = engine_server
+    foreign = (await stub.Store(pb.StoreRequest(tenant="other", content="theirs",
+                                                vector=_vec(9)))).memory.id
+    y = await _store(stub, "why", 2)
+    z = await _store(stub, "zed", 3)
+    await stub.Relate(pb.RelateRequest(tenant=T, from_id=y, to_id=z, relation="about"))
+    unused = "00000000-0000-4000-8000-0000000000ee"
+    x = pb.ExportedMemory()
+    x.CopyFrom(await _record(stub, y))
+    x.memory.id = "00000000-0000-4000-8000-0000000000e1"
+    x.memory.content = "ex"
+    del x.memory.relations[:]
+    x.memory.relations.extend([_relation(foreign), _relation(unused), _relation(y)])
+    await _import(stub, x)
+    got = (await stub.Get(pb.GetRequest(tenant=T, id=x.memory.id))).memory
+    assert [r.id for r in got.relations] == [unused, y]
+    ids = [x.memory.id, y, z]
+    assert _one_sided(service, ids) == []
+    # The id no one held arrives later in the import, with its side of the relation.
+    later = pb.ExportedMemory()
+    later.CopyFrom(x)
+    later.memory.id, later.memory.content = unused, "later"
+    del later.memory.relations[:]
+    later.memory.relations.append(_relation(x.memory.id, outgoing=False))
+    await _import(stub, later)
+    assert _one_sided(service, [*ids, unused]) == []
+    # Replaced without its relations: y's relations to x and z leave x and z too.
+    bare = await _record(stub, y)
+    del bare.memory.relations[:]
+    bare.replace = True
+    await _import(stub, bare)
+    assert _one_sided(service, ids) == []
+    assert service.store.graph.edges_of(T, [z])[z] == []

@@ -261,6 +261,56 @@ class Relations:
         self._graph.write_edges(tenant, self._trimmed(tenant, changed))
         return len(changed)
 
+    def settle_imported(self, tenant: str, written: Sequence[Memory],
+                        before: Mapping[str, list[Edge]]) -> None:
+        """Make the relations an import wrote agree with the tenant's graph, in one change:
+        a relation to a memory another tenant holds is dropped (ids are global: it can never
+        be this tenant's); one to a memory the tenant holds gets its mirror there when it lacks
+        it (or is dropped when that end holds ``max_relations``); one to an id no one holds is
+        kept, for the rest of the import may bring it. A replaced memory's relations that the
+        import no longer lists leave their other ends. ``before``: the replaced memories'
+        relations before the import. What a consistent export holds changes nothing, so
+        re-importing one writes nothing here. Called under the ids' locks, after the write."""
+        with self._placement.locked(tenant):
+            own = {m.id: list(m.edges) for m in written}
+            others = ({e.other for es in own.values() for e in es}
+                      | {e.other for es in before.values() for e in es}) - set(own)
+            edges = self._graph.edges_of(tenant, sorted(others))
+            foreign = {mid for mid, t in self._store.owners(sorted(others - set(edges))).items()
+                       if t != tenant}
+            keys = {mid: {(e.other, e.relation, e.outgoing) for e in es}
+                    for mid, es in (*own.items(), *edges.items())}
+            changed: set[str] = set()
+            cap = self._settings.max_relations
+            for mid in own:
+                kept = []
+                for e in own[mid]:
+                    mirror = (mid, e.relation, not e.outgoing)
+                    if e.other in foreign:
+                        continue
+                    if e.other in keys and mirror not in keys[e.other]:
+                        if len(keys[e.other]) >= cap:
+                            continue
+                        end = own if e.other in own else edges
+                        end[e.other] = [*end[e.other], replace(e, other=mid,
+                                                               outgoing=not e.outgoing)]
+                        keys[e.other].add(mirror)
+                        changed.add(e.other)
+                    kept.append(e)
+                if len(kept) != len(own[mid]):
+                    own[mid] = kept
+                    changed.add(mid)
+            for mid, old in before.items():
+                now = {(e.other, e.relation, e.outgoing) for e in own.get(mid, [])}
+                for e in old:
+                    if (e.other, e.relation, e.outgoing) not in now and e.other in edges:
+                        edges[e.other] = [x for x in edges[e.other] if
+                                          (x.other, x.relation, x.outgoing)
+                                          != (mid, e.relation, not e.outgoing)]
+                        changed.add(e.other)
+            merged = {**edges, **own}
+            self._graph.write_edges(tenant, {mid: merged[mid] for mid in changed})
+
     def _trimmed(self, tenant: str, edges: dict[str, list[Edge]]) -> dict[str, list[Edge]]:
         """``edges`` with each memory's newest ``max_relations``; a relation dropped at one end
         is dropped at its other end too (read when not among them), so the change written

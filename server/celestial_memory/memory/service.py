@@ -98,9 +98,10 @@ class MemoryService:
         self._evaluator = evaluator
         self.rebalancer = Rebalancer(store, self.fn, self.zones, clock, settings)
         self.placement = Placement(store, self.rebalancer, settings)
-        self.transfer = Transfer(settings, store, self.retrieval, self.placement, clock)
-        self.listing = Listing(settings, store, self.placement)
         self.relations = Relations(settings, store, self.placement, clock)
+        self.transfer = Transfer(settings, store, self.retrieval, self.placement, self.relations,
+                                 clock)
+        self.listing = Listing(settings, store, self.placement)
         self.entities = EntityIndex(store)
         self.walks = Walks(store.graph)
         self.storing = Storing(settings, store, embedder, self.retrieval, self.fn, self.zones,

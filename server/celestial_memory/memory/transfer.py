@@ -25,7 +25,7 @@ from celestial_memory.domain.models import Memory, Vector, content_hash
 from celestial_memory.domain.requests import Imported
 from celestial_memory.errors import AlreadyExists, InvalidArgument
 from celestial_memory.graph.entity_index import checked_entities
-from celestial_memory.graph.relations import checked_edges
+from celestial_memory.graph.relations import Relations, checked_edges
 from celestial_memory.memory.cancellation import NEVER, Cancellation
 from celestial_memory.recall.retrieval import Retrieval
 from celestial_memory.store.repository import MemoryRepository
@@ -47,8 +47,9 @@ def _approx_bytes(m: Memory) -> int:
 class Transfer:
     def __init__(
         self, settings: Settings, store: MemoryRepository, retrieval: Retrieval,
-        placement: Placement, clock: Clock,
+        placement: Placement, relations: Relations, clock: Clock,
     ) -> None:
+        self._relations = relations
         self._settings = settings
         self._store = store
         self._retrieval = retrieval
@@ -111,7 +112,11 @@ class Transfer:
                 held = [m for m in held if m.id not in protected]
             self._placement.flush(tenant)
             cancel.check("the import")
+            before = (self._store.graph.edges_of(tenant, [m.id for m in held])
+                      if replace and held else {})
             self._placement.write(tenant, fresh, replacing=held if replace else ())
+            self._relations.settle_imported(tenant, [*fresh, *(held if replace else ())],
+                                            before)
         return ((len(fresh) + len(held), len(memories) - len(fresh) - len(held)) if replace
                 else (len(fresh), len(held)))
 
