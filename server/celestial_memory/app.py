@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from celestial_memory.clock import Clock, ManualClock, SystemClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.importance import ImportanceEvaluator, evaluator_from_settings
@@ -12,6 +14,8 @@ from celestial_memory.memory.service import MemoryService
 from celestial_memory.store import MemoryRepository, open_edge, open_qdrant
 from celestial_memory.understanding import chat
 from celestial_memory.understanding.extraction_queue import ExtractionQueue
+
+log = logging.getLogger(__name__)
 
 
 def open_store(settings: Settings, dimension: int) -> MemoryRepository:
@@ -45,6 +49,9 @@ def build_service(
     embedder = embedder or BatchingEmbedder(
         open_encoder(settings), settings.embed_batch_window_ms / 1000, settings.embed_max_batch)
     store = store or open_store(settings, embedder.dimension)
+    # Before any call: relation changes a stopped process had begun are finished.
+    if finished := store.graph.finish_pending():
+        log.info("finished %d relation changes a stopped server had begun", finished)
     if settings.importance_evaluator == "llm":
         from celestial_memory.understanding import llm_importance
 

@@ -10,7 +10,6 @@ run under the tenant's lock there, and reads run beside them.
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
 from collections.abc import Sequence
@@ -66,8 +65,6 @@ from celestial_memory.understanding.feedback import Feedback
 from celestial_memory.zones.placement import Placement
 from celestial_memory.zones.rebalancer import DAY, Rebalancer
 
-log = logging.getLogger(__name__)
-
 
 class MemoryService:
     def __init__(
@@ -86,9 +83,6 @@ class MemoryService:
             )
         self.settings = settings
         self.store = store
-        # Before any call: relation changes a stopped process had begun are finished.
-        if finished := store.graph.finish_pending():
-            log.info("finished %d relation changes a stopped server had begun", finished)
         self.embedder = embedder
         self.retrieval = Retrieval(settings, embedder)
         self._candidates = RecallCandidates(settings, store, self.retrieval)
