@@ -77,7 +77,8 @@ def walk(graph: GraphStore, tenant: str, start: str, depth: int,
     relations in ``names`` when given), nearest first, then strongest path, then id; at most
     MAX_REACHED. One read of relations per CHUNK frontier memories and one existence read per
     step; NotFound when ``start`` is not the tenant's."""
-    if start not in graph.edges_of(tenant, [start]):
+    first = graph.edges_of(tenant, [start])  # also the first step's relations
+    if start not in first:
         raise NotFound(f"memory {start} not found")
     frontier: dict[str, Reached] = {start: Reached(start, [])}
     seen = {start}
@@ -87,7 +88,7 @@ def walk(graph: GraphStore, tenant: str, start: str, depth: int,
         found: dict[str, Reached] = {}
         ids = sorted(frontier)
         for chunk in (ids[i:i + CHUNK] for i in range(0, len(ids), CHUNK)):
-            edges = graph.edges_of(tenant, chunk)
+            edges = first if not out and chunk == [start] else graph.edges_of(tenant, chunk)
             for mid in chunk:
                 here = frontier[mid]
                 for e in edges.get(mid, ()):

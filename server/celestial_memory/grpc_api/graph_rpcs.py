@@ -65,24 +65,22 @@ class GraphRpcs:
         start = paging.decode_offset(request.page_token, bound)
         budget = self._page_budget()
         page: list[pb.RelatedMemory] = []
-        used, pos, after, total = 0, start, start, start + 1
-        while pos < min(start + size, total) and used <= budget:
-            n = min(RELATED_CHUNK, start + size - pos)
+        used, after, total = 0, start, start + 1  # total is known once the first chunk is read
+        while after < min(start + size, total) and used <= budget:
+            n = min(RELATED_CHUNK, start + size - after)
             entries, total = await self._run(context, self._service.related, tenant, request.id,
-                                             request.depth, list(request.relations), pos, n)
+                                             request.depth, list(request.relations), after, n)
+            nxt = min(after + n, total)  # past the chunk (a memory erased meanwhile is skipped)
             for i, m, r in entries:
                 item = pb.RelatedMemory(memory=self._memory(m), path=[
                     pb.Hop(from_id=h.source, to_id=h.target, relation=h.relation,
                            weight=h.weight) for h in r.path])
                 used += item.ByteSize() + 6  # its tag and length prefix (paging.fitting)
                 if used > budget and page:
+                    nxt = i  # the first that does not fit opens the next page
                     break
                 page.append(item)
-                after = i + 1
-            else:
-                pos, after = pos + n, max(after, min(pos + n, total))
-                continue
-            break
+            after = max(after, nxt)
         return pb.RelatedResponse(memories=page, next_page_token=paging.encode_offset(
             bound, after) if after < total else "")
 

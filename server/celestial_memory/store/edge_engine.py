@@ -175,14 +175,14 @@ class EdgeEngine:
                  vectors: en.Names = ()) -> list[en.Record]:
         if not ids:
             return []
+        def fetch(keys: list[str]) -> Any:
+            return self._shards[part].retrieve(keys, with_payload=_payload(payload),
+                                               with_vector=list(vectors) or False)
+
         try:
-            records = self._shards[part].retrieve(
-                list(ids), with_payload=_payload(payload), with_vector=list(vectors) or False)
+            records = fetch(list(ids))
         except ValueError:  # an id that is no UUID: it names no point (qdrant-client agrees)
-            if not (ids := en.valid_ids(ids)):
-                return []
-            records = self._shards[part].retrieve(
-                list(ids), with_payload=_payload(payload), with_vector=list(vectors) or False)
+            records = fetch(kept) if (kept := en.valid_ids(ids)) else []
         return [_record(r) for r in records]
 
     def set_payload(self, part: en.Part, fields: en.Fields, *, ids: en.Names = (),
