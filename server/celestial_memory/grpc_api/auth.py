@@ -21,7 +21,7 @@ from celestial_memory.access.rate import RateLimiter
 from celestial_memory.access.roles import CALLER, METHOD, METHOD_ROLES, OPEN, Principal
 from celestial_memory.errors import CelestialError, PermissionDenied, Unauthenticated
 from celestial_memory.grpc_api.status import abort
-from celestial_memory.grpc_api.wrapping import Handler, around
+from celestial_memory.grpc_api.wrapping import Handler, WrappedHandlers, around
 
 Context = grpc.aio.ServicerContext[Any, Any]
 OPEN_METHODS = {"grpc.health.v1.Health/Check"}
@@ -30,16 +30,19 @@ OPEN_METHODS = {"grpc.health.v1.Health/Check"}
 class Authenticator(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
     def __init__(self, service_name: str, keys: KeyRing | None, rate: RateLimiter | None) -> None:
         self._service, self._keys, self._rate = service_name, keys, rate
+        self._wrapped = WrappedHandlers()
 
     async def intercept_service(
         self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Handler]],
         details: grpc.HandlerCallDetails,
     ) -> Handler:
         handler = await continuation(details)
-        full = details.method.lstrip("/")
-        service, _, method = full.rpartition("/")
-        if handler is None or (full in OPEN_METHODS):
+        if handler is None or details.method.lstrip("/") in OPEN_METHODS:
             return handler
+        return self._wrapped.get(details.method, handler, self._guard)
+
+    def _guard(self, path: str, handler: Handler) -> Handler:
+        service, _, method = path.lstrip("/").rpartition("/")
         if service == self._service:
             return _guarded(handler, method, self._admit)
         return _guarded(handler, method, self._authenticated)

@@ -18,7 +18,7 @@ from typing import Any
 import grpc
 from celestial_memory.errors import TooManyCalls
 from celestial_memory.grpc_api.status import abort
-from celestial_memory.grpc_api.wrapping import Handler, around
+from celestial_memory.grpc_api.wrapping import Handler, WrappedHandlers, around
 
 UNCOUNTED = {"/grpc.health.v1.Health/Check"}
 
@@ -27,6 +27,7 @@ class CallLimiter(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.running = 0  # the event loop is the only thread that changes it
+        self._wrapped = WrappedHandlers()
 
     async def intercept_service(
         self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Handler]],
@@ -35,7 +36,7 @@ class CallLimiter(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         handler = await continuation(details)
         if handler is None or details.method in UNCOUNTED:
             return handler
-        return around(handler, self._slot)
+        return self._wrapped.get(details.method, handler, lambda _, h: around(h, self._slot))
 
     @contextlib.asynccontextmanager
     async def _slot(self, context: Any) -> AsyncIterator[None]:

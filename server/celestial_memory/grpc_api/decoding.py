@@ -17,6 +17,7 @@ from typing import Any
 import grpc
 from celestial_memory.errors import InvalidArgument
 from celestial_memory.grpc_api.status import abort
+from celestial_memory.grpc_api.wrapping import WrappedHandlers
 from google.protobuf.message import DecodeError
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,9 @@ class _Refused(InvalidArgument):
 
 
 class DecodeGuard(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
+    def __init__(self) -> None:
+        self._wrapped = WrappedHandlers()
+
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any]]],
@@ -59,18 +63,22 @@ class DecodeGuard(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         handler = await continuation(details)
         if handler is None:
             return handler
-        method = details.method
-        fields: dict[str, Any] = {
-            "request_deserializer": _safe(handler.request_deserializer, method)}
-        if handler.unary_unary is not None:
-            fields["unary_unary"] = _unary(handler.unary_unary)
-        elif handler.unary_stream is not None:
-            fields["unary_stream"] = _unary_stream(handler.unary_stream)
-        elif handler.stream_unary is not None:
-            fields["stream_unary"] = _stream_unary(handler.stream_unary)
-        elif handler.stream_stream is not None:  # reflection
-            fields["stream_stream"] = _stream_stream(handler.stream_stream)
-        return handler._replace(**fields)  # type: ignore[attr-defined, no-any-return]
+        return self._wrapped.get(details.method, handler, _guarded)  # type: ignore[no-any-return]
+
+
+def _guarded(method: str, handler: Any) -> Any:
+    """``handler`` with its deserializer and behaviour guarded (the module docstring)."""
+    fields: dict[str, Any] = {
+        "request_deserializer": _safe(handler.request_deserializer, method)}
+    if handler.unary_unary is not None:
+        fields["unary_unary"] = _unary(handler.unary_unary)
+    elif handler.unary_stream is not None:
+        fields["unary_stream"] = _unary_stream(handler.unary_stream)
+    elif handler.stream_unary is not None:
+        fields["stream_unary"] = _stream_unary(handler.stream_unary)
+    elif handler.stream_stream is not None:  # reflection
+        fields["stream_stream"] = _stream_stream(handler.stream_stream)
+    return handler._replace(**fields)
 
 
 def _unary(behavior: Callable[..., Any]) -> Callable[..., Any]:

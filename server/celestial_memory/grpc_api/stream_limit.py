@@ -21,7 +21,7 @@ import grpc
 from celestial_memory.access.roles import CALLER
 from celestial_memory.errors import TooManyCalls
 from celestial_memory.grpc_api.status import abort
-from celestial_memory.grpc_api.wrapping import Handler, around
+from celestial_memory.grpc_api.wrapping import Handler, WrappedHandlers, around
 
 LOOPBACK = "loopback"
 
@@ -41,6 +41,7 @@ class StreamLimiter(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
     def __init__(self, per_caller: int, total: int) -> None:
         self.per_caller, self.total = per_caller, total
         self.open: dict[str, int] = {}  # the event loop is the only thread that changes it
+        self._wrapped = WrappedHandlers()
 
     async def intercept_service(
         self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Handler]],
@@ -49,7 +50,7 @@ class StreamLimiter(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         handler = await continuation(details)
         if handler is None or not (handler.request_streaming or handler.response_streaming):
             return handler
-        return around(handler, self._slot)
+        return self._wrapped.get(details.method, handler, lambda _, h: around(h, self._slot))
 
     @contextlib.asynccontextmanager
     async def _slot(self, context: Any) -> AsyncIterator[None]:

@@ -39,3 +39,25 @@ def around(handler: Handler, enter: Around) -> Handler:
     return handler._replace(
         unary_unary=wrap(handler.unary_unary), unary_stream=wrap(handler.unary_stream),
         stream_unary=wrap(handler.stream_unary), stream_stream=wrap(handler.stream_stream))
+
+
+class WrappedHandlers:
+    """Each method's wrapped handler, built once. gRPC asks the interceptors for a method's
+    handler on every call, and wrapping it anew each time (closures and a named tuple per layer)
+    cost every call time; the handler a method resolves to is the same object from call to
+    call, and one that changes is wrapped anew."""
+
+    LIMIT = 1024  # methods are the server's registered ones; the bound is a safety net
+
+    def __init__(self) -> None:
+        self._by_method: dict[str, tuple[Handler, Handler]] = {}
+
+    def get(self, method: str, handler: Handler,
+            wrap: Callable[[str, Handler], Handler]) -> Handler:
+        hit = self._by_method.get(method)
+        if hit is not None and hit[0] is handler:
+            return hit[1]
+        wrapped = wrap(method, handler)
+        if len(self._by_method) < self.LIMIT or method in self._by_method:
+            self._by_method[method] = (handler, wrapped)
+        return wrapped

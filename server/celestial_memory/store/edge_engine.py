@@ -270,11 +270,11 @@ class EdgeEngine:
         has_ids = _FILTERS.has_id(list(keys))
         common = [_FILTERS.condition(c) for c in where]
         f = qe.Filter(must=[*common, has_ids])
-        queries = {c: q for c, q in _signal_queries(query).items()
-                   if columns is None or c in columns}
+        every = _signal_queries(query)
+        queries = {c: q for c, q in every.items() if columns is None or c in columns}
         # A condition's matches: the content query again (cheap over these few points),
-        # filtered by it, ids only.
-        any_query = next(iter(queries.values()))
+        # filtered by it, ids only; every memory has a content vector, not every one the others.
+        any_query = every[0]
         batches = self._memories.query_batch(qe.QueryBatchRequest([
             *(qe.QueryRequest(limit=len(keys), query=q, filter=f, with_payload=False,
                               params=_EXACT) for q in queries.values()),

@@ -329,10 +329,11 @@ class QdrantEngine:
         if not keys:
             return en.Scored(scores, [set() for _ in matching])
         f = _filter(where, keys)
-        queries = {c: q for c, q in _signal_queries(query).items()
-                   if columns is None or c in columns}
-        # A condition's matches: the content query again, filtered by it, ids only.
-        col0, q0 = next(iter(queries.items()))
+        every = _signal_queries(query)
+        queries = {c: q for c, q in every.items() if columns is None or c in columns}
+        # A condition's matches: the content query again, filtered by it, ids only (every
+        # memory has a content vector; not every one has the other signals).
+        col0, q0 = 0, every[0]
         responses = self._client.query_batch_points(self._names["memories"], requests=[
             *(models.QueryRequest(query=q, using=SIGNALS[c], filter=f, limit=len(keys),
                                   with_payload=False, params=self._exact)
