@@ -30,7 +30,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 PEERS = ("celestial", "celestial-int8", "chroma", "langchain-qdrant", "mem0")
 # Run with this interpreter; the rest in the peers' venv.
-SERVICE_SIDE = ("floor", "celestial", "celestial-int8")
+SERVICE_SIDE = ("floor", "floor-onnx", "celestial", "celestial-int8")
+FLOORS = ("floor", "floor-onnx")
 WARMUP = 5
 COPY_MARK = " (copy {n})"
 
@@ -188,6 +189,14 @@ def table(results: dict[str, dict[str, Any]], config: dict[str, Any]) -> str:
             return _ms(r[key], None if n == "floor" else fl.get(floor_key))
         return cell
 
+    onnx = ok.get("floor-onnx", {})
+
+    def against_onnx(n: str, r: dict[str, Any]) -> str:
+        if n in FLOORS or not onnx:
+            return "—"
+        return " / ".join(f"×{r[k]['p50_ms'] / onnx[k]['p50_ms']:.2f}"
+                          for k in ("text_recall", "vector_recall"))
+
     m = config["memories"]
     lines = [
         "| at " + f"{m:,} memories" + " | " + " | ".join(names) + " |",
@@ -200,6 +209,7 @@ def table(results: dict[str, dict[str, Any]], config: dict[str, Any]) -> str:
         row("text recall, no reinforcement, p50 / p90 ms",
             lambda n, r: _ms(r["extra_text_recall"]["no_reinforce"], fl.get("text_recall"))),
         row("vector recall, top 10, p50 / p90 ms", lat("vector_recall", "vector_recall")),
+        row("text / vector recall p50 against the ONNX hybrid floor (floor-onnx)", against_onnx),
         row("floor parts: encode one query / engine search, p50 ms",
             lambda n, r: f"{r['encode_one']['p50_ms']:.1f} / {r['search_one']['p50_ms']:.2f}"),
         row("RSS of the process holding the data, MiB (peak)",
@@ -237,7 +247,9 @@ def notes(results: dict[str, dict[str, Any]], config: dict[str, Any]) -> str:
         f"(torch threads as the service sets them: {config['torch_threads'] or 'torch default'}).",
         f"LoCoMo: conversations {', '.join(config['evaluated'])}, one collection / tenant each.",
         "Ratios (×) are to the floor column's same row; the text-recall floor is the raw encode "
-        "plus the raw engine search, timed together.",
+        "plus the raw engine search, timed together. floor-onnx is the second floor: the "
+        "service's own ONNX Runtime encoder and keyword vector, and one hybrid (dense + BM25, "
+        "RRF) query of the raw engine, in-process.",
     ]
     for n, r in results.items():
         if "error" in r:
@@ -262,7 +274,7 @@ def main() -> int:
     ap.add_argument("--adds", type=int, default=100, help="single stores timed (default 100)")
     ap.add_argument("--batch", type=int, default=1000, help="memories per ingest batch")
     ap.add_argument("--systems", default=",".join(PEERS),
-                    help=f"comma-separated, of {','.join(PEERS)} (the floor always runs)")
+                    help=f"comma-separated, of {','.join(PEERS)} (both floors always run)")
     ap.add_argument("--conversations", type=int, default=0,
                     help="evaluate R@k on the first N LoCoMo files only (default all)")
     ap.add_argument("--quick", action="store_true",
@@ -290,7 +302,7 @@ def main() -> int:
         config["machine"] = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
         if subprocess.run([sys.executable, str(HERE / "worker.py"), "embed", tmp]).returncode:
             raise SystemExit("embedding the queries failed")
-        for name in ["floor", *systems]:
+        for name in [*FLOORS, *systems]:
             python = sys.executable if name in SERVICE_SIDE else args.peers_python
             waited = wait_quiet(args.quiet_wait) if args.quiet_wait > 0 else 0.0
             print(f"== {name}" + (f" (waited {waited:.0f} s for a quiet machine)" if waited > 6 else ""),

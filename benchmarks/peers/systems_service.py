@@ -255,3 +255,100 @@ class Floor(System):
         for shard in self._shards.values():
             shard.close()
         shutil.rmtree(self._dir, ignore_errors=True)
+
+
+class OnnxFloor(Floor):
+    """The service's own encoder (ONNX Runtime, as ``celestial serve`` opens it: same model
+    file, precision and threads) and Qdrant Edge searched the way a hybrid search needs at the
+    least: the content vector (as the floor) and a BM25 keyword vector (the service's keyword
+    encoder, IDF applied by the engine), one query fusing both by RRF, in-process. The service
+    does more per recall (five zone searches, exact rescoring by four signals, entities, the
+    memory function, reinforcement); this floor is what a hybrid search costs before any of
+    that."""
+
+    name = "floor-onnx"
+
+    def open(self, data: Dataset, root: Path) -> None:
+        import qdrant_edge as qe
+        from celestial_memory.config import Settings
+        from celestial_memory.encoding.choice import open_encoder
+        from celestial_memory.recall.keywords import KeywordEncoder
+
+        settings = Settings()
+        self._qe = qe
+        self._encoder = open_encoder(settings)
+        self._keywords = KeywordEncoder(settings.keyword_k1, settings.keyword_b,
+                                        settings.keyword_avg_len, settings.context_keyword_avg_len)
+        self._dir = root / "floor-onnx-data"
+        self._shards = {}
+        self._next_id = 0
+        self._params = qe.SearchParams(hnsw_ef=48, quantization=qe.QuantizationSearchParams(
+            rescore=True, oversampling=2.0))
+        self._warmup = len(data.warmup)
+        self._candidates = settings.recall_candidates
+        self.encode_ms = []
+        self.search_ms = []
+
+    def _shard(self, coll: str) -> Any:
+        qe = self._qe
+        if coll not in self._shards:
+            path = self._dir / coll
+            path.mkdir(parents=True)
+            config = qe.EdgeConfig(
+                vectors={"dense": qe.EdgeVectorParams(
+                    size=self._encoder.dimension, distance=qe.Distance.Cosine,
+                    quantization_config=qe.ScalarQuantizationConfig(qe.ScalarType.Int8,
+                                                                    always_ram=True))},
+                sparse_vectors={"keywords": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)})
+            self._shards[coll] = qe.EdgeShard.create(str(path), config)
+        return self._shards[coll]
+
+    def _encode(self, texts: list[str]) -> Any:
+        # What the service computes for a query: its vector and its keyword vector.
+        return [(v, self._keywords.query(t)) for t, v in
+                zip(texts, self._encoder.embed(texts), strict=True)]
+
+    def ingest(self, coll: str, turns: Sequence[Turn]) -> None:
+        qe = self._qe
+        texts = [t.text for t in turns]
+        vectors = [v for s in range(0, len(texts), 64) for v in self._encoder.embed(texts[s:s + 64])]
+        points = []
+        for i, (t, v) in enumerate(zip(turns, vectors, strict=True)):
+            kw = self._keywords.document(t.text)
+            points.append(qe.Point(self._next_id + i, {
+                "dense": list(map(float, v)), "keywords": qe.SparseVector(kw.indices, kw.values)},
+                t.metadata()))
+        self._next_id += len(points)
+        self._shard(coll).update(qe.UpdateOperation.upsert_points(points))
+
+    def _hybrid(self, coll: str, vector: Sequence[float], keywords: Any, k: int) -> list[str]:
+        qe = self._qe
+        dense = qe.Query.Nearest(list(map(float, vector)), using="dense")
+        if keywords is None or not len(keywords.indices):
+            request = qe.QueryRequest(limit=k, query=dense, with_payload=True, params=self._params)
+        else:
+            n = max(self._candidates, k)
+            request = qe.QueryRequest(
+                limit=k, with_payload=True, query=qe.Fusion.Rrf(k=60), prefetches=[
+                    qe.Prefetch(limit=n, query=dense, params=self._params),
+                    qe.Prefetch(limit=n, query=qe.Query.Nearest(
+                        qe.SparseVector(keywords.indices, keywords.values), using="keywords")),
+                ])
+        return [(h.payload or {}).get("dia_id", "") for h in self._shard(coll).query(request)]
+
+    def text_recall(self, coll: str, query: str, k: int) -> list[str]:
+        enc_ms, encoded = timed(self._encode, [query])
+        (vector, keywords), = encoded
+        search_ms, got = timed(self._hybrid, coll, vector, keywords, k)
+        if coll == "bench":
+            self.encode_ms.append(enc_ms)
+            self.search_ms.append(search_ms)
+        return got
+
+    def vector_recall(self, coll: str, vector: Sequence[float], k: int) -> list[str]:
+        return self._hybrid(coll, vector, None, k)
+
+    def versions(self) -> dict[str, str]:
+        return {**_versions("qdrant-edge-py", "onnxruntime"),
+                "encoder": f"ONNX Runtime {self._encoder.precision}, "
+                           f"{self._encoder.threads} thread(s)"}

@@ -17,6 +17,7 @@ from harness import Dataset, System, log, measure
 # System name -> (module, class); each module imports its libraries only when it runs.
 SYSTEMS = {
     "floor": ("systems_service", "Floor"),
+    "floor-onnx": ("systems_service", "OnnxFloor"),
     "celestial": ("systems_service", "Celestial"),
     "celestial-int8": ("systems_service", "CelestialInt8"),
     "chroma": ("systems_peers", "Chroma"),
