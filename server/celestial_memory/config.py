@@ -119,6 +119,11 @@ class Settings(BaseSettings):
     embed_batch_window_ms: float = Field(
         1.0, ge=0, le=100, description="concurrent calls' texts: wait this long for more")
     embed_max_batch: int = Field(64, gt=0, description="most texts in one encode")
+    # ONNX Runtime only (encoding/onnx_encoder.py): a large encode's chunks run this many at a
+    # time, each with embed_threads threads; torch uses every core in one encode already.
+    embed_lanes: int = Field(
+        0, ge=0, le=64,
+        description="ONNX Runtime: chunks of a large encode run at once; 0 = cores / threads")
 
     # Memory function (docs/design.md, "The memory function")
     w_recall: float = Field(0.25, ge=0, description="weight of R, the recall count")

@@ -23,7 +23,7 @@ import numpy as np
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 
-from tests.e2e.test_serve_process import free_port, start
+from tests.e2e.test_serve_process import free_port, start, stop
 
 THRESHOLDS = (0.50, 0.30, 0.10, -0.10)
 DIM = 384
@@ -233,3 +233,17 @@ def test_kill_right_after_recalls_loses_no_reinforcement(tmp_path: Path) -> None
     with _serving(tmp_path, port) as stub:
         counts = {i: stub.Get(pb.GetRequest(tenant="k", id=i)).memory.recall_count for i in ids}
         assert counts == {i: returned.get(i, 0) for i in ids}
+
+    # Then a graceful stop right after more recalls: they count after the next start too.
+    proc = start(tmp_path, port, CELESTIAL_REINFORCE_FLUSH_MS="100")
+    ch, stub = _stub(port)
+    with ch:
+        for i in range(60):
+            (r,) = stub.Recall(pb.RecallRequest(tenant="k", query_vector=vectors[i % 20].tolist(),
+                                                limit=1, min_relevance=0.5), timeout=30).results
+            returned[r.memory.id] = returned.get(r.memory.id, 0) + 1
+    stop(proc)
+    with _serving(tmp_path, port) as stub:
+        counts = {i: stub.Get(pb.GetRequest(tenant="k", id=i)).memory.recall_count for i in ids}
+        assert counts == {i: returned.get(i, 0) for i in ids}
+        assert sum(counts.values()) == 360

@@ -78,3 +78,35 @@ def test_the_level_still_filters() -> None:
         log.warning("loud")
     """)
     assert any("loud" in line for line in lines) and not any("quiet" in line for line in lines)
+
+
+def test_a_stalled_stderr_holds_the_caller_back_instead_of_growing_the_queue() -> None:
+    import logging as logging_
+    import threading
+
+    from celestial_memory.observability import json_logs
+
+    gate = threading.Event()
+
+    class Stalled(logging_.Handler):
+        def emit(self, record: logging_.LogRecord) -> None:
+            gate.wait(30)
+
+    queue = json_logs.Queue(5)  # type: ignore[var-annotated]
+    handler = json_logs._Queued(queue)
+    listener = logging_.handlers.QueueListener(queue, Stalled())
+    listener.start()
+    record = logging_.LogRecord("x", logging_.INFO, __file__, 1, "m", None, None)
+    done = threading.Event()
+
+    def log_many() -> None:
+        for _ in range(20):
+            handler.handle(record)
+        done.set()
+
+    threading.Thread(target=log_many, daemon=True).start()
+    assert not done.wait(0.5)  # held back: the writer takes one line, five wait, the rest block
+    assert queue.qsize() == 5
+    gate.set()
+    assert done.wait(30)
+    listener.stop()

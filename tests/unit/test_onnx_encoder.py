@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -190,3 +191,34 @@ def test_the_int8_copy_is_made_once_close_to_fp32_and_rebuilt_when_damaged(
     assert any("damaged" in r.getMessage() for r in caplog.records)
     assert "quantized now" in encoder_lines(caplog)[-1].getMessage()
     assert np.allclose(rebuilt.embed(TEXTS[:6]), int8.embed(TEXTS[:6]), atol=1e-5)
+
+
+def test_lanes_give_the_same_vectors_and_run_chunks_on_threads_of_their_own(
+        exported: Settings) -> None:
+    one = open_encoder(exported.model_copy(update={"embed_lanes": 1}))
+    three = open_encoder(exported.model_copy(update={"embed_lanes": 3}))
+    assert isinstance(one, OnnxEmbedder) and isinstance(three, OnnxEmbedder)
+    assert (one.lanes, three.lanes) == (1, 3)
+    texts = TEXTS * 2  # five chunks of 64
+    seen: set[str] = set()
+    encode = three._encode
+
+    def spy(tokenizer: object, chunk: list[str]) -> np.ndarray:
+        seen.add(threading.current_thread().name)
+        return encode(tokenizer, chunk)
+
+    three._encode = spy  # type: ignore[method-assign]
+    ours, theirs = three.embed(texts), one.embed(texts)
+    assert np.allclose(ours, theirs, atol=1e-5)
+    assert seen and all(name.startswith("encode-lane") for name in seen)
+    assert len(seen) >= 2  # five chunks over three lanes: more than one lane took a chunk
+    # One short encode stays on the caller's thread.
+    seen.clear()
+    assert np.allclose(three.embed([TEXTS[0]]), one.embed([TEXTS[0]]), atol=1e-5)
+    assert seen == {threading.current_thread().name}
+
+
+def test_the_default_lanes_are_the_cores_over_the_threads(exported: Settings) -> None:
+    encoder = open_encoder(exported.model_copy(update={"embed_lanes": 0, "embed_threads": 1}))
+    assert isinstance(encoder, OnnxEmbedder)
+    assert encoder.lanes == max(1, (os.cpu_count() or 1))

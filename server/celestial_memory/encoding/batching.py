@@ -31,6 +31,9 @@ Rows = npt.NDArray[np.float32]
 class BatchingEmbedder:
     def __init__(self, inner: Embedder, window_s: float = 0.001, max_batch: int = 64) -> None:
         self.name, self.dimension = inner.name, inner.dimension
+        # Chunks one encode runs at once (encoding/onnx_encoder.py); a caller with many texts
+        # hands over this many chunks in one call so that they can.
+        self.lanes: int = getattr(inner, "lanes", 1)
         self._inner, self._window, self._max = inner, window_s, max_batch
         self.inner = inner  # what it batches for (its tokenizer, for one)
         self._queue: queue.Queue[tuple[list[str], Future[Rows]] | None] = queue.Queue()

@@ -8,6 +8,7 @@ logged), ``onnx`` (ONNX Runtime or the server does not start) or ``torch``.
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from pathlib import Path
 from typing import Any
@@ -60,8 +61,8 @@ def open_encoder(settings: Settings) -> Embedder:
             _say_torch(torch_model[0], settings, reason, logging.WARNING)
             return torch_model[0]
         return _torch(settings, reason, logging.WARNING)
-    log.info("embedding encoder: ONNX Runtime (%s) for %s, %d thread(s); %s",
-             encoder.precision, encoder.name, encoder.threads, why)
+    log.info("embedding encoder: ONNX Runtime (%s) for %s, %d thread(s), %d lane(s); %s",
+             encoder.precision, encoder.name, encoder.threads, encoder.lanes, why)
     return encoder
 
 
@@ -109,7 +110,8 @@ def _onnx(settings: Settings, torch_model: list[SentenceTransformerEmbedder]
         _check_against_torch(encoder, torch_model[0], onnx_path, meta_path)
         why = f"the ONNX file {made.path} exported now from its weights"
     if settings.embed_int8:
-        return _int8(encoder, onnx_path, meta_path, threads)
+        encoder, why = _int8(encoder, onnx_path, meta_path, threads)
+    encoder.lanes = settings.embed_lanes or max(1, (os.cpu_count() or 1) // threads)
     return encoder, why
 
 

@@ -4,12 +4,20 @@ returns unit-length mean-pooled vectors (the ONNX file holds the pooling).
 ONNX Runtime releases the GIL while it computes, so the gRPC loop and the engine keep running
 during an encode, and its kernels take about a third of torch's time for one short query here
 (docs/encoder.md has the figures).
+
+Lanes: a large encode (a StoreBatch's texts) is cut into chunks of ``BATCH`` that run ``lanes``
+at a time, each on a thread of its own with its own copy of the tokenizer (a fast tokenizer
+refuses a second thread), over the one session, whose ``run`` is thread-safe. One session thread
+per lane keeps one query's encode as it was and uses every core for a batch.
 """
 
 from __future__ import annotations
 
+import copy
+import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +48,14 @@ class OnnxEmbedder:
     backend = "onnx"
 
     def __init__(self, name: str, onnx_path: Path, tokenizer: Any, dimension: int,
-                 max_length: int, threads: int, precision: str = "fp32") -> None:
+                 max_length: int, threads: int, precision: str = "fp32", lanes: int = 1) -> None:
         import onnxruntime as ort
 
         self.name, self.dimension, self.threads = name, dimension, threads
+        self.lanes = max(1, lanes)
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+        self._lane = threading.local()  # a lane thread's own tokenizer
         self.precision, self.max_length = precision, max_length
         self.tokenizer = tokenizer  # Context counts a prompt's tokens with it
         self._session = ort.InferenceSession(str(onnx_path), session_options(threads),
@@ -58,15 +70,31 @@ class OnnxEmbedder:
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         # Similar lengths batched together pad less (as the torch encoder does).
         order = np.argsort([-len(t) for t in texts], kind="stable")
-        for start in range(0, len(texts), BATCH):
-            rows = order[start:start + BATCH]
-            features = self._tokenizer_call([texts[i] for i in rows])
-            out[rows] = self._session.run(None, features)[0]
+        chunks = [order[start:start + BATCH] for start in range(0, len(texts), BATCH)]
+        if self.lanes > 1 and len(chunks) > 1:
+            encoded = self._lanes().map(self._on_lane, [[texts[i] for i in c] for c in chunks])
+        else:
+            encoded = (self._encode(self.tokenizer, [texts[i] for i in c]) for c in chunks)
+        for rows, vectors in zip(chunks, encoded, strict=True):
+            out[rows] = vectors
         metrics.EMBED_SECONDS.observe(time.perf_counter() - started)
         metrics.EMBED_BATCH.observe(len(texts))
         return out
 
-    def _tokenizer_call(self, texts: list[str]) -> dict[str, npt.NDArray[np.int64]]:
-        features = self.tokenizer(texts, padding=True, truncation="longest_first",
-                                  max_length=self.max_length, return_tensors="np")
-        return {k: np.asarray(features[k], dtype=np.int64) for k in INPUTS}
+    def _encode(self, tokenizer: Any, texts: list[str]) -> npt.NDArray[np.float32]:
+        features = tokenizer(texts, padding=True, truncation="longest_first",
+                             max_length=self.max_length, return_tensors="np")
+        inputs = {k: np.asarray(features[k], dtype=np.int64) for k in INPUTS}
+        return np.asarray(self._session.run(None, inputs)[0], dtype=np.float32)
+
+    def _on_lane(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        tokenizer = getattr(self._lane, "tokenizer", None)
+        if tokenizer is None:
+            tokenizer = self._lane.tokenizer = copy.deepcopy(self.tokenizer)
+        return self._encode(tokenizer, texts)
+
+    def _lanes(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.lanes, thread_name_prefix="encode-lane")
+            return self._pool

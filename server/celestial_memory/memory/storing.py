@@ -209,7 +209,8 @@ class Storing:
         # to similar lengths (1,000 LoCoMo turns in chunks of 64: 10.4 s unsorted, as one call
         # 6.4 s).
         missing.sort(key=lambda i: len(items[i].content))
-        step = max(1, self._settings.embed_max_batch)
+        # Lanes' worth at a time: the encoder runs that many chunks at once.
+        step = max(1, self._settings.embed_max_batch) * getattr(self._embedder, "lanes", 1)
         for start in range(0, len(missing), step):
             cancel.check("the store")
             chunk = missing[start:start + step]

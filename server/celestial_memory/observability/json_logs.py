@@ -12,9 +12,10 @@ import json
 import logging
 import logging.handlers
 from datetime import UTC, datetime
-from queue import SimpleQueue
+from queue import Queue
 
 FIELDS = ("request_id", "tenant", "method", "status", "duration_ms")
+QUEUED_LINES = 10_000  # lines waiting for the writer thread at most
 
 
 class JsonFormatter(logging.Formatter):
@@ -47,6 +48,15 @@ class _Queued(logging.handlers.QueueHandler):
         record.exc_info = None  # a traceback's frames are not handed to another thread
         return record
 
+    def __init__(self, lines: Queue[logging.LogRecord]) -> None:
+        super().__init__(lines)
+        self._lines = lines
+
+    def enqueue(self, record: logging.LogRecord) -> None:
+        # Blocks when the queue is full (stderr not drained): the caller waits, as it did when
+        # it wrote the line itself, instead of the queue growing without bound.
+        self._lines.put(record)
+
 
 _listener: logging.handlers.QueueListener | None = None
 
@@ -62,7 +72,7 @@ def configure(level: str, fmt: str) -> None:
         "%(asctime)s %(levelname)s %(name)s: %(message)s"))
     if _listener is not None:
         _listener.stop()
-    queue: SimpleQueue[logging.LogRecord] = SimpleQueue()
+    queue: Queue[logging.LogRecord] = Queue(QUEUED_LINES)
     _listener = logging.handlers.QueueListener(queue, stream, respect_handler_level=True)
     _listener.start()
     logging.basicConfig(level=level.upper(), handlers=[_Queued(queue)], force=True)
