@@ -107,15 +107,6 @@ def _open(path: Path, config: Any, indexes: Mapping[str, str],
     return shard
 
 
-# A segment gets its HNSW graph once its vectors take this many KiB (the engine's default is
-# 10,000, about 6,600 of these 384-float vectors): below it every search of the segment is a
-# full scan, filtered per zone. After the server's periodic builds had merged 10,000 memories
-# into one segment under the default threshold, a vector recall took 3.55 ms in-process against
-# 1.67 ms with this one (the same 300 LoCoMo questions). 1,000 KiB is about 650 vectors, where
-# a scan still costs little.
-INDEXING_THRESHOLD_KB = 1000
-
-
 class EdgeEngine:
     name = "edge"
 
@@ -151,7 +142,6 @@ class EdgeEngine:
             # Payload pages kept in RAM by default: a full rebalance and capacity checks read
             # many payloads.
             payload_memory=qe.Memory.Cold if payload_on_disk else qe.Memory.Cached,
-            optimizers=qe.EdgeOptimizersConfig(indexing_threshold=INDEXING_THRESHOLD_KB),
         )
         ledger_config = qe.EdgeConfig(sparse_vectors={"_": qe.EdgeSparseVectorParams()})
         self._shards = {
