@@ -123,7 +123,7 @@ class Settings(BaseSettings):
     # time, each with embed_threads threads; torch uses every core in one encode already.
     embed_lanes: int = Field(
         0, ge=0, le=64,
-        description="ONNX Runtime: chunks of a large encode run at once; 0 = cores / threads")
+        description="ONNX Runtime: chunks of a large encode run at once; 0 = cores / threads, at most 8")
 
     # Memory function (docs/design.md, "The memory function")
     w_recall: float = Field(0.25, ge=0, description="weight of R, the recall count")

@@ -210,3 +210,30 @@ async def test_traces_an_rpc_and_its_stages(observed: MemoryServer) -> None:
     # Off again: no spans.
     with telemetry.span("nothing") as s:
         assert s is None
+
+
+async def test_the_interceptors_wrap_a_methods_handler_once(
+    server: MemoryServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every interceptor reuses its wrapped handler from call to call (grpc_api/wrapping.py):
+    counted at each layer's wrapping function, a second and third Stats wrap nothing anew."""
+    from celestial_memory.grpc_api import wrapping
+
+    wraps: list[str] = []
+    real_get = wrapping.WrappedHandlers.get
+
+    def counting(self: wrapping.WrappedHandlers, method: str, handler: Any, wrap: Any) -> Any:
+        def counted(m: str, h: Any) -> Any:
+            wraps.append(m)
+            return wrap(m, h)
+        return real_get(self, method, handler, counted)
+
+    monkeypatch.setattr(wrapping.WrappedHandlers, "get", counting)
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as ch:
+        stub = pb_grpc.MemoryServiceStub(ch)
+        await stub.Stats(pb.StatsRequest(tenant=T))
+        first = len(wraps)
+        await stub.Stats(pb.StatsRequest(tenant=T))
+        await stub.Stats(pb.StatsRequest(tenant=T))
+    assert first == 4  # observer, decode guard, authenticator, call limit (not a stream)
+    assert len(wraps) == first and set(wraps) == {"/celestial.v1.MemoryService/Stats"}

@@ -236,6 +236,21 @@ def test_a_contextual_vector_is_kept_only_where_it_differs(store: MemoryReposito
     assert np.allclose(exported[apart.id].index.context_dense, other, atol=1e-3)
 
 
+def test_entity_matches_count_a_memory_without_a_contextual_vector(
+        store: MemoryRepository) -> None:
+    # A query without keywords rescores only the contextual vector; which candidates mention an
+    # entity is asked with the content vector, which every memory has.
+    q, other = unit_vectors(2, DIM, seed=23)
+    plain = mem(vector=q, content="plain", entities=["person:ana"])  # no contextual vector
+    apart = mem(vector=q, content="apart", context="before", entities=["person:ana"])
+    apart.index = IndexVectors(other, apart.index.keywords, apart.index.context_keywords)
+    neither = mem(vector=q, content="neither", entities=["person:bo"])
+    store.upsert([plain, apart, neither])
+    got = store.candidates("a", hq(q), [Zone.OUTER], MemoryFilter(), 5, ["person:ana"])
+    mentions = dict(zip(got.ids, got.mentions or [], strict=True))
+    assert mentions == {plain.id: ["person:ana"], apart.id: ["person:ana"], neither.id: []}
+
+
 def test_filters_restrict_search_and_delete(store: MemoryRepository) -> None:
     q = unit_vectors(1, DIM, seed=5)[0]
     a = mem(vector=q, tags=["x", "y"], session_id="s1", agent_id="bot", importance=0.9,

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 
 def _run(fmt: str, body: str) -> list[str]:
     code = textwrap.dedent(f"""
@@ -80,33 +82,58 @@ def test_the_level_still_filters() -> None:
     assert any("loud" in line for line in lines) and not any("quiet" in line for line in lines)
 
 
-def test_a_stalled_stderr_holds_the_caller_back_instead_of_growing_the_queue() -> None:
-    import logging as logging_
+def test_a_stalled_writer_makes_callers_write_instead_of_growing_the_queue(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+    import logging.handlers
     import threading
 
     from celestial_memory.observability import json_logs
 
+    monkeypatch.setattr(json_logs, "QUEUED_LINES", 5)
     gate = threading.Event()
 
-    class Stalled(logging_.Handler):
-        def emit(self, record: logging_.LogRecord) -> None:
+    class Stalled(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
             gate.wait(30)
 
-    queue = json_logs.Queue(5)  # type: ignore[var-annotated]
-    handler = json_logs._Queued(queue)
-    listener = logging_.handlers.QueueListener(queue, Stalled())
+    class Direct(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lines = 0
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.lines += 1
+
+    lines = json_logs.SimpleQueue()  # type: ignore[var-annotated]
+    direct = Direct()
+    handler = json_logs._Queued(lines, direct)
+    listener = logging.handlers.QueueListener(lines, Stalled())
     listener.start()
-    record = logging_.LogRecord("x", logging_.INFO, __file__, 1, "m", None, None)
-    done = threading.Event()
-
-    def log_many() -> None:
-        for _ in range(20):
-            handler.handle(record)
-        done.set()
-
-    threading.Thread(target=log_many, daemon=True).start()
-    assert not done.wait(0.5)  # held back: the writer takes one line, five wait, the rest block
-    assert queue.qsize() == 5
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "m", None, None)
+    handler.handle(record)
+    for _ in range(100):  # the writer takes the first line and stalls on it
+        if lines.qsize() == 0:
+            break
+        threading.Event().wait(0.01)
+    for _ in range(19):
+        handler.handle(record)
+    assert lines.qsize() == 5 and direct.lines == 14  # bounded; the rest written by the caller
     gate.set()
-    assert done.wait(30)
     listener.stop()
+    assert lines.qsize() == 0
+
+
+def test_lines_logged_after_the_exit_drain_still_reach_stderr() -> None:
+    code = textwrap.dedent("""
+        import atexit, logging
+        # Registered first, so it runs after the drain (atexit runs last-registered first).
+        atexit.register(lambda: logging.getLogger("celestial_memory.test").warning("late line"))
+        from celestial_memory.observability import json_logs
+        json_logs.configure("INFO", "text")
+        logging.getLogger("celestial_memory.test").info("early line")
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "early line" in done.stderr and "late line" in done.stderr

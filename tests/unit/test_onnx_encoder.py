@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from celestial_memory.config import Settings
 from celestial_memory.encoding import OnnxEmbedder, onnx_cache_dir, open_encoder
+from celestial_memory.encoding.choice import default_lanes
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.encoding.onnx_file import file_sha256
 
@@ -201,16 +202,21 @@ def test_lanes_give_the_same_vectors_and_run_chunks_on_threads_of_their_own(
     assert (one.lanes, three.lanes) == (1, 3)
     texts = TEXTS * 2  # five chunks of 64
     seen: set[str] = set()
+    tokenizers: dict[str, object] = {}
     encode = three._encode
 
     def spy(tokenizer: object, chunk: list[str]) -> np.ndarray:
         seen.add(threading.current_thread().name)
+        tokenizers[threading.current_thread().name] = tokenizer
         return encode(tokenizer, chunk)
 
     three._encode = spy  # type: ignore[method-assign]
     ours, theirs = three.embed(texts), one.embed(texts)
     assert np.allclose(ours, theirs, atol=1e-5)
     assert seen and all(name.startswith("encode-lane") for name in seen)
+    # Each lane its own tokenizer copy (a fast tokenizer refuses a second thread).
+    assert all(t is not three.tokenizer for t in tokenizers.values())
+    assert len({id(t) for t in tokenizers.values()}) == len(tokenizers)
     assert len(seen) >= 2  # five chunks over three lanes: more than one lane took a chunk
     # One short encode stays on the caller's thread.
     seen.clear()
@@ -221,4 +227,5 @@ def test_lanes_give_the_same_vectors_and_run_chunks_on_threads_of_their_own(
 def test_the_default_lanes_are_the_cores_over_the_threads(exported: Settings) -> None:
     encoder = open_encoder(exported.model_copy(update={"embed_lanes": 0, "embed_threads": 1}))
     assert isinstance(encoder, OnnxEmbedder)
-    assert encoder.lanes == max(1, (os.cpu_count() or 1))
+    assert encoder.lanes == max(1, min(8, len(os.sched_getaffinity(0))))
+    assert default_lanes(3) == max(1, min(8, len(os.sched_getaffinity(0)) // 3))

@@ -34,6 +34,7 @@ log = logging.getLogger("celestial_memory.encoder")
 # second intra-op thread made one query's encode slower, not faster, whenever anything else ran
 # (docs/encoder.md, "Threads").
 ONNX_DEFAULT_THREADS = 1
+MAX_DEFAULT_LANES = 8
 MIN_COSINE = 0.99999  # the ONNX vectors against torch's, checked on every export
 # The int8 copy against the fp32 file, on the probes: measured 0.97 at worst over LoCoMo's
 # texts, so below this the quantization went wrong rather than lost precision.
@@ -64,6 +65,14 @@ def open_encoder(settings: Settings) -> Embedder:
     log.info("embedding encoder: ONNX Runtime (%s) for %s, %d thread(s), %d lane(s); %s",
              encoder.precision, encoder.name, encoder.threads, encoder.lanes, why)
     return encoder
+
+
+def default_lanes(threads: int) -> int:
+    """The cores this process may run on (its CPU affinity, which a container's cpuset sets),
+    over the threads of one encode, at most ``MAX_DEFAULT_LANES``: each lane holds a tokenizer
+    and the buffers of one encode."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(MAX_DEFAULT_LANES, (cores or 1) // max(1, threads)))
 
 
 def _torch(settings: Settings, reason: str, level: int = logging.INFO) -> Embedder:
@@ -111,7 +120,7 @@ def _onnx(settings: Settings, torch_model: list[SentenceTransformerEmbedder]
         why = f"the ONNX file {made.path} exported now from its weights"
     if settings.embed_int8:
         encoder, why = _int8(encoder, onnx_path, meta_path, threads)
-    encoder.lanes = settings.embed_lanes or max(1, (os.cpu_count() or 1) // threads)
+    encoder.lanes = settings.embed_lanes or default_lanes(threads)
     return encoder, why
 
 
