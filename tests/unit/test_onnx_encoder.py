@@ -202,21 +202,22 @@ def test_lanes_give_the_same_vectors_and_run_chunks_on_threads_of_their_own(
     assert (one.lanes, three.lanes) == (1, 3)
     texts = TEXTS * 2  # five chunks of 64
     seen: set[str] = set()
-    tokenizers: dict[str, object] = {}
+    used: list[object] = []
     encode = three._encode
 
     def spy(tokenizer: object, chunk: list[str]) -> np.ndarray:
         seen.add(threading.current_thread().name)
-        tokenizers[threading.current_thread().name] = tokenizer
+        used.append(tokenizer)
         return encode(tokenizer, chunk)
 
     three._encode = spy  # type: ignore[method-assign]
     ours, theirs = three.embed(texts), one.embed(texts)
     assert np.allclose(ours, theirs, atol=1e-5)
     assert seen and all(name.startswith("encode-lane") for name in seen)
-    # Each lane its own tokenizer copy (a fast tokenizer refuses a second thread).
-    assert all(t is not three.tokenizer for t in tokenizers.values())
-    assert len({id(t) for t in tokenizers.values()}) == len(tokenizers)
+    # Lanes use copies of the tokenizer, at most one per lane (a fast tokenizer refuses a
+    # second thread); the caller's own is not among them.
+    assert all(t is not three.tokenizer for t in used)
+    assert 1 <= len({id(t) for t in used}) <= 3
     assert len(seen) >= 2  # five chunks over three lanes: more than one lane took a chunk
     # One short encode stays on the caller's thread.
     seen.clear()

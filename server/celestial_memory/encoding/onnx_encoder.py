@@ -6,9 +6,10 @@ during an encode, and its kernels take about a third of torch's time for one sho
 (docs/encoder.md has the figures).
 
 Lanes: a large encode (a StoreBatch's texts) is cut into chunks of ``BATCH`` that run ``lanes``
-at a time, each on a thread of its own with its own copy of the tokenizer (a fast tokenizer
-refuses a second thread), over the one session, whose ``run`` is thread-safe. One session thread
-per lane keeps one query's encode as it was and uses every core for a batch.
+at a time, each on a thread of its own with a copy of the tokenizer no other thread uses at
+the same time (a fast tokenizer refuses a second thread), over the one session, whose ``run``
+is thread-safe. One session thread per lane keeps one query's encode as it was and uses every
+core for a batch.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from queue import SimpleQueue
 from typing import Any
 
 import numpy as np
@@ -55,7 +57,9 @@ class OnnxEmbedder:
         self.lanes = max(1, lanes)
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
-        self._lane = threading.local()  # a lane thread's own tokenizer
+        # The lanes' tokenizers, one per lane, copied once on the thread that first needs them
+        # (no two threads read the original while it is copied); a chunk takes one, gives it back.
+        self._tokenizers: SimpleQueue[Any] = SimpleQueue()
         self.precision, self.max_length = precision, max_length
         self.tokenizer = tokenizer  # Context counts a prompt's tokens with it
         self._session = ort.InferenceSession(str(onnx_path), session_options(threads),
@@ -88,13 +92,16 @@ class OnnxEmbedder:
         return np.asarray(self._session.run(None, inputs)[0], dtype=np.float32)
 
     def _on_lane(self, texts: list[str]) -> npt.NDArray[np.float32]:
-        tokenizer = getattr(self._lane, "tokenizer", None)
-        if tokenizer is None:
-            tokenizer = self._lane.tokenizer = copy.deepcopy(self.tokenizer)
-        return self._encode(tokenizer, texts)
+        tokenizer = self._tokenizers.get()  # as many as lanes: one is free for each chunk
+        try:
+            return self._encode(tokenizer, texts)
+        finally:
+            self._tokenizers.put(tokenizer)
 
     def _lanes(self) -> ThreadPoolExecutor:
         with self._pool_lock:
             if self._pool is None:
+                for _ in range(self.lanes):
+                    self._tokenizers.put(copy.deepcopy(self.tokenizer))
                 self._pool = ThreadPoolExecutor(self.lanes, thread_name_prefix="encode-lane")
             return self._pool
