@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE = 1
 export TOKENIZERS_PARALLELISM = false
 
 .PHONY: install run test lint proto docs docs-config docs-serve bench-latency bench-rebalance bench-recall bench-graph bench-migration bench-load \
-	bench-peers \
+	bench-peers bench-after-writes \
 	dev-secrets fuzz \
 	eval-locomo clean
 
@@ -76,6 +76,10 @@ fuzz: install
 
 bench-load: install
 	$(PY) benchmarks/load.py
+
+# Recall in the minute after a 2,000-memory StoreBatch against the same once the server is idle.
+bench-after-writes: install
+	$(PY) benchmarks/after_writes.py
 
 # This service beside Chroma, LangChain + Qdrant and mem0, with the raw floors (its own
 # environment, benchmarks/peers/.venv, made on first use; not part of `make test`).

@@ -9,7 +9,9 @@ and written behind) and, in-process, the same recall three ways in one run: writ
 reinforcement through (``reinforce_flush_ms`` 0), journaled and written behind within 50 ms, and
 not reinforcing; and beside them the raw engine doing the
 same work with no service around it (the five zone queries in one batch, the four rescoring
-queries over their union, the payloads of the ten best, ten payload writes). Each way runs
+queries over their union, the payloads of the ten best, ten payload writes), and a table of a
+recall's stages through gRPC beside that raw engine (the service's own stages, the protobuf
+conversion and the transport). Each way runs
 twice, in the order A B C D then D C B A, with half the calls each time, so drift on the noisy
 machine falls on all alike; each run is long enough that a write-behind flusher's lag stays
 inside it. Last, the archive's cost: the same recalls (not reinforced, so the state stays put) with
@@ -36,14 +38,17 @@ from pathlib import Path
 import numpy as np
 import qdrant_edge as qe
 from celestial_client import AsyncCelestialClient
+from celestial_client.v1 import memory_pb2 as pb
 from celestial_memory.clock import ManualClock
 from celestial_memory.domain.requests import RecallQuery
 from celestial_memory.domain.selection import Selection
 from celestial_memory.domain.zones import Zone
+from celestial_memory.grpc_api import converters as cv
 from celestial_memory.grpc_api.server import MemoryServer
 from celestial_memory.memory.service import MemoryService
 
 sys.path.insert(0, str(Path(__file__).parent))
+from grpc_latency import stage_seconds
 from rebalance import DIM, NOISE, T0, TENANT, VOCAB, open_service, populate
 
 
@@ -122,7 +127,7 @@ def raw_engine(
     return times
 
 
-def compare_modes(path: Path, qs: list[tuple[list[float], str]]) -> None:
+def compare_modes(path: Path, qs: list[tuple[list[float], str]]) -> dict[str, list[float]]:
     """Write-through, write-behind, no reinforcement, raw engine (see the module docstring)."""
     modes = {"write-through": (0.0, True), "journaled write-behind (50 ms)": (50.0, True),
              "no reinforcement": (0.0, False), "raw engine": (0.0, False)}
@@ -147,6 +152,7 @@ def compare_modes(path: Path, qs: list[tuple[list[float], str]]) -> None:
         print(summary(f"in-process, {mode}", ts))
     print("raw engine by stage, p50: " + ", ".join(
         f"{stage} {statistics.median(ts):.2f} ms" for stage, ts in stages.items()))
+    return times
 
 
 async def _client_calls(target: str, qs: list[tuple[list[float], str]]) -> list[float]:
@@ -165,9 +171,11 @@ def _client_process(target: str, qs: list[tuple[list[float], str]], out: Connect
 
 async def through_grpc(
     svc: MemoryService, qs: list[tuple[list[float], str]]
-) -> tuple[list[float], list[float]]:
+) -> tuple[list[float], list[float], dict[str, float]]:
     """Timed by a client in its own process (as callers are: they do not share the server's
-    interpreter lock), then by one in the server's process; half of the calls each."""
+    interpreter lock), then by one in the server's process; half of the calls each. Also the
+    service's own stages over the first half, in milliseconds per recall (mean), and what
+    converting a recall's results to protobuf costs ("conversion")."""
     srv = MemoryServer(svc, "127.0.0.1:0")
     await srv.start()
     target, half = f"127.0.0.1:{srv.port}", len(qs) // 2
@@ -175,13 +183,53 @@ async def through_grpc(
         receive, send = multiprocessing.get_context("spawn").Pipe(duplex=False)
         proc = multiprocessing.get_context("spawn").Process(
             target=_client_process, args=(target, qs[:half], send))
+        before = stage_seconds()
         proc.start()
         own_process = await asyncio.to_thread(receive.recv)
         await asyncio.to_thread(proc.join)
+        after = stage_seconds()
+        stages = {k: (v - before.get(k, 0.0)) * 1000 / half for k, v in after.items()}
         same_process = await _client_calls(target, qs[half:])
+        stages["conversion"] = statistics.median(
+            await asyncio.to_thread(conversion, svc, qs[half:half + 100]))
     finally:
         await srv.stop(0)  # closes the service and its store
-    return own_process, same_process
+    return own_process, same_process, stages
+
+
+def conversion(svc: MemoryService, qs: list[tuple[list[float], str]]) -> list[float]:
+    """Milliseconds to convert each recall's results to the protobuf answer, as Recall does."""
+    out = []
+    for vec, text in qs:
+        rs = svc.recall(TENANT, RecallQuery(query=text, query_vector=vec, limit=10,
+                                            reinforce=False))
+        t = time.perf_counter()
+        pb.RecallResponse(results=[cv.recall_result_to_pb(r, svc.breakdown(r.memory),
+                                                          svc.next_move(r.memory))
+                                   for r in rs]).SerializeToString()
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def stage_table(grpc_ms: list[float], stages: dict[str, float],
+                modes: dict[str, list[float]]) -> None:
+    """A recall through gRPC by stage beside the raw engine doing the same requests."""
+    inproc = statistics.median(modes["journaled write-behind (50 ms)"])
+    raw = statistics.median(modes["raw engine"])
+    grpc_p50 = statistics.median(grpc_ms)
+    conv = stages.pop("conversion")
+    print("\na recall's stages, ms per recall (the service's stages: mean over the gRPC calls "
+          "of a client in its own process)")
+    for k, v in sorted(stages.items(), key=lambda kv: -kv[1]):
+        print(f"  {k:52s} {v:7.3f}")
+    for name, ms in (("recall in-process, journaled write-behind (p50)", inproc),
+                     ("protobuf conversion (p50)", conv),
+                     ("transport (gRPC p50 - in-process p50 - conversion)",
+                      grpc_p50 - inproc - conv),
+                     ("recall through gRPC, client in its own process (p50)", grpc_p50),
+                     ("raw engine, the same requests (p50)", raw)):
+        print(f"  {name:52s} {ms:7.3f}")
+    print(f"through gRPC / raw engine, p50: {grpc_p50 / raw:.2f}")
 
 
 def archive_overhead(path: Path, qs: list[tuple[list[float], str]]) -> None:
@@ -272,10 +320,12 @@ def main() -> int:
         if args.archive_only:
             svc.close()
         else:
-            own, same = asyncio.run(through_grpc(svc, queries(rng, centres, 2 * args.calls)))
+            own, same, stages = asyncio.run(
+                through_grpc(svc, queries(rng, centres, 2 * args.calls)))
             print(summary("through gRPC, client in its own process", own))
             print(summary("through gRPC, client in the server's process", same))
-            compare_modes(Path(tmp), queries(rng, centres, 4 * args.calls))
+            modes = compare_modes(Path(tmp), queries(rng, centres, 4 * args.calls))
+            stage_table(own, stages, modes)
         archive_overhead(Path(tmp), queries(rng, centres, 2 * args.calls))
     return 0
 

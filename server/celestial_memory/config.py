@@ -237,6 +237,9 @@ class Settings(BaseSettings):
     capacity_interval_ms: float = Field(
         1000.0, ge=0, le=10_000, description="capacity after reinforcements: at most this late"
     )
+    background_yield_ms: float = Field(
+        200.0, ge=0, le=10_000,
+        description="background writes wait at most this long for a moment with no call; 0 = never")
     optimize_interval_s: float = Field(
         120.0, ge=0, description="embedded store: build vector indexes this often; 0 = never"
     )

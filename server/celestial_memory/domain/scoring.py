@@ -6,6 +6,7 @@ rebalance scores 100,000 memories in one pass. ``breakdown`` is the one-memory v
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,8 +91,10 @@ class MemoryFunction:
         context: float,
         now: float,
     ) -> ScoreBreakdown:
-        r = float(self.recall_score(recall_count))
-        f = float(self.freshness(last_recalled_at, now))
+        # One memory's terms in plain floats (a recall converts up to its limit of them; the
+        # array forms above cost several times as much for one value), the same formulas.
+        r = min(1.0, math.log1p(max(recall_count, 0)) / math.log1p(self.recall_cap))
+        f = max(-self.alpha * max(now - last_recalled_at, 0.0), self.floor) / abs(self.floor)
         c = min(max(float(context), 0.0), 1.0)
         total = self.w_recall * r + self.w_freshness * f + self.w_importance * importance
         total += self.w_context * c

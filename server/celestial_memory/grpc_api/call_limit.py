@@ -6,7 +6,8 @@ RESOURCE_EXHAUSTED, so Kubernetes or a load balancer took a server that was only
 one. This interceptor counts every other call and refuses those beyond the bound with
 RESOURCE_EXHAUSTED (reason TOO_MANY_CALLS); health Check always runs. Streams held open by one
 caller are bounded apart (``MemoryServicer``, per key or address), so one caller cannot take
-every slot.
+every slot. The calls it counts are the ones background work waits for a gap between
+(zones/activity.py).
 """
 
 from __future__ import annotations
@@ -19,13 +20,15 @@ import grpc
 from celestial_memory.errors import TooManyCalls
 from celestial_memory.grpc_api.status import abort
 from celestial_memory.grpc_api.wrapping import Handler, WrappedHandlers, around
+from celestial_memory.zones.activity import Activity
 
 UNCOUNTED = {"/grpc.health.v1.Health/Check"}
 
 
 class CallLimiter(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, activity: Activity | None = None) -> None:
         self.limit = limit
+        self._activity = activity
         self.running = 0  # the event loop is the only thread that changes it
         self._wrapped = WrappedHandlers()
 
@@ -45,6 +48,10 @@ class CallLimiter(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
                 f"the server is serving {self.limit} calls at once; try again shortly"))
         self.running += 1
         try:
-            yield
+            if self._activity is None:
+                yield
+            else:
+                with self._activity.serving():  # background work waits for a gap
+                    yield
         finally:
             self.running -= 1

@@ -130,7 +130,7 @@ class MemoryServer:
                         "max_message_bytes (%d): such a memory could not be read or exported; "
                         "lower the input limits or raise max_message_bytes",
                         s.largest_memory_bytes(), s.max_message_bytes)
-        self.calls = CallLimiter(s.max_concurrent_rpcs)
+        self.calls = CallLimiter(s.max_concurrent_rpcs, self.service.activity)
         # Innermost: it counts streams by the caller the authenticator has set.
         self.streams = StreamLimiter(s.max_streams_per_caller,
                                      s.max_open_streams or max(1, s.max_concurrent_rpcs // 2))
@@ -264,6 +264,9 @@ class MemoryServer:
         while True:
             await asyncio.sleep(interval)
             try:
+                # The build holds the interpreter throughout: started in a gap between calls.
+                await asyncio.to_thread(self.service.activity.gap, time.monotonic()
+                                        + self.service.settings.background_yield_ms / 1000)
                 started = time.perf_counter()
                 if await asyncio.to_thread(self.service.build_indexes):
                     log.info("vector indexes built in %.1f s", time.perf_counter() - started)

@@ -62,6 +62,7 @@ from celestial_memory.store.repository import MemoryRepository
 from celestial_memory.understanding.chat import ChatModel
 from celestial_memory.understanding.extraction_queue import ExtractionQueue
 from celestial_memory.understanding.feedback import Feedback
+from celestial_memory.zones.activity import Activity
 from celestial_memory.zones.placement import Placement
 from celestial_memory.zones.rebalancer import DAY, Rebalancer
 
@@ -91,7 +92,8 @@ class MemoryService:
         self.zones = ZoneTable.from_settings(settings)
         self._evaluator = evaluator
         self.rebalancer = Rebalancer(store, self.fn, self.zones, clock, settings)
-        self.placement = Placement(store, self.rebalancer, settings)
+        self.activity = Activity()  # the calls being answered (the gRPC layer counts them)
+        self.placement = Placement(store, self.rebalancer, settings, self.activity)
         self.relations = Relations(settings, store, self.placement, clock)
         self.transfer = Transfer(settings, store, self.retrieval, self.placement, self.relations,
                                  clock)

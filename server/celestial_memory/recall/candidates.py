@@ -1,9 +1,9 @@
 """The first half of a recall: its candidates and their relevance, before zone order.
 
 The zones' candidates (one batched search and one batched rescoring, store/repository.py), the
-archive's when asked or when a deep recall finds too few good matches, the graph's neighbours
-of the best (graph/expansion.py) when expansion is on, and the entity signal last, over all of
-them (recall/retrieval.py)."""
+archive's (in the same two batches) when asked or when a deep recall finds too few good matches,
+the graph's neighbours of the best (graph/expansion.py) when expansion is on, and the entity
+signal last, over all of them (recall/retrieval.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from celestial_memory.domain.zones import Zone
 from celestial_memory.graph.expansion import expand
 from celestial_memory.observability import metrics
 from celestial_memory.recall.retrieval import Retrieval
+from celestial_memory.store.payload import ARCHIVE_ZONE
 from celestial_memory.store.repository import Candidates, MemoryRepository
 
 
@@ -42,22 +43,25 @@ class RecallCandidates:
         with stages("entities"):
             asked = retrieval.entities(text)
         per_zone = retrieval.candidates_per_zone(limit)
-        with stages("candidates"):
-            cands = store.candidates(tenant, hq, zones, flt, per_zone, asked)
-        keywords = not hq.keywords.is_empty()
-        with stages("rescoring"):
-            relevance = retrieval.relevance(cands.signals, keywords=keywords)
         deep = s.deep_recall if q.deep is None else q.deep
         # The archive: always when asked, or (a deep recall) only when the zones give fewer
         # than the limit of good matches (the deep gate, at least the gate). A filter naming
-        # zones keeps to them.
-        strong = int((relevance >= max(gate, s.deep_recall_gate)).sum())
-        if not flt.zones and (q.include_archived or (deep and strong < limit)):
-            with stages("candidates"):
-                cands = cands.joined(store.archive_candidates(tenant, hq, flt, per_zone, asked))
-            # Ranked together: keyword scores are normalised over both sets of candidates.
-            with stages("rescoring"):
+        # zones keeps to them. It is searched and rescored in the zones' batches either way
+        # (a round trip of its own cost more than its few candidates); the decision is made
+        # on the zones' candidates alone, as if it had come after them.
+        archive = not flt.zones and (q.include_archived or deep)
+        with stages("candidates"):
+            cands = store.candidates(tenant, hq, zones, flt, per_zone, asked, archive)
+        live = next((i for i, z in enumerate(cands.zones) if z == ARCHIVE_ZONE), len(cands.ids))
+        keywords = not hq.keywords.is_empty()
+        with stages("rescoring"):
+            relevance = retrieval.relevance(cands.signals[:live], keywords=keywords)
+            strong = int((relevance >= max(gate, s.deep_recall_gate)).sum())
+            if live < len(cands.ids) and (q.include_archived or strong < limit):
+                # Ranked together: keyword scores are normalised over both sets of candidates.
                 relevance = retrieval.relevance(cands.signals, keywords=keywords)
+            else:
+                cands = cands.head(live)
         hops = s.recall_expand if q.expand is None else check.hops(q.expand)
         via: dict[str, Via] = {}
         if hops and cands.ids:

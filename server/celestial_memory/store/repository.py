@@ -71,6 +71,11 @@ class Candidates:
     signals: npt.NDArray[np.float64]
     mentions: list[list[str]] | None = None
 
+    def head(self, n: int) -> Candidates:
+        """The first ``n`` candidates."""
+        return Candidates(self.ids[:n], self.zones[:n], self.signals[:n],
+                          None if self.mentions is None else self.mentions[:n])
+
     def joined(self, other: Candidates) -> Candidates:
         mentions = None
         if self.mentions is not None or other.mentions is not None:
@@ -284,23 +289,21 @@ class MemoryRepository(LedgerRecords):
 
     def candidates(
         self, tenant: str, query: HybridQuery, zones: Sequence[Zone], flt: MemoryFilter,
-        limit: int, entities: Sequence[str] = (),
+        limit: int, entities: Sequence[str] = (), archive: bool = False,
     ) -> Candidates:
         """A recall's two batched round trips: the zone searches, then the exact scores of
         their union (``_rescored``) and, in the same batch, which of ``entities`` each
-        mentions."""
-        first = first_zones(zones, self._search(tenant, query, zones, flt, limit))
+        mentions. ``archive``: the archive is searched in the same batch and its candidates
+        follow the zones', with ARCHIVE_ZONE as their zone."""
+        filters = [conditions(tenant, replace(flt, zones=[zone])) for zone in zones]
+        if archive:
+            filters.append(conditions(tenant, replace(flt, zones=[]), archive=True))
+        hits = self.engine.fused_search(query, filters, limit)
+        first = first_zones(zones, hits[:len(zones)])
+        if archive:
+            for k, score in hits[-1]:
+                first.setdefault(k, (ARCHIVE_ZONE, score))
         return self._rescored(tenant, query, first, entities)
-
-    def archive_candidates(
-        self, tenant: str, query: HybridQuery, flt: MemoryFilter, limit: int,
-        entities: Sequence[str] = (),
-    ) -> Candidates:
-        """As ``candidates``, over the archive (one search): their zone is ARCHIVE_ZONE."""
-        where = conditions(tenant, replace(flt, zones=[]), archive=True)
-        hits = self.engine.fused_search(query, [where], limit)[0]
-        return self._rescored(tenant, query, {k: (ARCHIVE_ZONE, score) for k, score in hits},
-                              entities)
 
     def _rescored(
         self, tenant: str, query: HybridQuery, first: dict[Hashable, tuple[int, float]],

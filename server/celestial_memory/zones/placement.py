@@ -17,21 +17,28 @@ every recall (about 22 ms for a full outer zone at 100,000 memories), so a recal
 tenant; the flusher enforces a marked tenant at most every ``capacity_interval_ms``, off the
 recall's path. ``flush(tenant)`` (before a read or write of that tenant that must see everything)
 enforces at once.
+
+Yielding: the flusher writes in short pieces and waits before each for a moment with no call in
+progress (zones/activity.py), at most ``background_yield_ms`` a round; a caller that flushes
+(a read that must see everything) ends the waiting, so it never waits on a gap its own call
+keeps from coming.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 import time
 import zlib
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 
 from celestial_memory.config import Settings
 from celestial_memory.domain.models import Memory, RebalanceReport
 from celestial_memory.observability import metrics
 from celestial_memory.store.repository import MemoryRepository
+from celestial_memory.zones.activity import Activity
 from celestial_memory.zones.rebalancer import Rebalancer
 from celestial_memory.zones.reinforcement import ReinforcementQueue, Written
 from celestial_memory.zones.reinforcement_journal import ReinforcementJournal
@@ -41,8 +48,13 @@ ID_STRIPES = 256
 
 
 class Placement:
-    def __init__(self, repo: MemoryRepository, rebalancer: Rebalancer, settings: Settings) -> None:
+    def __init__(self, repo: MemoryRepository, rebalancer: Rebalancer, settings: Settings,
+                 activity: Activity | None = None) -> None:
         self._repo = repo
+        self._activity = activity
+        self._yield_s = settings.background_yield_ms / 1000
+        self._callers_flushing = 0  # callers waiting on a flush: the flusher stops yielding
+        self._callers_lock = threading.Lock()
         self.rebalancer = rebalancer
         self._capacity_interval = settings.capacity_interval_ms / 1000
         interval = settings.reinforce_flush_s()
@@ -130,13 +142,32 @@ class Placement:
         """Write pending reinforcements and enforce the deferred capacity of ``tenant`` (of every
         tenant when None): what a read or write that must see everything needs. The caller holds
         no tenant lock."""
-        self._write_pending()
-        for t in [tenant] if tenant is not None else self._deferred_tenants():
-            self._enforce_deferred(t, force=True)
+        with self._caller_flushing():
+            self._write_pending()
+            for t in [tenant] if tenant is not None else self._deferred_tenants():
+                self._enforce_deferred(t, force=True)
 
-    def _write_pending(self) -> None:
+    @contextlib.contextmanager
+    def _caller_flushing(self) -> Iterator[None]:
+        with self._callers_lock:
+            self._callers_flushing += 1
+        if self._activity is not None:
+            self._activity.nudge()  # a flusher waiting for a gap writes on at once
+        try:
+            yield
+        finally:
+            with self._callers_lock:
+                self._callers_flushing -= 1
+
+    def _gap(self, until: float) -> None:
+        """The flusher's wait, before a piece of its work, for a moment with no call."""
+        if self._activity is not None and self._yield_s > 0:
+            self._activity.gap(until, lambda: bool(self._callers_flushing)
+                               or self._stopped.is_set())
+
+    def _write_pending(self, pause: Callable[[], object] = lambda: None) -> None:
         with self._writing:
-            self._defer(self.queue.flush())
+            self._defer(self.queue.flush(pause))
 
     def _defer(self, written: Written) -> None:
         with self._deferred_lock:
@@ -173,9 +204,11 @@ class Placement:
         while not self._stopped.is_set():
             self._wake.wait(self._interval)
             self._wake.clear()
+            until = time.monotonic() + self._yield_s
             try:
-                self._write_pending()
+                self._write_pending(functools.partial(self._gap, until))
                 for tenant in self._deferred_tenants():
+                    self._gap(until)
                     self._enforce_deferred(tenant, force=False)
             except Exception:
                 log.exception("reinforcement flush failed; retrying")

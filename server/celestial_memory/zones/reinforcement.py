@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from celestial_memory.domain.models import REINFORCED, Memory
@@ -26,6 +26,9 @@ from celestial_memory.zones.reinforcement_journal import ReinforcementJournal
 
 log = logging.getLogger(__name__)
 Written = dict[str, set[str]]  # tenant -> ids
+# Memories per engine write of a flush: one recall's worth and a half. The engine holds the
+# interpreter for a whole write, so a smaller piece leaves a call that arrives less to wait for.
+WRITE_CHUNK = 16
 
 
 class ReinforcementQueue:
@@ -71,9 +74,11 @@ class ReinforcementQueue:
         with self._lock:
             return sum(len(b) for b in self._pending.values())
 
-    def flush(self) -> Written:
+    def flush(self, pause: Callable[[], object] = lambda: None) -> Written:
         """Write everything pending now; returns what was written. On a failure the batch goes
-        back (newer submissions win) for the next flush, and the error propagates."""
+        back (newer submissions win) for the next flush, and the error propagates. ``pause``
+        runs before each piece of ``WRITE_CHUNK`` memories (the flusher waits there for a gap
+        between calls, zones/activity.py)."""
         written: Written = {}
         with self._flush_lock:
             with self._lock:
@@ -83,7 +88,10 @@ class ReinforcementQueue:
                 self._inflight = batch
             try:
                 for tenant, states in batch.items():
-                    self._repo.save(tenant, list(states.values()), REINFORCED)
+                    items = list(states.values())
+                    for start in range(0, len(items), WRITE_CHUNK):
+                        pause()
+                        self._repo.save(tenant, items[start:start + WRITE_CHUNK], REINFORCED)
                     written[tenant] = set(states)
             except Exception:
                 with self._lock:
