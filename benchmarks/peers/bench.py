@@ -146,6 +146,8 @@ def _ms(s: dict[str, float] | None, floor: dict[str, float] | None = None, p90: 
     if not s:
         return "n/a"
     cell = f"{s['p50_ms']:.1f}" + (f" / {s['p90_ms']:.1f}" if p90 else "")
+    if p90 and "p99_ms" in s:  # results written before p99 was kept have none
+        cell += f" / {s['p99_ms']:.1f}"
     if floor:
         cell += f" (×{s['p50_ms'] / floor['p50_ms']:.1f})"
     return cell
@@ -204,11 +206,11 @@ def table(results: dict[str, dict[str, Any]], config: dict[str, Any]) -> str:
         row(f"ingest, memories/s (batches of {config['batch']})", rate),
         row("index build / background work after ingest, s",
             lambda n, r: f"{r['index_s'] + r['settle_s']:.1f}"),
-        row("add one memory, p50 / p90 ms", lat("add", "add")),
-        row("text recall, top 10, p50 / p90 ms", lat("text_recall", "text_recall")),
-        row("text recall, no reinforcement, p50 / p90 ms",
+        row("add one memory, p50 / p90 / p99 ms", lat("add", "add")),
+        row("text recall, top 10, p50 / p90 / p99 ms", lat("text_recall", "text_recall")),
+        row("text recall, no reinforcement, p50 / p90 / p99 ms",
             lambda n, r: _ms(r["extra_text_recall"]["no_reinforce"], fl.get("text_recall"))),
-        row("vector recall, top 10, p50 / p90 ms", lat("vector_recall", "vector_recall")),
+        row("vector recall, top 10, p50 / p90 / p99 ms", lat("vector_recall", "vector_recall")),
         row("text / vector recall p50 against the ONNX hybrid floor (floor-onnx)", against_onnx),
         row("floor parts: encode one query / engine search, p50 ms",
             lambda n, r: f"{r['encode_one']['p50_ms']:.1f} / {r['search_one']['p50_ms']:.2f}"),

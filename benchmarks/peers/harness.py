@@ -165,7 +165,8 @@ def percentile(xs: Sequence[float], p: float) -> float:
 
 
 def summary(ms: Sequence[float]) -> dict[str, float]:
-    return {"p50_ms": statistics.median(ms), "p90_ms": percentile(ms, 0.9), "n": len(ms)}
+    return {"p50_ms": statistics.median(ms), "p90_ms": percentile(ms, 0.9),
+            "p99_ms": percentile(ms, 0.99), "n": len(ms)}
 
 
 def rss_kib(pid: int) -> dict[str, int]:
