@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml client/pyproject.toml | $(PY)
 install: $(STAMP)
 
 run: install
-	$(VENV)/bin/celestial serve
+	CELESTIAL_HTTP_ADDRESS=$${CELESTIAL_HTTP_ADDRESS-localhost:8080} $(VENV)/bin/celestial serve
 
 test: install
 	$(PY) -m pytest -q -rs

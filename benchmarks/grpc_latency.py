@@ -34,11 +34,11 @@ from typing import Any
 
 from celestial_client import CelestialClient
 from celestial_client.v1 import memory_pb2 as pb
+from celestial_memory.api.grpc import converters as cv
+from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.app import build_service
 from celestial_memory.config import Settings
 from celestial_memory.domain.requests import RecallQuery
-from celestial_memory.grpc_api import converters as cv
-from celestial_memory.grpc_api.server import MemoryServer
 from celestial_memory.memory.service import MemoryService
 from celestial_memory.observability import metrics
 

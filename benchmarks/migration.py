@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 from celestial_client import CelestialClient
 from celestial_client.cli import dump_file
+from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.importance import DefaultEvaluator
 from celestial_memory.domain.requests import NewMemory
-from celestial_memory.grpc_api.server import MemoryServer
 from celestial_memory.memory.service import MemoryService
 from celestial_memory.store import MemoryRepository, open_edge, open_qdrant
 

@@ -39,12 +39,12 @@ import numpy as np
 import qdrant_edge as qe
 from celestial_client import AsyncCelestialClient
 from celestial_client.v1 import memory_pb2 as pb
+from celestial_memory.api.grpc import converters as cv
+from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.clock import ManualClock
 from celestial_memory.domain.requests import RecallQuery
 from celestial_memory.domain.selection import Selection
 from celestial_memory.domain.zones import Zone
-from celestial_memory.grpc_api import converters as cv
-from celestial_memory.grpc_api.server import MemoryServer
 from celestial_memory.memory.service import MemoryService
 
 sys.path.insert(0, str(Path(__file__).parent))

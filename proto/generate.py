@@ -1,4 +1,4 @@
-"""Generate the Python protobuf and gRPC code from proto/ into client/.
+"""Generate the Python protobuf, gRPC and Connect code from proto/ into client/.
 
 One command: ``make proto`` (or ``python proto/generate.py``). The output lands in
 ``client/celestial_client/v1``, importable as ``celestial_client.v1``: the client package owns
@@ -6,6 +6,10 @@ the generated code, so installing it adds no generic top-level package. protoc n
 after the proto's folders (``celestial.v1``), so the one generated import is rewritten.
 ``tests/unit/test_generated_code.py`` regenerates into a temporary folder and fails when the
 committed files differ. The TypeScript client generates its own (client/typescript).
+
+The Connect code (``*_connect.py``, protoc-gen-connectrpc for google.protobuf messages, asyncio
+only) is what the server's HTTP transport serves (celestial_memory/api/connect); importing it
+needs the ``connectrpc`` package, which the server installs and a gRPC client does not.
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ import tempfile
 from pathlib import Path
 
 from grpc_tools import protoc  # type: ignore[import-untyped]
+
+# The Connect plugin, installed beside this interpreter (protoc-gen-connectrpc).
+CONNECT_PLUGIN = Path(sys.executable).parent / "protoc-gen-connectrpc"
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_ROOT = ROOT / "proto"
@@ -42,6 +49,9 @@ def generate(out_dir: Path = DEFAULT_OUT) -> list[Path]:
             f"--python_out={tmp}",
             f"--pyi_out={tmp}",
             f"--grpc_python_out={tmp}",
+            f"--plugin=protoc-gen-connectrpc={CONNECT_PLUGIN}",
+            f"--connectrpc_out={tmp}",
+            "--connectrpc_opt=protobuf=google,io=async",
             *files,
         ]
         if protoc.main(args) != 0:
@@ -51,8 +61,10 @@ def generate(out_dir: Path = DEFAULT_OUT) -> list[Path]:
         (target / "__init__.py").touch()
         for rel in files:
             stem = rel.removesuffix(".proto")
-            for suffix in ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py"):
+            for suffix in ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py", "_connect.py"):
                 src = Path(tmp) / f"{stem}{suffix}"
+                if not src.exists():  # a file without services has no gRPC or Connect code
+                    continue
                 dst = target / src.name
                 text = src.read_text().replace(f"from {PROTO_PACKAGE} import",
                                                f"from {PY_PACKAGE} import")

@@ -1,7 +1,8 @@
 """The fenced code blocks of README.md and docs/*.md, for the tests that run and check them.
 
 A ```python block (and a ```ts one, with Node.js) runs as pasted, against a fresh server at the
-address the docs use (``localhost:50051``, replaced by the test server's). A ```text block right
+address the docs use (``localhost:50051``, replaced by the test server's; ``localhost:8080``,
+the HTTP port, by its HTTP port's). A ```text block right
 after it (blank lines between at most) is what it prints. A ```console block is a shell session:
 each ``$`` line runs, and the lines up to the next ``$`` are what it prints (``...`` alone: not
 shown, not checked). A block right after ``<!-- docs-test: skip (REASON) -->`` is only checked
@@ -16,6 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC_ADDRESS = "localhost:50051"
+DOC_HTTP_ADDRESS = "localhost:8080"  # the HTTP port (Connect) as `make run` serves it
 RUNS_AS_PASTED = ("python", "ts")
 _FENCE = re.compile(r"^```([\w-]*)\s*$")
 _SKIP = re.compile(r"^<!-- docs-test: skip \((.+)\) -->$")
@@ -23,6 +25,9 @@ _MASKS = (
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<id>"),
     (re.compile(r"(?<!\d)\d{4}-\d{2}-\d{2}(?!\d)"), "<date>"),  # ISO times too: ...-14T22:13:20Z
     (re.compile(r"(?<![\d:])\d{2}:\d{2}:\d{2}(\.\d+)?(?![\d:])"), "<time>"),
+    # A score's digits past the fourth decimal (JSON answers print doubles in full; the
+    # encoder's last digits depend on the machine's thread count).
+    (re.compile(r"(?<![\d.])(-?\d+\.\d{4})\d+(e-?\d+)?"), r"\1\2"),
 )
 
 
@@ -85,7 +90,8 @@ def all_blocks() -> list[Block]:
 
 
 def normalized(text: str) -> str:
-    """Output with what differs from run to run masked: ids, dates and times."""
+    """Output with what differs from run to run masked: ids, dates and times, and the digits
+    of a long float past its fourth decimal."""
     for pattern, mask in _MASKS:
         text = pattern.sub(mask, text)
     return "\n".join(line.rstrip() for line in text.strip("\n").splitlines())

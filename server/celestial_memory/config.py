@@ -40,6 +40,13 @@ class Settings(BaseSettings):
     tls_key: Path | None = Field(None, description="its private key (PEM)")
     tls_client_ca: Path | None = Field(
         None, description="CA of client certificates: set, every client must present one (mTLS)")
+    # The HTTP port: the contract over Connect (api/connect/), beside the gRPC port.
+    http_address: str = Field(
+        "", description="host:port serving the contract over Connect (HTTP/JSON); empty: off")
+    http_cors_origins: list[str] = Field(
+        default_factory=list, description="browser origins allowed to call the HTTP port")
+    http_max_header_bytes: int = Field(
+        16_384, ge=1024, le=1_048_576, description="largest request head the HTTP port reads")
     # Limits of the gRPC server (docs/design.md, "The trust boundary").
     max_message_bytes: int = Field(
         4 * 1024 * 1024, gt=0, description="largest message received or sent (one stream item)")

@@ -1,4 +1,4 @@
-"""The service's one exception tree. ``grpc_api/status.py`` maps it to status codes, in one place.
+"""The service's one exception tree. ``api/grpc/status.py`` maps it to status codes, in one place.
 
     CelestialError                    INTERNAL (message not leaked)
     ├── InvalidArgument(field)        INVALID_ARGUMENT

@@ -22,6 +22,8 @@ def _ints(text: str) -> list[int]:
 
 def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--address", help="host:port to bind (CELESTIAL_ADDRESS)")
+    p.add_argument("--http-address",
+                   help="host:port serving the contract over HTTP/JSON (CELESTIAL_HTTP_ADDRESS)")
     p.add_argument("--backend", choices=["edge", "qdrant"], help="CELESTIAL_BACKEND")
     p.add_argument("--data-dir", help="embedded store folder (CELESTIAL_DATA_DIR)")
     p.add_argument("--qdrant-url", help="qdrant backend URL or :memory: (CELESTIAL_QDRANT_URL)")
@@ -45,7 +47,8 @@ def serve_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The settings the flags of ``celestial serve`` set (they win over the environment)."""
     overrides: dict[str, Any] = {}
     simple = {
-        "address": "address", "backend": "backend", "data_dir": "data_dir",
+        "address": "address", "http_address": "http_address", "backend": "backend",
+        "data_dir": "data_dir",
         "qdrant_url": "qdrant_url", "model": "model", "min_relevance": "min_relevance",
         "rebalance_interval": "rebalance_interval_s", "log_level": "log_level",
         "thresholds": "zone_thresholds", "capacities": "zone_capacities",
@@ -69,9 +72,9 @@ def serve_main(args: argparse.Namespace) -> int:
     from celestial_memory.observability import json_logs
 
     json_logs.configure(settings.log_level, settings.log_format)
+    from celestial_memory.api.grpc.server import serve
     from celestial_memory.app import build_service
     from celestial_memory.errors import CelestialError
-    from celestial_memory.grpc_api.server import serve
 
     try:
         service = build_service(settings)

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from celestial_memory.grpc_api.server import MemoryServer
+from celestial_memory.api.grpc.server import MemoryServer
 
 GRPCURL = shutil.which("grpcurl") or str(Path(sys.executable).parent / "grpcurl")
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from celestial_memory.access.keys import create_key
+from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.clock import ManualClock
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
-from celestial_memory.grpc_api.server import MemoryServer
 
 from tests.certs import CertificateAuthority
 from tests.e2e.test_typescript_client import PACKAGE, install_package, run

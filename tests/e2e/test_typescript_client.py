@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from celestial_memory.grpc_api.server import MemoryServer
+from celestial_memory.api.grpc.server import MemoryServer
 
 PACKAGE = Path(__file__).resolve().parents[2] / "client" / "typescript"
 

@@ -17,10 +17,10 @@ import pytest
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 from celestial_memory.access.keys import create_key, revoke_key
+from celestial_memory.api.grpc.server import MemoryServer, check_exposure
 from celestial_memory.clock import ManualClock
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.errors import InvalidArgument
-from celestial_memory.grpc_api.server import MemoryServer, check_exposure
 from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status

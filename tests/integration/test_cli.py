@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from celestial_client.cli import dump_file, main
-from celestial_memory.grpc_api.server import MemoryServer
+from celestial_memory.api.grpc.server import MemoryServer
 
 
 async def cli(server: MemoryServer, capsys: pytest.CaptureFixture[str], *argv: str) -> str:

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from celestial_client.cli import main
 from celestial_memory.access.keys import create_key
+from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.clock import ManualClock
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
-from celestial_memory.grpc_api.server import MemoryServer
 
 from tests.certs import CertificateAuthority
 from tests.integration.conftest import running_server

@@ -10,7 +10,7 @@ import json
 import pytest
 from celestial_client.cli import main
 from celestial_client.cli.output import printable
-from celestial_memory.grpc_api.server import MemoryServer
+from celestial_memory.api.grpc.server import MemoryServer
 
 # Clear the screen, retitle the window, write the clipboard (OSC 52), an 8-bit CSI, a carriage
 # return that overwrites the line and a right-to-left override.

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
+from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.clock import ManualClock
 from celestial_memory.domain import paging
 from celestial_memory.domain.models import IndexVectors, Memory, Sparse, ZoneEvent
 from celestial_memory.domain.zones import Zone
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
-from celestial_memory.grpc_api.server import MemoryServer
 from google.protobuf import json_format
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status

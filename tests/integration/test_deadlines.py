@@ -11,9 +11,9 @@ import grpc
 import pytest
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
+from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.domain.requests import NewMemory, RecallQuery
 from celestial_memory.errors import DeadlineExceeded
-from celestial_memory.grpc_api.server import MemoryServer
 from celestial_memory.memory.cancellation import Cancellation
 from celestial_memory.memory.service import MemoryService
 from celestial_memory.observability import metrics

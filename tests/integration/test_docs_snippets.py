@@ -16,7 +16,15 @@ from celestial_client.cli import main
 from celestial_memory.clock import ManualClock
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 
-from tests.doc_snippets import DOC_ADDRESS, ROOT, Block, all_blocks, console_steps, normalized
+from tests.doc_snippets import (
+    DOC_ADDRESS,
+    DOC_HTTP_ADDRESS,
+    ROOT,
+    Block,
+    all_blocks,
+    console_steps,
+    normalized,
+)
 from tests.e2e.test_grpcurl import GRPCURL
 from tests.e2e.test_typescript_client import PACKAGE, install_package
 from tests.integration.conftest import running_server
@@ -62,7 +70,7 @@ async def _run_typescript(block: Block, address: str, cwd: Path) -> str:
     return out.decode()
 
 
-async def _run_command(block: Block, command: str, address: str,
+async def _run_command(block: Block, command: str, address: str, http: str,
                        capsys: pytest.CaptureFixture[str]) -> str:
     program, *argv = shlex.split(command)
     if program == ".venv/bin/celestial":
@@ -70,20 +78,25 @@ async def _run_command(block: Block, command: str, address: str,
         printed = capsys.readouterr()
         assert code == 0, f"{block.name}: `{command}` failed: {printed.err}"
         return printed.out
-    assert program == "grpcurl", f"{block.name}: only celestial and grpcurl commands run here"
-    if not Path(GRPCURL).exists():
+    assert program in ("grpcurl", "curl"), (
+        f"{block.name}: only celestial, grpcurl and curl commands run here")
+    if program == "grpcurl" and not Path(GRPCURL).exists():
         pytest.skip("grpcurl is not installed")
+    if program == "curl" and shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
     proc = await asyncio.create_subprocess_exec(
-        GRPCURL, *(arg.replace(DOC_ADDRESS, address) for arg in argv),
+        GRPCURL if program == "grpcurl" else "curl",
+        *(arg.replace(DOC_ADDRESS, address).replace(DOC_HTTP_ADDRESS, http) for arg in argv),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await proc.communicate()
     assert proc.returncode == 0, f"{block.name}: `{command}` failed: {err.decode()}"
     return out.decode()
 
 
-async def _run_console(block: Block, address: str, capsys: pytest.CaptureFixture[str]) -> None:
+async def _run_console(block: Block, address: str, http: str,
+                       capsys: pytest.CaptureFixture[str]) -> None:
     for command, shown in console_steps(block):
-        printed = await _run_command(block, command, address, capsys)
+        printed = await _run_command(block, command, address, http, capsys)
         if shown is not None:
             assert normalized(printed) == normalized(shown), (
                 f"{block.name}: `{command}` printed\n{printed}")
@@ -100,10 +113,11 @@ async def test_snippet_runs_and_prints_what_the_docs_show(
     block: Block, tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    async with running_server(tmp_path / "data", embedder, clock) as server:
+    async with running_server(tmp_path / "data", embedder, clock,
+                              http_address="127.0.0.1:0") as server:
         address = f"127.0.0.1:{server.port}"
         if block.lang == "console":
-            await _run_console(block, address, capsys)
+            await _run_console(block, address, f"127.0.0.1:{server.http_port}", capsys)
             return
         run = _run_typescript if block.lang == "ts" else _run_python
         printed = await run(block, address, tmp_path)

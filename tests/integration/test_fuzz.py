@@ -22,9 +22,9 @@ from typing import Any
 import grpc
 import pytest
 from celestial_client.v1 import memory_pb2 as pb
+from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.clock import ManualClock
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
-from celestial_memory.grpc_api.server import MemoryServer
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -15,9 +15,9 @@ from celestial_client import (
     StoreItem,
     Zone,
 )
+from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.clock import ManualClock
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
-from celestial_memory.grpc_api.server import MemoryServer
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.integration.conftest import running_server

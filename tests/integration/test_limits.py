@@ -14,12 +14,12 @@ import grpc
 import pytest
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
+from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.errors import FailedPrecondition
-from celestial_memory.grpc_api.server import MemoryServer
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.integration.conftest import running_server

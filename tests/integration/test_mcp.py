@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("mcp")
 
+from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.clock import ManualClock
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
-from celestial_memory.grpc_api.server import MemoryServer
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, get_default_environment
 

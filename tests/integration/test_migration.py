@@ -9,13 +9,13 @@ from pathlib import Path
 
 import numpy as np
 from celestial_client import CelestialClient
+from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.models import Memory
 from celestial_memory.domain.requests import NewMemory, RecallQuery
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
-from celestial_memory.grpc_api.server import MemoryServer
 from celestial_memory.memory.service import MemoryService
 from celestial_memory.store import open_edge, open_qdrant
 from celestial_memory.store.payload import to_payload

@@ -10,8 +10,8 @@ import pytest
 from celestial_client import AsyncCelestialClient, CelestialClient, Zone
 from celestial_client.agent_tools import call_tool
 from celestial_client.cli import main
+from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.clock import ManualClock
-from celestial_memory.grpc_api.server import MemoryServer
 
 DAY = 86_400.0
 

@@ -16,9 +16,9 @@ import grpc
 import pytest
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
+from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.clock import ManualClock
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
-from celestial_memory.grpc_api.server import MemoryServer
 from celestial_memory.observability import telemetry
 from celestial_memory.observability.json_logs import JsonFormatter
 from celestial_memory.ops.http import OpsServer
@@ -215,9 +215,9 @@ async def test_traces_an_rpc_and_its_stages(observed: MemoryServer) -> None:
 async def test_the_interceptors_wrap_a_methods_handler_once(
     server: MemoryServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every interceptor reuses its wrapped handler from call to call (grpc_api/wrapping.py):
+    """Every interceptor reuses its wrapped handler from call to call (api/grpc/wrapping.py):
     counted at each layer's wrapping function, a second and third Stats wrap nothing anew."""
-    from celestial_memory.grpc_api import wrapping
+    from celestial_memory.api.grpc import wrapping
 
     wraps: list[str] = []
     real_get = wrapping.WrappedHandlers.get

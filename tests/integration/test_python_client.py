@@ -22,7 +22,7 @@ from celestial_client import (
 )
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
-from celestial_memory.grpc_api.server import MemoryServer
+from celestial_memory.api.grpc.server import MemoryServer
 
 
 class Flaky(pb_grpc.MemoryServiceServicer):

@@ -22,11 +22,11 @@ from celestial_client import (
     UnavailableError,
 )
 from celestial_client.cli import main
+from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
-from celestial_memory.grpc_api.server import MemoryServer
 from celestial_memory.reflection.prompt import PROMPT as REFLECT_PROMPT
 from celestial_memory.understanding.extraction import PROMPT as EXTRACT_PROMPT
 

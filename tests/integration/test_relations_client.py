@@ -19,8 +19,8 @@ from celestial_client import (
 )
 from celestial_client.agent_tools import ToolArgumentError, call_tool
 from celestial_client.cli import main
+from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.clock import ManualClock
-from celestial_memory.grpc_api.server import MemoryServer
 
 # Entity ids are "<kind>:<key>"; names and places share the kind "name" in ids (the proto's
 # example), so "Caroline" is this whichever way the extractor classed her.

@@ -16,9 +16,9 @@ import pytest
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 from celestial_memory.access.keys import create_key
+from celestial_memory.api.grpc.stream_limit import LOOPBACK, peer_caller
 from celestial_memory.clock import ManualClock
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
-from celestial_memory.grpc_api.stream_limit import LOOPBACK, peer_caller
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.conftest import unit_vectors

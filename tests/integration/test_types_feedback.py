@@ -23,13 +23,13 @@ from celestial_client.errors import (
 )
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
+from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain.requests import NewMemory
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.errors import PermissionDenied
-from celestial_memory.grpc_api.server import MemoryServer
 from celestial_memory.memory.service import MemoryService
 from celestial_memory.store import repository
 from celestial_memory.understanding.feedback import moved

@@ -14,7 +14,7 @@ import pytest
 from celestial_client import CelestialClient, InvalidArgumentError, NotFoundError
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
-from celestial_memory.grpc_api.server import MemoryServer
+from celestial_memory.api.grpc.server import MemoryServer
 
 T = "val"
 

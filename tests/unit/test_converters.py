@@ -1,13 +1,13 @@
 """``memory_size_bound`` is never below what ``memory_to_pb`` makes of a memory, whatever it
-holds: a recall trusts it to skip measuring its answer (grpc_api/servicer.py, ``_fit``)."""
+holds: a recall trusts it to skip measuring its answer (api/grpc/servicer.py, ``_fit``)."""
 
 from __future__ import annotations
 
+from celestial_memory.api.grpc.converters import memory_size_bound, memory_to_pb
 from celestial_memory.domain.models import Edge, Memory, Provenance
 from celestial_memory.domain.next_move import NextMove
 from celestial_memory.domain.scoring import ScoreBreakdown
 from celestial_memory.domain.zones import Zone
-from celestial_memory.grpc_api.converters import memory_size_bound, memory_to_pb
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -15,7 +15,7 @@ PACKAGE = "celestial_memory"
 # layer the packages must not import each other in a circle either (checked below).
 LAYERS: list[tuple[str, frozenset[str]]] = [
     ("composition root", frozenset({"app", "main"})),
-    ("api", frozenset({"grpc_api", "ops", "access"})),
+    ("api", frozenset({"api", "ops", "access"})),
     ("memory services", frozenset({"memory"})),
     ("capabilities", frozenset({"recall", "zones", "graph", "understanding", "reflection",
                                 "encoding"})),

@@ -1,11 +1,11 @@
-"""Interceptors wrap a method's handler once (grpc_api/wrapping.py WrappedHandlers)."""
+"""Interceptors wrap a method's handler once (api/grpc/wrapping.py WrappedHandlers)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import grpc
-from celestial_memory.grpc_api.wrapping import WrappedHandlers
+from celestial_memory.api.grpc.wrapping import WrappedHandlers
 
 
 async def _behavior(request: Any, context: Any) -> Any:

@@ -51,7 +51,8 @@ class MemoryFunction:
     def freshness(self, last_recalled_at: ArrayLike, now: float) -> FloatArray:
         """F = max(-alpha·Δt, floor)/|floor|: 0 at recall, -1 after |floor|/alpha seconds."""
         dt = np.maximum(now - np.asarray(last_recalled_at, dtype=np.float64), 0.0)
-        return np.maximum(-self.alpha * dt, self.floor) / abs(self.floor)
+        # + 0.0: at age zero exactly 0, not the -0.0 the product gives (JSON prints the sign).
+        return np.maximum(-self.alpha * dt, self.floor) / abs(self.floor) + 0.0
 
     def total(
         self,
@@ -95,6 +96,7 @@ class MemoryFunction:
         # array forms above cost several times as much for one value), the same formulas.
         r = min(1.0, math.log1p(max(recall_count, 0)) / math.log1p(self.recall_cap))
         f = max(-self.alpha * max(now - last_recalled_at, 0.0), self.floor) / abs(self.floor)
+        f += 0.0  # as in ``freshness``: never -0.0
         c = min(max(float(context), 0.0), 1.0)
         total = self.w_recall * r + self.w_freshness * f + self.w_importance * importance
         total += self.w_context * c

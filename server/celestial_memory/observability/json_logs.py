@@ -1,5 +1,5 @@
 """``CELESTIAL_LOG_FORMAT=json``: one JSON object per log line, for log collectors. The fields
-are the time, level, logger and message, and of the access log's fields (grpc_api/observer.py)
+are the time, level, logger and message, and of the access log's fields (api/grpc/observer.py)
 only the known ones: request id, tenant, method, status, duration. Nothing else a record carries
 is copied, so no content or key reaches the log by way of an extra field.
 """

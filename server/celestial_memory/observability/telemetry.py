@@ -1,5 +1,5 @@
 """OpenTelemetry traces, when ``CELESTIAL_OTLP_ENDPOINT`` names a collector (the ``otel``
-extra): a span around each RPC (grpc_api/observer.py) and around each recall stage
+extra): a span around each RPC (api/grpc/observer.py) and around each recall stage
 (metrics.Stages).
 With no endpoint nothing is set up and ``span`` costs one check.
 

@@ -16,7 +16,7 @@ are placed, scored and found like any memory; they never merge into another as a
 
 Without a model there is no reflection: Reflect is refused, never faked. The automatic trigger
 counts each tenant's new memories and runs a reflection off the request path once a tenant has
-``reflect_after`` more (the server's loop, grpc_api/server.py); the counts live in memory, so a
+``reflect_after`` more (the server's loop, api/grpc/server.py); the counts live in memory, so a
 restart starts them again.
 """
 

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import grpc
 from celestial_client.v1 import memory_pb2 as pb
-from celestial_memory.grpc_api.status import mapped
+from celestial_memory.api.grpc.status import mapped
 from celestial_memory.memory.service import MemoryService
 
 T = TypeVar("T")

@@ -15,9 +15,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
+from celestial_memory.api.grpc.status import abort
+from celestial_memory.api.grpc.wrapping import WrappedHandlers
 from celestial_memory.errors import InvalidArgument
-from celestial_memory.grpc_api.status import abort
-from celestial_memory.grpc_api.wrapping import WrappedHandlers
 from google.protobuf.message import DecodeError
 
 log = logging.getLogger(__name__)

@@ -9,10 +9,10 @@ from typing import Any, TypeVar
 
 import grpc
 from celestial_client.v1 import memory_pb2 as pb
+from celestial_memory.api.grpc import converters as cv
+from celestial_memory.api.grpc.status import mapped
 from celestial_memory.domain import paging
 from celestial_memory.domain.paging import PageSize
-from celestial_memory.grpc_api import converters as cv
-from celestial_memory.grpc_api.status import mapped
 from celestial_memory.memory.service import MemoryService
 
 T = TypeVar("T")

@@ -18,18 +18,18 @@ from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 from celestial_memory.access.audit import audit
 from celestial_memory.access.roles import CALLER, Role
+from celestial_memory.api.grpc import converters as cv
+from celestial_memory.api.grpc.feedback_rpcs import FeedbackRpcs
+from celestial_memory.api.grpc.graph_rpcs import GraphRpcs
+from celestial_memory.api.grpc.idle_streams import items_until_idle
+from celestial_memory.api.grpc.observer import TENANT
+from celestial_memory.api.grpc.reflect_rpcs import ReflectRpcs
+from celestial_memory.api.grpc.status import mapped, mapped_stream
 from celestial_memory.domain import paging
 from celestial_memory.domain.models import AdminEvent, ZoneEvent
 from celestial_memory.domain.paging import PageSize
 from celestial_memory.domain.requests import Imported, NewMemory
 from celestial_memory.errors import DeadlineExceeded, InvalidArgument
-from celestial_memory.grpc_api import converters as cv
-from celestial_memory.grpc_api.feedback_rpcs import FeedbackRpcs
-from celestial_memory.grpc_api.graph_rpcs import GraphRpcs
-from celestial_memory.grpc_api.idle_streams import items_until_idle
-from celestial_memory.grpc_api.observer import TENANT
-from celestial_memory.grpc_api.reflect_rpcs import ReflectRpcs
-from celestial_memory.grpc_api.status import mapped, mapped_stream
 from celestial_memory.memory.cancellation import Cancellation, InFlight
 from celestial_memory.memory.service import MemoryService
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import grpc
 from celestial_memory.access.roles import CALLER
+from celestial_memory.api.grpc.status import abort
+from celestial_memory.api.grpc.wrapping import Handler, WrappedHandlers, around
 from celestial_memory.errors import TooManyCalls
-from celestial_memory.grpc_api.status import abort
-from celestial_memory.grpc_api.wrapping import Handler, WrappedHandlers, around
 
 LOOPBACK = "loopback"
 

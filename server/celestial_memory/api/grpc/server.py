@@ -16,15 +16,16 @@ import grpc
 from celestial_client.v1 import memory_pb2, memory_pb2_grpc
 from celestial_memory.access.keys import KeyRing
 from celestial_memory.access.rate import RateLimiter
+from celestial_memory.api.connect.server import HttpServer
+from celestial_memory.api.grpc.auth import Authenticator
+from celestial_memory.api.grpc.call_limit import CallLimiter
+from celestial_memory.api.grpc.decoding import DecodeGuard
+from celestial_memory.api.grpc.observer import CallObserver
+from celestial_memory.api.grpc.servicer import MemoryServicer
+from celestial_memory.api.grpc.stream_limit import StreamLimiter
+from celestial_memory.api.grpc.tls import ServerCertificates
 from celestial_memory.config import Settings
 from celestial_memory.errors import FailedPrecondition, InvalidArgument
-from celestial_memory.grpc_api.auth import Authenticator
-from celestial_memory.grpc_api.call_limit import CallLimiter
-from celestial_memory.grpc_api.decoding import DecodeGuard
-from celestial_memory.grpc_api.observer import CallObserver
-from celestial_memory.grpc_api.servicer import MemoryServicer
-from celestial_memory.grpc_api.stream_limit import StreamLimiter
-from celestial_memory.grpc_api.tls import ServerCertificates
 from celestial_memory.memory.service import MemoryService
 from celestial_memory.observability import metrics, telemetry
 from celestial_memory.ops.http import OpsServer
@@ -118,12 +119,17 @@ class MemoryServer:
         self._reflect_task: asyncio.Task[None] | None = None
         self._health_task: asyncio.Task[None] | None = None
         self.port = 0
+        self.http: HttpServer | None = None  # the Connect port (api/connect/), when set
+        self.http_port = 0
 
     async def start(self) -> int:
         # Built here, not in __init__: a grpc.aio server belongs to the loop that creates it.
         s = self.service.settings
         keys = KeyRing(s.api_keys_file, s.api_keys_reload_s) if s.api_keys_file else None
         check_exposure(self.address, keys is not None, s.insecure_no_auth, s.tls_cert is not None)
+        if s.http_address:
+            check_exposure(s.http_address, keys is not None, s.insecure_no_auth,
+                           s.tls_cert is not None)
         rate = RateLimiter(s.rate_per_key, s.rate_burst) if s.rate_per_key > 0 else None
         if s.largest_memory_bytes() > s.max_message_bytes:
             log.warning("a memory at every input limit takes up to %d bytes, more than "
@@ -134,10 +140,11 @@ class MemoryServer:
         # Innermost: it counts streams by the caller the authenticator has set.
         self.streams = StreamLimiter(s.max_streams_per_caller,
                                      s.max_open_streams or max(1, s.max_concurrent_rpcs // 2))
-        self._server = grpc.aio.server(
-            interceptors=[CallObserver(), self.calls, DecodeGuard(),
-                          Authenticator(SERVICE_NAME, keys, rate), self.streams],
-            options=server_options(s))
+        # Outermost first; the HTTP port runs every call through the same ones.
+        self.interceptors: list[grpc.aio.ServerInterceptor] = [  # type: ignore[type-arg]
+            CallObserver(), self.calls, DecodeGuard(), Authenticator(SERVICE_NAME, keys, rate),
+            self.streams]
+        self._server = grpc.aio.server(interceptors=self.interceptors, options=server_options(s))
         self._health = health.aio.HealthServicer()  # type: ignore[attr-defined]
         self.servicer = MemoryServicer(self.service)
         memory_pb2_grpc.add_MemoryServiceServicer_to_server(self.servicer, self._server)
@@ -175,6 +182,13 @@ class MemoryServer:
                                  or s.insecure_no_auth)
             self.ops.start()
         await self._server.start()
+        if s.http_address:
+            self.http = HttpServer(s, s.http_address)
+            try:
+                self.http_port = await self.http.start(self.servicer, self.interceptors)
+            except BaseException:
+                await self._server.stop(None)
+                raise
         await self._set_health(serving=True)
         self._health_task = asyncio.create_task(
             self._health_loop(self.service.settings.health_interval_s))
@@ -282,6 +296,8 @@ class MemoryServer:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         g = self.service.settings.grace_seconds if grace is None else grace
+        if self.http is not None:
+            await self.http.stop()
         await self._server.stop(g)
         if self._health_server is not None:
             await self._health_server.stop(0)

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import grpc
-from celestial_memory.grpc_api.wrapping import WrappedHandlers
+from celestial_memory.api.grpc.wrapping import WrappedHandlers
 from celestial_memory.observability import metrics, telemetry
 
 log = logging.getLogger("celestial_memory.access_log")

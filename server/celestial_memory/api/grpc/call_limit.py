@@ -17,9 +17,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
+from celestial_memory.api.grpc.status import abort
+from celestial_memory.api.grpc.wrapping import Handler, WrappedHandlers, around
 from celestial_memory.errors import TooManyCalls
-from celestial_memory.grpc_api.status import abort
-from celestial_memory.grpc_api.wrapping import Handler, WrappedHandlers, around
 from celestial_memory.zones.activity import Activity
 
 UNCOUNTED = {"/grpc.health.v1.Health/Check"}

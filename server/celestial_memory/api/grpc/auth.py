@@ -19,9 +19,9 @@ from celestial_memory.access.credentials import credential
 from celestial_memory.access.keys import KeyRing
 from celestial_memory.access.rate import RateLimiter
 from celestial_memory.access.roles import CALLER, METHOD, METHOD_ROLES, OPEN, Principal
+from celestial_memory.api.grpc.status import abort
+from celestial_memory.api.grpc.wrapping import Handler, WrappedHandlers, around
 from celestial_memory.errors import CelestialError, PermissionDenied, Unauthenticated
-from celestial_memory.grpc_api.status import abort
-from celestial_memory.grpc_api.wrapping import Handler, WrappedHandlers, around
 
 Context = grpc.aio.ServicerContext[Any, Any]
 OPEN_METHODS = {"grpc.health.v1.Health/Check"}

@@ -1,0 +1,103 @@
+"""The HTTP port (``CELESTIAL_HTTP_ADDRESS``, off unless set): the memory service over Connect,
+that is JSON or binary protobuf over HTTP/1.1 (``curl``-able), with the same TLS settings as the
+gRPC port, run by uvicorn on the gRPC server's own event loop.
+
+Browsers on other origins are refused unless ``CELESTIAL_HTTP_CORS_ORIGINS`` names them (a
+preflight from any other origin is answered 400). Bodies are bounded by ``max_message_bytes``,
+as messages are on the gRPC port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import ssl
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import grpc
+import uvicorn
+from celestial_memory.api.connect.transport import build
+from celestial_memory.config import Settings
+from celestial_memory.errors import FailedPrecondition
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.routing import Mount
+
+log = logging.getLogger(__name__)
+# What a browser's Connect client sends and may read (connect-web's own lists).
+CORS_REQUEST_HEADERS = ["content-type", "connect-protocol-version", "connect-timeout-ms",
+                        "authorization", "x-api-key", "x-user-agent", "x-grpc-web",
+                        "grpc-timeout", "x-request-id"]
+CORS_RESPONSE_HEADERS = ["grpc-status", "grpc-message", "grpc-status-details-bin",
+                         "x-request-id"]
+
+
+class _Embedded(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield  # the process's signals are the gRPC server's to handle (api/grpc/server.py)
+
+
+def _listening(address: str) -> socket.socket:
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.bind((host, int(port)))
+    except (OSError, ValueError) as exc:
+        sock.close()
+        raise FailedPrecondition(
+            f"cannot listen on {address} for HTTP: {exc} (CELESTIAL_HTTP_ADDRESS)") from None
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+class HttpServer:
+    """The HTTP port beside a running gRPC server; ``start`` binds (port 0 picks a free one)."""
+
+    def __init__(self, settings: Settings, address: str) -> None:
+        self._s, self.address = settings, address
+        self.port = 0
+        self._server: uvicorn.Server | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self, servicer: Any,
+                    interceptors: Sequence[grpc.aio.ServerInterceptor]) -> int:  # type: ignore[type-arg]
+        s = self._s
+        connect = await build(servicer, interceptors, s.max_message_bytes)
+        app = Starlette(routes=[Mount(connect.path, app=connect)], middleware=[
+            Middleware(CORSMiddleware, allow_origins=list(s.http_cors_origins),
+                       allow_methods=["GET", "POST"], allow_headers=CORS_REQUEST_HEADERS,
+                       expose_headers=CORS_RESPONSE_HEADERS, max_age=7200)])
+        sock = _listening(self.address)
+        config = uvicorn.Config(
+            app, log_config=None, access_log=False, lifespan="off", server_header=False,
+            timeout_keep_alive=5, h11_max_incomplete_event_size=s.http_max_header_bytes,
+            limit_concurrency=s.max_concurrent_rpcs + 16,
+            ssl_certfile=s.tls_cert, ssl_keyfile=s.tls_key,
+            ssl_ca_certs=s.tls_client_ca,
+            ssl_cert_reqs=ssl.CERT_REQUIRED if s.tls_client_ca else ssl.CERT_NONE)
+        self._server = _Embedded(config)
+        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
+        while not self._server.started:
+            if self._task.done():
+                sock.close()
+                self._task.result()  # what stopped it
+                raise FailedPrecondition(f"the HTTP server on {self.address} did not start")
+            await asyncio.sleep(0.01)
+        self.port = int(sock.getsockname()[1])
+        log.info("serving Connect (HTTP/JSON) on %s (port %d, %s)", self.address, self.port,
+                 "TLS" if s.tls_cert else "plaintext")
+        return self.port
+
+    async def stop(self) -> None:
+        if self._server is not None and self._task is not None:
+            self._server.should_exit = True
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task

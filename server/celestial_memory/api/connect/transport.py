@@ -1,0 +1,100 @@
+"""The memory service over Connect: each method is the gRPC servicer's own, behind the gRPC
+server's own interceptors (api/grpc/), so both transports share one contract implementation,
+one status table, the same keys and roles, the same call and stream limits, the same metrics
+series and access log line.
+
+grpc.aio asks each interceptor, outermost first, to wrap the method's handler; ``build`` does
+the same once per method and keeps the result. A Connect call then runs the wrapped handler with
+the call seen as a gRPC context (``context.py``); an ``abort`` anywhere along the way becomes
+the ``ConnectError`` the protocol sends.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from collections.abc import AsyncIterator, Callable, Sequence
+from types import SimpleNamespace
+from typing import Any, cast
+
+import grpc
+from celestial_client.v1 import memory_pb2
+from celestial_client.v1.memory_connect import MemoryService, MemoryServiceASGIApplication
+from celestial_memory.api.connect.context import Aborted, ConnectCall
+from celestial_memory.api.grpc.wrapping import Handler
+from connectrpc.compat import google_protobuf_binary_codec, google_protobuf_json_codec
+from connectrpc.request import RequestContext
+
+SERVICE = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"]
+
+
+class _Details(grpc.HandlerCallDetails):
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self.invocation_metadata = ()
+
+
+def snake(name: str) -> str:
+    """A method's name as the generated Connect service spells it (``DeleteByFilter`` ->
+    ``delete_by_filter``, ``Import`` -> ``import_``)."""
+    out = re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+    return out + "_" if keyword.iskeyword(out) else out  # Import -> import_
+
+
+def _base(servicer: Any, method: Any) -> Handler:
+    behavior = getattr(servicer, method.name)
+    if method.client_streaming:
+        return grpc.stream_unary_rpc_method_handler(behavior)
+    if method.server_streaming:
+        return grpc.unary_stream_rpc_method_handler(behavior)
+    return grpc.unary_unary_rpc_method_handler(behavior)
+
+
+async def _wrapped(interceptors: Sequence[grpc.aio.ServerInterceptor],  # type: ignore[type-arg]
+                   base: Handler, path: str) -> Handler:
+    async def at(i: int, details: grpc.HandlerCallDetails) -> Handler:
+        if i == len(interceptors):
+            return base
+        return await interceptors[i].intercept_service(lambda d: at(i + 1, d), details)
+
+    return await at(0, _Details(path))
+
+
+async def build(servicer: Any,
+                interceptors: Sequence[grpc.aio.ServerInterceptor],  # type: ignore[type-arg]
+                read_max_bytes: int) -> MemoryServiceASGIApplication:
+    """The Connect application of the memory service: every method of the contract, each the
+    servicer's behind ``interceptors`` (the gRPC server's, in its order)."""
+    functions: dict[str, Callable[..., Any]] = {}
+    for method in SERVICE.methods:
+        handler = await _wrapped(interceptors, _base(servicer, method),
+                                 f"/{SERVICE.full_name}/{method.name}")
+        functions[snake(method.name)] = _endpoint(method, handler)
+    service = cast(MemoryService, SimpleNamespace(**functions))
+    # JSON that names a field the contract does not have is refused, not silently dropped: a
+    # misspelt field would otherwise do nothing without a word.
+    codecs = [google_protobuf_binary_codec(), google_protobuf_json_codec(ignore_unknown_fields=False)]
+    return MemoryServiceASGIApplication(service, read_max_bytes=read_max_bytes, codecs=codecs)
+
+
+def _endpoint(method: Any, handler: Handler) -> Callable[..., Any]:
+    if method.server_streaming:
+        stream: Any = handler.unary_stream
+
+        async def server_stream(request: Any, ctx: RequestContext[Any, Any]) -> AsyncIterator[Any]:
+            try:
+                async for item in stream(request, ConnectCall(ctx)):
+                    yield item
+            except Aborted as stop:
+                raise stop.error from None
+
+        return server_stream
+    behavior: Any = handler.stream_unary if method.client_streaming else handler.unary_unary
+
+    async def call(request: Any, ctx: RequestContext[Any, Any]) -> Any:
+        try:
+            return await behavior(request, ConnectCall(ctx))
+        except Aborted as stop:
+            raise stop.error from None
+
+    return call

@@ -1,0 +1,136 @@
+"""The contract over Connect on the HTTP port: JSON as curl sends it, the same answers as gRPC,
+the same errors with the same ErrorInfo reasons, the same keys and roles, and the server
+stream (Export) over Connect streaming."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import httpx
+import pytest
+from celestial_client.v1 import memory_pb2 as pb
+from celestial_client.v1 import memory_pb2_grpc as pb_grpc
+from celestial_client.v1.memory_connect import MemoryServiceClient
+from celestial_memory.access.keys import create_key
+from celestial_memory.api.grpc.server import MemoryServer
+from celestial_memory.clock import ManualClock
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
+from google.protobuf import json_format
+from google.rpc import error_details_pb2
+
+from tests.integration.conftest import running_server
+
+SERVICE = "/celestial.v1.MemoryService"
+JSON = {"content-type": "application/json"}
+
+
+@pytest.fixture
+async def http(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> AsyncIterator[tuple[MemoryServer, httpx.AsyncClient]]:
+    async with (running_server(tmp_path, embedder, clock, http_address="127.0.0.1:0") as srv,
+                httpx.AsyncClient(base_url=f"http://127.0.0.1:{srv.http_port}") as h):
+        yield srv, h
+
+
+async def post(h: httpx.AsyncClient, method: str, body: dict[str, Any],
+               headers: dict[str, str] | None = None) -> httpx.Response:
+    return await h.post(f"{SERVICE}/{method}", content=json.dumps(body),
+                        headers={**JSON, **(headers or {})})
+
+
+def reason(resp: httpx.Response) -> str:
+    """The ErrorInfo reason of a Connect error answer."""
+    for d in resp.json().get("details", []):
+        if d["type"] == "google.rpc.ErrorInfo":
+            value = d["value"] + "=" * (-len(d["value"]) % 4)
+            return error_details_pb2.ErrorInfo.FromString(base64.b64decode(value)).reason
+    raise AssertionError(f"no ErrorInfo in {resp.text}")
+
+
+async def test_store_and_recall_as_curl_sends_them_and_the_same_answers_as_grpc(
+    http: tuple[MemoryServer, httpx.AsyncClient],
+) -> None:
+    srv, h = http
+    stored = await post(h, "Store", {"tenant": "t", "content": "the blue heron nests by the lake"})
+    assert stored.status_code == 200, stored.text
+    memory = stored.json()["memory"]
+    assert memory["content"] == "the blue heron nests by the lake" and memory["zone"]
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch:
+        stub = pb_grpc.MemoryServiceStub(ch)
+        await stub.Store(pb.StoreRequest(tenant="t", content="tax forms are due in april"))
+        for method, request in (
+            ("Get", pb.GetRequest(tenant="t", id=memory["id"])),
+            ("Recall", pb.RecallRequest(tenant="t", query="where do herons nest", limit=5,
+                                        no_reinforce=True)),
+            ("Stats", pb.StatsRequest(tenant="t")),
+            ("List", pb.ListRequest(tenant="t", page_size=10)),
+        ):
+            over_grpc = await getattr(stub, method)(request)
+            over_http = await post(h, method, json_format.MessageToDict(request))
+            assert over_http.status_code == 200, over_http.text
+            assert over_http.json() == json_format.MessageToDict(over_grpc), method
+    recalled = (await post(h, "Recall", {"tenant": "t", "query": "herons"})).json()
+    assert recalled["results"][0]["memory"]["id"] == memory["id"]
+
+
+async def test_errors_carry_the_grpc_codes_and_reasons(
+    http: tuple[MemoryServer, httpx.AsyncClient],
+) -> None:
+    _, h = http
+    empty = await post(h, "Store", {"tenant": "t", "content": "  "})
+    assert (empty.status_code, empty.json()["code"]) == (400, "invalid_argument")
+    assert reason(empty) == "INVALID_ARGUMENT" and "content" in empty.json()["message"]
+    missing = await post(h, "Get", {"tenant": "t", "id": "00000000-0000-4000-8000-000000000000"})
+    assert (missing.status_code, missing.json()["code"], reason(missing)) == (
+        404, "not_found", "NOT_FOUND")
+    wrong_type = await post(h, "Recall", {"tenant": "t", "limit": "many"})
+    assert wrong_type.status_code == 400 and wrong_type.json()["code"] == "invalid_argument"
+    not_json = await h.post(f"{SERVICE}/Store", content=b"{not json", headers=JSON)
+    assert not_json.status_code == 400 and not_json.json()["code"] == "invalid_argument"
+    unknown = await post(h, "NoSuchMethod", {})
+    assert unknown.status_code == 404
+
+
+async def test_keys_and_roles_decide_over_http_as_over_grpc(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock,
+) -> None:
+    keys = tmp_path / "keys.json"
+    read = create_key(keys, "a-read", "read", ["a"])[1]
+    write = create_key(keys, "a-write", "write", ["a"])[1]
+    async with (running_server(tmp_path / "data", embedder, clock, api_keys_file=keys,
+                               http_address="127.0.0.1:0") as srv,
+                httpx.AsyncClient(base_url=f"http://127.0.0.1:{srv.http_port}") as h):
+        body = {"tenant": "a", "content": "a memory of tenant a"}
+        none = await post(h, "Store", body)
+        assert (none.status_code, none.json()["code"], reason(none)) == (
+            401, "unauthenticated", "UNAUTHENTICATED")
+        bad = await post(h, "Store", body, {"authorization": "Bearer not-a-key"})
+        assert bad.json()["code"] == "unauthenticated"
+        reader = await post(h, "Store", body, {"authorization": f"Bearer {read}"})
+        assert (reader.status_code, reason(reader)) == (403, "PERMISSION_DENIED")
+        ok = await post(h, "Store", body, {"authorization": f"Bearer {write}"})
+        assert ok.status_code == 200, ok.text
+        other = await post(h, "Recall", {"tenant": "b", "query": "memory"},
+                           {"x-api-key": read})
+        assert other.json()["code"] in ("permission_denied", "not_found")
+        mine = await post(h, "Recall", {"tenant": "a", "query": "memory", "noReinforce": True},
+                          {"x-api-key": read})
+        assert [r["memory"]["id"] for r in mine.json()["results"]] == [
+            ok.json()["memory"]["id"]]
+
+
+async def test_export_streams_over_connect(
+    http: tuple[MemoryServer, httpx.AsyncClient],
+) -> None:
+    srv, h = http
+    for i in range(3):
+        await post(h, "Store", {"tenant": "s", "content": f"streamed memory {i}"})
+    async with MemoryServiceClient(f"http://127.0.0.1:{srv.http_port}") as client:
+        got = [m async for m in client.export(pb.ExportRequest(tenant="s"))]
+    assert sorted(e.memory.content for e in got) == [f"streamed memory {i}" for i in range(3)]

@@ -1,0 +1,125 @@
+"""The HTTP port under requests no client library would send: each is a clear 4xx (a Connect
+error where the request reached Connect), never a 5xx, and the server stays healthy."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+import httpx
+import pytest
+from celestial_memory.api.grpc.server import MemoryServer
+from celestial_memory.clock import ManualClock
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from tests.integration.conftest import running_server
+
+STORE = "/celestial.v1.MemoryService/Store"
+JSON = {"content-type": "application/json"}
+ALLOWED = "https://app.example"
+
+
+@pytest.fixture
+async def http(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> AsyncIterator[tuple[MemoryServer, httpx.AsyncClient]]:
+    async with (running_server(tmp_path, embedder, clock, http_address="127.0.0.1:0",
+                               http_cors_origins=[ALLOWED]) as srv,
+                httpx.AsyncClient(base_url=f"http://127.0.0.1:{srv.http_port}",
+                                  timeout=60) as h):
+        yield srv, h
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch:
+            health = await health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest())
+        assert health.status == health_pb2.HealthCheckResponse.SERVING
+
+
+async def test_bad_bodies_are_refused_with_connect_errors(
+    http: tuple[MemoryServer, httpx.AsyncClient],
+) -> None:
+    _, h = http
+    cases = {
+        "unknown field": (json.dumps({"content": "x", "contnet": "typo"}), JSON),
+        "wrong type": (json.dumps({"content": 42}), JSON),
+        "not JSON": ("{\"content\": ", JSON),
+        "a JSON list": ("[1, 2]", JSON),
+        "bad UTF-8": (b"{\"content\": \"\xff\xfe\"}", JSON),
+    }
+    for name, (body, headers) in cases.items():
+        resp = await h.post(STORE, content=body, headers=headers)
+        assert resp.status_code == 400, (name, resp.status_code, resp.text)
+        assert resp.json()["code"] == "invalid_argument", name
+    big = await h.post(STORE, content=b'{"content": "' + b"a" * (64 << 20) + b'"}', headers=JSON)
+    assert 400 <= big.status_code < 500 and big.json()["code"] == "resource_exhausted"
+
+
+async def test_wrong_content_types_and_methods_are_4xx(
+    http: tuple[MemoryServer, httpx.AsyncClient],
+) -> None:
+    _, h = http
+    body = json.dumps({"content": "hello"})
+    for headers in ({}, {"content-type": "text/plain"}, {"content-type": "application/xml"}):
+        resp = await h.post(STORE, content=body, headers=headers)
+        assert resp.status_code == 415, (headers, resp.status_code)
+    assert (await h.get(STORE)).status_code in (400, 405, 415)
+    assert (await h.post("/celestial.v1.MemoryService/Nothing", content=body,
+                         headers=JSON)).status_code == 404
+    assert (await h.post("/elsewhere", content=body, headers=JSON)).status_code == 404
+
+
+async def test_cors_answers_only_the_origins_it_is_told(
+    http: tuple[MemoryServer, httpx.AsyncClient],
+) -> None:
+    _, h = http
+    asks = {"access-control-request-method": "POST",
+            "access-control-request-headers": "content-type,authorization"}
+    foreign = await h.options(STORE, headers={"origin": "https://evil.example", **asks})
+    assert foreign.status_code == 400
+    assert "access-control-allow-origin" not in foreign.headers
+    allowed = await h.options(STORE, headers={"origin": ALLOWED, **asks})
+    assert allowed.status_code == 200
+    assert allowed.headers["access-control-allow-origin"] == ALLOWED
+    # A simple request from a foreign origin runs (no preflight), but its answer carries no
+    # allow-origin header, so the browser keeps it from the page.
+    simple = await h.post(STORE, content=json.dumps({"content": "from a page"}),
+                          headers={**JSON, "origin": "https://evil.example"})
+    assert "access-control-allow-origin" not in simple.headers
+
+
+async def test_huge_heads_are_refused_and_pipelined_requests_answered(
+    http: tuple[MemoryServer, httpx.AsyncClient],
+) -> None:
+    srv, _ = http
+
+    def raw(payload: bytes) -> bytes:
+        """What the port answers to ``payload`` until it closes the connection; one it reset
+        while the payload was still being sent answers what was read before."""
+        out = b""
+        with socket.create_connection(("127.0.0.1", srv.http_port), timeout=30) as s:
+            try:
+                s.sendall(payload)
+                while chunk := s.recv(65536):
+                    out += chunk
+            except (ConnectionResetError, BrokenPipeError):
+                pass
+        return out
+
+    huge = (b"POST " + STORE.encode() + b" HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * (1 << 20)
+            + b"\r\nconnection: close\r\n\r\n")
+    answer = await asyncio.to_thread(raw, huge)
+    # Refused: a 4xx status line, or the connection closed before the head was read whole.
+    assert not answer or answer.split(b" ", 2)[1].startswith(b"4"), answer[:200]
+    body = json.dumps({"tenant": "p", "content": "pipelined"}).encode()
+
+    def request(last: bool) -> bytes:
+        return (b"POST " + STORE.encode() + b" HTTP/1.1\r\nhost: x\r\n"
+                b"content-type: application/json\r\ncontent-length: " + str(len(body)).encode()
+                + (b"\r\nconnection: close" if last else b"") + b"\r\n\r\n" + body)
+
+    # Three requests in one write, the last asking the server to close after it.
+    answers = await asyncio.to_thread(raw, request(False) * 2 + request(True))
+    assert answers.count(b"HTTP/1.1 200") == 3, answers[:500]
