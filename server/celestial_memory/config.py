@@ -46,7 +46,8 @@ class Settings(BaseSettings):
     http_cors_origins: list[str] = Field(
         default_factory=list, description="browser origins allowed to call the HTTP port")
     http_max_header_bytes: int = Field(
-        16_384, ge=1024, le=1_048_576, description="largest request head the HTTP port reads")
+        16_384, ge=1024, le=1_048_576,
+        description="largest request head the HTTP port reads in pieces (one read: 64 KiB more)")
     # Limits of the gRPC server (docs/design.md, "The trust boundary").
     max_message_bytes: int = Field(
         4 * 1024 * 1024, gt=0, description="largest message received or sent (one stream item)")

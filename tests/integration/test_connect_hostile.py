@@ -1,5 +1,6 @@
 """The HTTP port under requests no client library would send: each is a clear 4xx (a Connect
-error where the request reached Connect), never a 5xx, and the server stays healthy."""
+error where the request reached Connect), never a 5xx, and the server stays healthy; request
+heads trickled to hold connections open are closed."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import grpc
 import httpx
 import pytest
+from celestial_memory.api.connect import server as connect_server
 from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.clock import ManualClock
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
@@ -116,10 +118,55 @@ async def test_huge_heads_are_refused_and_pipelined_requests_answered(
     body = json.dumps({"tenant": "p", "content": "pipelined"}).encode()
 
     def request(last: bool) -> bytes:
-        return (b"POST " + STORE.encode() + b" HTTP/1.1\r\nhost: x\r\n"
+        return (b"POST " + STORE.encode() + b" HTTP/1.1\r\nhost: 127.0.0.1\r\n"
                 b"content-type: application/json\r\ncontent-length: " + str(len(body)).encode()
                 + (b"\r\nconnection: close" if last else b"") + b"\r\n\r\n" + body)
 
     # Three requests in one write, the last asking the server to close after it.
     answers = await asyncio.to_thread(raw, request(False) * 2 + request(True))
     assert answers.count(b"HTTP/1.1 200") == 3, answers[:500]
+
+
+async def test_stalled_request_heads_are_closed_and_the_port_keeps_answering(
+    http: tuple[MemoryServer, httpx.AsyncClient], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    srv, h = http
+    monkeypatch.setattr(connect_server, "HEAD_TIMEOUT_S", 0.5)
+
+    def stall() -> bytes:
+        """Half a request line, then nothing: what the port does with the connection."""
+        with socket.create_connection(("127.0.0.1", srv.http_port), timeout=60) as s:
+            s.sendall(b"POST " + STORE.encode()[:12])
+            try:
+                return s.recv(100)  # b"" once the server closes it
+            except ConnectionResetError:
+                return b""
+
+    stalled = [asyncio.to_thread(stall) for _ in range(20)]
+    ok = await h.post(STORE, content=json.dumps({"content": "still answering"}), headers=JSON)
+    assert ok.status_code == 200
+    assert await asyncio.gather(*stalled) == [b""] * 20  # closed, not left open
+
+
+async def test_bad_stream_items_gRPC_content_types_and_foreign_hosts_are_4xx(
+    http: tuple[MemoryServer, httpx.AsyncClient],
+) -> None:
+    _, h = http
+    stream = {"content-type": "application/connect+json"}
+    envelopes = {
+        "declares 4 GB": b"\x00\xff\xff\xff\xff{}",
+        "truncated": b"\x00\x00\x00\x00\x16{\"content\": \"x\"}",
+        "bad JSON": b"\x00\x00\x00\x00\x05{oops",
+    }
+    for name, body in envelopes.items():
+        resp = await h.post("/celestial.v1.MemoryService/StoreBatch", content=body,
+                            headers=stream)
+        # A stream's answer is enveloped: flags, a 4-byte length, then the end message.
+        end = json.loads(resp.content[5:5 + int.from_bytes(resp.content[1:5], "big")])
+        assert end["error"]["code"] in ("invalid_argument", "resource_exhausted"), (name, end)
+    grpc_kind = await h.post(STORE, content=b"\x00\x00\x00\x00\x00",
+                             headers={"content-type": "application/grpc"})
+    assert grpc_kind.status_code == 415
+    rebound = await h.post(STORE, content=json.dumps({"content": "x"}),
+                           headers={**JSON, "host": "attacker.example:8080"})
+    assert rebound.status_code == 400

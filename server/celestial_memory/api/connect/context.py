@@ -87,6 +87,11 @@ class ConnectCall:
     def code(self) -> grpc.StatusCode | None:
         return self._code
 
+    def ended(self, error: ConnectError) -> None:
+        """The call ended with ``error`` from Connect itself (the access log's status)."""
+        self._code = grpc.StatusCode[error.code.name] if error.code != Code.CANCELED else (
+            grpc.StatusCode.CANCELLED)
+
     async def abort(self, code: grpc.StatusCode, details: str = "",
                     trailing_metadata: Sequence[tuple[str, Any]] = ()) -> NoReturn:
         self._code = code

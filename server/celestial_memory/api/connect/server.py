@@ -3,8 +3,10 @@ that is JSON or binary protobuf over HTTP/1.1 (``curl``-able), with the same TLS
 gRPC port, run by uvicorn on the gRPC server's own event loop.
 
 Browsers on other origins are refused unless ``CELESTIAL_HTTP_CORS_ORIGINS`` names them (a
-preflight from any other origin is answered 400). Bodies are bounded by ``max_message_bytes``,
-as messages are on the gRPC port.
+preflight from any other origin is answered 400); without API keys only this machine's host
+names are served (DNS rebinding). Bodies are bounded by ``max_message_bytes`` (after
+decompression), as messages are on the gRPC port; a request head must arrive whole within
+``HEAD_TIMEOUT_S``.
 """
 
 from __future__ import annotations
@@ -25,15 +27,69 @@ from celestial_memory.errors import FailedPrecondition
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.responses import PlainTextResponse
 from starlette.routing import Mount
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 log = logging.getLogger(__name__)
+HEAD_TIMEOUT_S = 10.0  # to send a whole request head, from connecting or from the last answer
 # What a browser's Connect client sends and may read (connect-web's own lists).
 CORS_REQUEST_HEADERS = ["content-type", "connect-protocol-version", "connect-timeout-ms",
                         "authorization", "x-api-key", "x-user-agent", "x-grpc-web",
                         "grpc-timeout", "x-request-id"]
 CORS_RESPONSE_HEADERS = ["grpc-status", "grpc-message", "grpc-status-details-bin",
                          "x-request-id"]
+
+
+class _HeadBounded(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol, with a bound on reading a request head: a connection that
+    has not sent a whole one within ``HEAD_TIMEOUT_S`` of connecting, or of its last answer, is
+    closed. uvicorn times out only idle keep-alive connections, and any byte restarts that, so a
+    few hundred connections trickling half a request line held every slot (slowloris)."""
+
+    _head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_head_timer()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._arm_head_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+        super().connection_lost(exc)
+
+    def _arm_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+        self._head_timer = self.loop.call_later(HEAD_TIMEOUT_S, self._head_expired)
+
+    def _head_expired(self) -> None:
+        waiting = self.cycle is None or self.cycle.response_complete  # no request under way
+        if waiting and not self.transport.is_closing():
+            self.transport.close()
+
+
+class _ContentTypes:
+    """Refuses gRPC's own content types with 415 before Connect sees them: they need HTTP/2
+    trailers, which this port cannot send (uvicorn logged a traceback for each). gRPC is the
+    gRPC port's; Connect and gRPC-Web content types go through."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            kind = dict(scope["headers"]).get(b"content-type", b"").split(b";")[0].strip()
+            if kind == b"application/grpc" or kind.startswith(b"application/grpc+"):
+                await PlainTextResponse("gRPC is served on the gRPC port (CELESTIAL_ADDRESS)",
+                                        status_code=415)(scope, receive, send)
+                return
+        await self._app(scope, receive, send)
 
 
 class _Embedded(uvicorn.Server):
@@ -47,6 +103,9 @@ def _listening(address: str) -> socket.socket:
     host = host.strip("[]") or "127.0.0.1"
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
+    # As uvicorn's own bind does: a restart may bind while the last run's connections linger
+    # in TIME-WAIT (SO_REUSEPORT, which would let two servers share the port, stays off).
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, int(port)))
     except (OSError, ValueError) as exc:
@@ -67,17 +126,25 @@ class HttpServer:
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
 
-    async def start(self, servicer: Any,
-                    interceptors: Sequence[grpc.aio.ServerInterceptor]) -> int:  # type: ignore[type-arg]
+    async def start(self, servicer: Any, interceptors: Sequence[grpc.aio.ServerInterceptor],  # type: ignore[type-arg]
+                    keys: bool) -> int:
         s = self._s
         connect = await build(servicer, interceptors, s.max_message_bytes)
-        app = Starlette(routes=[Mount(connect.path, app=connect)], middleware=[
-            Middleware(CORSMiddleware, allow_origins=list(s.http_cors_origins),
-                       allow_methods=["GET", "POST"], allow_headers=CORS_REQUEST_HEADERS,
-                       expose_headers=CORS_RESPONSE_HEADERS, max_age=7200)])
+        middleware = [Middleware(CORSMiddleware, allow_origins=list(s.http_cors_origins),
+                                 allow_methods=["POST"], allow_headers=CORS_REQUEST_HEADERS,
+                                 expose_headers=CORS_RESPONSE_HEADERS, max_age=7200)]
+        if not keys:
+            # Without keys, being on loopback is the only protection, and a web page can reach
+            # loopback by rebinding its own name to 127.0.0.1: only this machine's names pass.
+            bound = self.address.rpartition(":")[0].strip("[]")
+            middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=[
+                "localhost", "127.0.0.1", "::1", "[::1]", bound]))
+        app = _ContentTypes(Starlette(routes=[Mount(connect.path, app=connect)],
+                                      middleware=middleware))
         sock = _listening(self.address)
         config = uvicorn.Config(
-            app, log_config=None, access_log=False, lifespan="off", server_header=False,
+            app, http=_HeadBounded, log_config=None, access_log=False, lifespan="off",
+            server_header=False,
             timeout_keep_alive=5, h11_max_incomplete_event_size=s.http_max_header_bytes,
             limit_concurrency=s.max_concurrent_rpcs + 16,
             ssl_certfile=s.tls_cert, ssl_keyfile=s.tls_key,

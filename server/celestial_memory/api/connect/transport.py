@@ -23,6 +23,7 @@ from celestial_client.v1.memory_connect import MemoryService, MemoryServiceASGIA
 from celestial_memory.api.connect.context import Aborted, ConnectCall
 from celestial_memory.api.grpc.wrapping import Handler
 from connectrpc.compat import google_protobuf_binary_codec, google_protobuf_json_codec
+from connectrpc.errors import ConnectError
 from connectrpc.request import RequestContext
 
 SERVICE = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"]
@@ -90,11 +91,25 @@ def _endpoint(method: Any, handler: Handler) -> Callable[..., Any]:
 
         return server_stream
     behavior: Any = handler.stream_unary if method.client_streaming else handler.unary_unary
+    client_streaming = bool(method.client_streaming)
 
     async def call(request: Any, ctx: RequestContext[Any, Any]) -> Any:
+        seen = ConnectCall(ctx)
         try:
-            return await behavior(request, ConnectCall(ctx))
+            return await behavior(_read(request, seen) if client_streaming else request, seen)
         except Aborted as stop:
             raise stop.error from None
 
     return call
+
+
+async def _read(requests: AsyncIterator[Any], call: ConnectCall) -> AsyncIterator[Any]:
+    """A client stream's items, where an item Connect cannot read (a bad envelope, bad JSON,
+    too large) ends the call with Connect's own error, as it would a unary call, instead of
+    reaching the servicer as an unexpected exception (INTERNAL)."""
+    try:
+        async for item in requests:
+            yield item
+    except ConnectError as exc:
+        call.ended(exc)
+        raise Aborted(exc) from None

@@ -185,7 +185,8 @@ class MemoryServer:
         if s.http_address:
             self.http = HttpServer(s, s.http_address)
             try:
-                self.http_port = await self.http.start(self.servicer, self.interceptors)
+                self.http_port = await self.http.start(self.servicer, self.interceptors,
+                                                       keys=keys is not None)
             except BaseException:
                 await self._server.stop(None)
                 raise
