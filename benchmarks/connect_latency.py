@@ -4,7 +4,8 @@ interleaved.
     python benchmarks/connect_latency.py [--memories 10000] [--queries 300]
 
 A server with its defaults runs as its own process over a fresh embedded store, with the HTTP
-port on. LoCoMo turns (repeated up to ``--memories``; synthetic sentences without the data) are
+port on. 2,000 LoCoMo turns (repeated up to ``--memories`` with " (copy N)" appended;
+synthetic sentences without the data) are
 stored with StoreBatch, then each question is recalled as text, limit 10, not reinforced (so
 the two transports see the same state), once through a gRPC stub and once as JSON through a
 keep-alive HTTP/1.1 connection (httpx), in alternating order. Printed: p50 / p90 / p99 of
@@ -44,8 +45,9 @@ def main() -> int:
     ap.add_argument("--memories", type=int, default=10_000)
     ap.add_argument("--queries", type=int, default=300)
     args = ap.parse_args()
-    turns, questions = corpus(args.memories, args.queries)
-    texts = [turns[i % len(turns)] + (f" ({i // len(turns)})" if i >= len(turns) else "")
+    turns, questions = corpus(2000, args.queries)  # the dev split has 2,760 turns
+    turns = turns[:2000]
+    texts = [turns[i % len(turns)] + (f" (copy {i // len(turns)})" if i >= len(turns) else "")
              for i in range(args.memories)]
     http_address = f"127.0.0.1:{free_port()}"
     with tempfile.TemporaryDirectory(prefix="celestial-connect-") as data_dir:

@@ -170,3 +170,13 @@ async def test_bad_stream_items_gRPC_content_types_and_foreign_hosts_are_4xx(
     rebound = await h.post(STORE, content=json.dumps({"content": "x"}),
                            headers={**JSON, "host": "attacker.example:8080"})
     assert rebound.status_code == 400
+
+
+def test_the_port_socket_says_it_is_tcp_so_answers_go_out_at_once() -> None:
+    # asyncio turns Nagle off (TCP_NODELAY) only on sockets created as IPPROTO_TCP; without it
+    # a keep-alive client waited 40 ms a call on its own delayed ACK.
+    sock = connect_server._listening("127.0.0.1:0")
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+    finally:
+        sock.close()
