@@ -134,3 +134,17 @@ async def test_export_streams_over_connect(
     async with MemoryServiceClient(f"http://127.0.0.1:{srv.http_port}") as client:
         got = [m async for m in client.export(pb.ExportRequest(tenant="s"))]
     assert sorted(e.memory.content for e in got) == [f"streamed memory {i}" for i in range(3)]
+
+
+async def test_connect_timeout_ms_is_the_calls_deadline(
+    http: tuple[MemoryServer, httpx.AsyncClient],
+) -> None:
+    _, h = http
+    body = {"tenant": "d", "query": "a question that needs an encode"}
+    gone = await post(h, "Recall", body, {"connect-timeout-ms": "1"})
+    assert (gone.status_code, gone.json()["code"]) == (504, "deadline_exceeded")
+    for garbage in ("-5", "soon", "1.5"):
+        bad = await post(h, "Recall", body, {"connect-timeout-ms": garbage})
+        assert (bad.status_code, bad.json()["code"]) == (400, "invalid_argument"), garbage
+    ample = await post(h, "Recall", body, {"connect-timeout-ms": "60000"})
+    assert ample.status_code == 200

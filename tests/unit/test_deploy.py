@@ -59,7 +59,7 @@ def test_compose_has_no_default_key_and_publishes_on_loopback_only() -> None:
     assert "change-me" not in text and ":-" not in text  # no fallback value for any variable
     assert text.count("${QDRANT_API_KEY:?") == 2
     published = _published_ports(text)
-    assert len(published) == 4, published  # Qdrant's two, the service's and its metrics
+    assert len(published) == 5, published  # Qdrant's two, the service's gRPC, HTTP, metrics
     for port in published:
         assert port.startswith("127.0.0.1:"), port
 
