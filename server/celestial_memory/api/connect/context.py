@@ -39,6 +39,11 @@ def connect_code(code: grpc.StatusCode) -> Code:
     return Code.CANCELED if code == grpc.StatusCode.CANCELLED else Code[code.name]
 
 
+def grpc_code(code: Code) -> grpc.StatusCode:
+    """``connect_code`` the other way."""
+    return grpc.StatusCode.CANCELLED if code == Code.CANCELED else grpc.StatusCode[code.name]
+
+
 def _details(trailing_metadata: Sequence[tuple[str, Any]]) -> list[ErrorDetail]:
     """The details of a ``google.rpc.Status`` in gRPC trailing metadata (ErrorInfo, BadRequest,
     RetryInfo), passed on as they are packed."""
@@ -89,8 +94,7 @@ class ConnectCall:
 
     def ended(self, error: ConnectError) -> None:
         """The call ended with ``error`` from Connect itself (the access log's status)."""
-        self._code = grpc.StatusCode[error.code.name] if error.code != Code.CANCELED else (
-            grpc.StatusCode.CANCELLED)
+        self._code = grpc_code(error.code)
 
     async def abort(self, code: grpc.StatusCode, details: str = "",
                     trailing_metadata: Sequence[tuple[str, Any]] = ()) -> NoReturn:
