@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import httpx
 import pytest
 from celestial_client import AsyncCelestialClient, CelestialClient
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
@@ -19,6 +20,10 @@ from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.memory.service import MemoryService
 
 from tests.conftest import open_backend
+from tests.connect_stub import ConnectStub
+
+# The two transports of the one contract: suites written against the gRPC stub run over each.
+TRANSPORTS = ["grpc", "connect-json"]
 
 
 @asynccontextmanager
@@ -34,6 +39,18 @@ async def running_server(
         yield srv
     finally:
         await srv.stop()
+
+
+@asynccontextmanager
+async def stub_over(transport: str, srv: MemoryServer) -> AsyncIterator[Any]:
+    """The memory service's stub on ``srv`` over ``transport``: gRPC's own, or the same calls in
+    Connect JSON on the HTTP port (the server must have one: ``http_address="127.0.0.1:0"``)."""
+    if transport == "grpc":
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as channel:
+            yield pb_grpc.MemoryServiceStub(channel)
+        return
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{srv.http_port}", timeout=120) as h:
+        yield ConnectStub(h)
 
 
 @pytest.fixture

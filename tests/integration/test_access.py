@@ -25,7 +25,7 @@ from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
-from tests.integration.conftest import running_server
+from tests.integration.conftest import TRANSPORTS, running_server, stub_over
 from tests.scripted_model import ScriptedModel
 
 Stub = pb_grpc.MemoryServiceStub
@@ -59,15 +59,16 @@ async def secured(
     model = ScriptedModel(lambda body: '{"entities": []}')
     async with running_server(tmp_path / "data", embedder, clock, api_keys_file=keys.path,
                               api_keys_reload_s=0.1, admin_clock=True, llm_base_url=model.url,
-                              llm_model="scripted") as srv:
+                              llm_model="scripted", http_address="127.0.0.1:0") as srv:
         yield srv
     model.close()
 
 
-@pytest.fixture
-async def stub(secured: MemoryServer) -> AsyncIterator[Stub]:
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{secured.port}") as ch:
-        yield Stub(ch)
+@pytest.fixture(params=TRANSPORTS)
+async def stub(secured: MemoryServer, request: pytest.FixtureRequest) -> AsyncIterator[Stub]:
+    """Each test runs over gRPC and again over Connect JSON: the same keys decide the same."""
+    async with stub_over(request.param, secured) as stub:
+        yield stub
 
 
 def auth(key: str) -> tuple[tuple[str, str], ...]:

@@ -63,13 +63,22 @@ async def test_store_and_recall_as_curl_sends_them_and_the_same_answers_as_grpc(
     assert memory["content"] == "the blue heron nests by the lake" and memory["zone"]
     async with grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch:
         stub = pb_grpc.MemoryServiceStub(ch)
-        await stub.Store(pb.StoreRequest(tenant="t", content="tax forms are due in april"))
+        tax = await stub.Store(pb.StoreRequest(tenant="t", content="Alice files the tax forms "
+                                               "in April", session_id="s1"))
+        await stub.Relate(pb.RelateRequest(tenant="t", from_id=memory["id"],
+                                           to_id=tax.memory.id, relation="before"))
+        recall = pb.RecallRequest(tenant="t", query="where do herons nest", limit=5,
+                                  no_reinforce=True)
         for method, request in (
             ("Get", pb.GetRequest(tenant="t", id=memory["id"])),
-            ("Recall", pb.RecallRequest(tenant="t", query="where do herons nest", limit=5,
-                                        no_reinforce=True)),
+            ("Recall", recall),
+            ("Context", pb.ContextRequest(recall=recall, max_tokens=200, neighbours=True)),
             ("Stats", pb.StatsRequest(tenant="t")),
             ("List", pb.ListRequest(tenant="t", page_size=10)),
+            ("Recent", pb.RecentRequest(tenant="t")),
+            ("Ledger", pb.LedgerRequest(tenant="t", memory_id=memory["id"])),
+            ("Related", pb.RelatedRequest(tenant="t", id=tax.memory.id, depth=2)),
+            ("Entities", pb.EntitiesRequest(tenant="t")),
         ):
             over_grpc = await getattr(stub, method)(request)
             over_http = await post(h, method, json_format.MessageToDict(request))

@@ -25,16 +25,27 @@ from google.protobuf import json_format
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from tests.integration.conftest import running_server
+from tests.integration.conftest import TRANSPORTS, running_server, stub_over
 
 LIMIT = 4 * 1024 * 1024  # the server's and the clients' default message limit
 T0 = 1_700_000_000.0
 
 
 @pytest.fixture
-async def stub(server: MemoryServer) -> AsyncIterator[pb_grpc.MemoryServiceStub]:
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
-        yield pb_grpc.MemoryServiceStub(channel)
+async def server(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> AsyncIterator[MemoryServer]:
+    async with running_server(tmp_path, embedder, clock, http_address="127.0.0.1:0") as srv:
+        yield srv
+
+
+@pytest.fixture(params=TRANSPORTS)
+async def stub(
+    server: MemoryServer, request: pytest.FixtureRequest
+) -> AsyncIterator[pb_grpc.MemoryServiceStub]:
+    """Each test runs over gRPC and again over Connect JSON, and must see the same contract."""
+    async with stub_over(request.param, server) as stub:
+        yield stub
 
 
 def vec(seed: int) -> list[float]:
@@ -212,7 +223,7 @@ async def test_paging_goes_through_big_memories_and_event_bursts_once(
     tmp_path: Path, embedder: SentenceTransformerEmbedder,
 ) -> None:
     clock = ManualClock(T0)
-    async with running_server(tmp_path, embedder, clock) as server:
+    async with running_server(tmp_path, embedder, clock, http_address="127.0.0.1:0") as server:
         repo = server.service.store
         # 10,000 memories of 30 KB (300 MB: a single answer could never hold them), written
         # straight to the store in batches; many share a creation time, as one batch does.
@@ -234,38 +245,42 @@ async def test_paging_goes_through_big_memories_and_event_bursts_once(
             ZoneEvent(str(uuid.uuid4()), "p", ids[i % len(ids)], Zone.CORE, Zone.INNER,
                       "capacity", T0 + i // 5000, "h") for i in range(25_000)])
 
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
-            stub = pb_grpc.MemoryServiceStub(channel)
-            listed = [m.id async for p in _pages(stub.List, pb.ListRequest(
-                tenant="p", page_size=1000)) for m in p.memories]  # type: ignore[attr-defined]
-            assert len(listed) == len(set(listed)) == 10_000 and set(listed) == set(ids)
-            assert listed == sorted(listed)
-            recent = [m async for p in _pages(stub.Recent, pb.RecentRequest(
-                tenant="p", page_size=1000)) for m in p.memories]  # type: ignore[attr-defined]
-            assert sorted(m.id for m in recent) == sorted(ids)
-            times = [m.created_at.ToNanoseconds() for m in recent]
-            assert times == sorted(times, reverse=True)
-            events = [e.id async for p in _pages(stub.Ledger, pb.LedgerRequest(
-                tenant="p", page_size=1000)) for e in p.events]  # type: ignore[attr-defined]
-            assert len(events) == len(set(events)) == 25_000
-            # A token belongs to its request.
-            first = await stub.List(pb.ListRequest(tenant="p", page_size=5))
-            with pytest.raises(grpc.aio.AioRpcError) as err:
-                await stub.List(pb.ListRequest(tenant="p", page_token=first.next_page_token,
-                                               filter=pb.RecallFilter(session_id="s")))
-            assert details(err.value)[1][0][0] == "page_token"
-            # Nor with another list, nor forged or garbage of any shape.
-            deep = base64.urlsafe_b64encode(b"[" * 100_000 + b"]" * 100_000).decode()
-            forged = paging.encode(paging.fingerprint(pb.RecentRequest(tenant="p"), "p"),
-                                   {"memories": (None, str(uuid.uuid4()))})
-            for call, req in ((stub.Recent, pb.RecentRequest(
-                    tenant="p", page_token=first.next_page_token)),
-                    (stub.Recent, pb.RecentRequest(tenant="p", page_token=deep)),
-                    (stub.Recent, pb.RecentRequest(tenant="p", page_token=forged)),
-                    (stub.Ledger, pb.LedgerRequest(tenant="p", page_token="x" * 5000))):
-                with pytest.raises(grpc.aio.AioRpcError) as err:
-                    await call(req)  # type: ignore[operator]
-                assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        for transport in TRANSPORTS:
+            async with stub_over(transport, server) as stub:
+                await _page_through(stub, ids)
+
+
+async def _page_through(stub: pb_grpc.MemoryServiceStub, ids: list[str]) -> None:
+    listed = [m.id async for p in _pages(stub.List, pb.ListRequest(
+        tenant="p", page_size=1000)) for m in p.memories]  # type: ignore[attr-defined]
+    assert len(listed) == len(set(listed)) == 10_000 and set(listed) == set(ids)
+    assert listed == sorted(listed)
+    recent = [m async for p in _pages(stub.Recent, pb.RecentRequest(
+        tenant="p", page_size=1000)) for m in p.memories]  # type: ignore[attr-defined]
+    assert sorted(m.id for m in recent) == sorted(ids)
+    times = [m.created_at.ToNanoseconds() for m in recent]
+    assert times == sorted(times, reverse=True)
+    events = [e.id async for p in _pages(stub.Ledger, pb.LedgerRequest(
+        tenant="p", page_size=1000)) for e in p.events]  # type: ignore[attr-defined]
+    assert len(events) == len(set(events)) == 25_000
+    # A token belongs to its request.
+    first = await stub.List(pb.ListRequest(tenant="p", page_size=5))
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.List(pb.ListRequest(tenant="p", page_token=first.next_page_token,
+                                       filter=pb.RecallFilter(session_id="s")))
+    assert details(err.value)[1][0][0] == "page_token"
+    # Nor with another list, nor forged or garbage of any shape.
+    deep = base64.urlsafe_b64encode(b"[" * 100_000 + b"]" * 100_000).decode()
+    forged = paging.encode(paging.fingerprint(pb.RecentRequest(tenant="p"), "p"),
+                           {"memories": (None, str(uuid.uuid4()))})
+    for call, req in ((stub.Recent, pb.RecentRequest(
+            tenant="p", page_token=first.next_page_token)),
+            (stub.Recent, pb.RecentRequest(tenant="p", page_token=deep)),
+            (stub.Recent, pb.RecentRequest(tenant="p", page_token=forged)),
+            (stub.Ledger, pb.LedgerRequest(tenant="p", page_token="x" * 5000))):
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await call(req)  # type: ignore[operator]
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
 # -- errors and JSON -------------------------------------------------------------------------
