@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.integration.conftest import running_server
+from tests.rss import peak_rss_growth
 
 STORE = "/celestial.v1.MemoryService/Store"
 JSON = {"content-type": "application/json"}
@@ -180,3 +182,74 @@ def test_the_port_socket_says_it_is_tcp_so_answers_go_out_at_once() -> None:
         assert sock.proto == socket.IPPROTO_TCP
     finally:
         sock.close()
+
+
+def _slow_body(port: int, path: str, kind: bytes, first: bytes, length: int) -> bytes:
+    """A whole head, the first bytes of the body it announces, then nothing: the answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+        s.sendall(b"POST " + path.encode() + b" HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: "
+                  + kind + b"\r\ncontent-length: " + str(length).encode() + b"\r\n\r\n" + first)
+        answer = b""
+        while chunk := s.recv(4096):
+            answer += chunk
+        return answer  # all of it: the server closed the connection
+
+
+async def test_slow_bodies_get_408_and_the_port_keeps_answering(
+    http: tuple[MemoryServer, httpx.AsyncClient], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    srv, h = http
+    monkeypatch.setattr(connect_server, "BODY_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(connect_server, "STREAM_IDLE_S", 0.5)
+    before = srv.service.stats("default").total
+    unary = [asyncio.to_thread(_slow_body, srv.http_port, STORE, b"application/json",
+                               b'{"content": "slo', 1000) for _ in range(20)]
+    # A client stream: one whole item, then a pause inside the second envelope.
+    item = json.dumps({"content": "streamed then stalled"}).encode()
+    envelope = b"\x00" + len(item).to_bytes(4, "big") + item
+    streams = [asyncio.to_thread(_slow_body, srv.http_port,
+                                 "/celestial.v1.MemoryService/StoreBatch",
+                                 b"application/connect+json", envelope + b"\x00\x00", 10_000)
+               for _ in range(5)]
+    ok = await h.post(STORE, content=json.dumps({"content": "still answering"}), headers=JSON)
+    assert ok.status_code == 200
+    for answer in await asyncio.gather(*unary, *streams):
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 408"), answer[:300]
+        assert json.loads(body)["code"] == "deadline_exceeded"
+    # Nothing of a refused body was stored: only the answered Store, and no half-read batch.
+    assert srv.service.stats("default").total == before + 1
+
+
+LOAD = f"""
+import asyncio, sys, httpx
+body = b'{{"content": "' + b"a" * (16 << 20) + b'"}}'
+async def one(url):
+    async with httpx.AsyncClient(base_url=url, timeout=120) as c:
+        try:
+            return (await c.post("{STORE}", content=body,
+                                 headers={{"content-type": "application/json"}})).status_code
+        except httpx.TransportError:
+            return 0  # the server may close once it has refused, before all was sent
+async def main():
+    print(*await asyncio.gather(*(one(sys.argv[1]) for _ in range(64))))
+asyncio.run(main())
+"""
+
+
+async def test_many_connections_with_large_bodies_keep_memory_bounded(
+    http: tuple[MemoryServer, httpx.AsyncClient],
+) -> None:
+    """Sixty-four callers at once (another process), each sending 16 MiB to a port that reads at
+    most the message limit (4 MiB) of each: every one is refused, and the server grows by far
+    less than what was sent (1 GiB)."""
+    srv, _ = http
+    with peak_rss_growth() as growth:
+        load = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", LOAD, f"http://127.0.0.1:{srv.http_port}",
+            stdout=asyncio.subprocess.PIPE)
+        out, _ = await load.communicate()
+    codes = [int(c) for c in out.split()]
+    assert len(codes) == 64 and all(code in (0, 429) for code in codes), codes
+    assert codes.count(429) >= 32, codes  # refused with an answer, not only cut off
+    assert growth[0] < 640 << 20, f"grew by {growth[0] >> 20} MiB"

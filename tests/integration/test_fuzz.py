@@ -3,6 +3,9 @@ strings, extreme and non-finite numbers, long lists, every zone value), and rand
 the message of every method. Nothing may answer INTERNAL or UNKNOWN, hang, or crash the server;
 a rejected request writes nothing; the memories there before are intact afterwards.
 
+The HTTP port gets the same: the fuzzed messages as Connect JSON, random JSON documents, and
+random bytes under each content type; nothing there may answer a 5xx.
+
     make fuzz      (a longer run: FUZZ_EXAMPLES examples per method, default 300)
 """
 
@@ -20,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import httpx
 import pytest
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.clock import ManualClock
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
+from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -192,14 +197,17 @@ class Harness:
         # A scripted model, so that Reflect gets past its precondition and writes.
         self.model = ScriptedModel(reflections)
         self._cm = running_server(tmp, embedder, ManualClock(1_700_000_000.0), admin_clock=True,
-                                  llm_base_url=self.model.url, llm_model="scripted")
+                                  llm_base_url=self.model.url, llm_model="scripted",
+                                  http_address="127.0.0.1:0")
         self.server: MemoryServer = asyncio.run_coroutine_threadsafe(
             self._cm.__aenter__(), self.loop).result()
         self.channel = grpc.insecure_channel(f"127.0.0.1:{self.server.port}")
+        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.server.http_port}", timeout=30)
         self.kept: list[tuple[str, str, float]] = []  # KEEP's memories before the fuzzing
 
     def close(self) -> None:
         self.channel.close()
+        self.http.close()
         asyncio.run_coroutine_threadsafe(self._cm.__aexit__(None, None, None), self.loop).result()
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join()
@@ -223,6 +231,25 @@ class Harness:
         except grpc.RpcError as err:
             return err.code()  # type: ignore[no-any-return]
         return grpc.StatusCode.OK
+
+    def http_call(self, method: Any, body: bytes, kind: str) -> tuple[int, str]:
+        """``body`` posted to the method on the HTTP port: the HTTP status and the Connect
+        code (``ok`` for a success); a stream's code is in its end message."""
+        reply = self.http.post(f"/{SERVICE.full_name}/{method.name}", content=body,
+                               headers={"content-type": kind})
+        if reply.status_code != 200:
+            code = reply.json().get("code", "") if "json" in reply.headers.get(
+                "content-type", "") else ""
+            return reply.status_code, code
+        if kind.startswith("application/connect+"):
+            data = reply.content
+            while len(data) >= 5:  # envelopes: flags, a 4-byte length, the message
+                size = int.from_bytes(data[1:5], "big")
+                if data[0] & 0x02:
+                    return 200, json.loads(data[5:5 + size]).get("error", {}).get("code", "ok")
+                data = data[5 + size:]
+            raise AssertionError(f"{method.name}: a stream answer without its end: {reply.content[:200]!r}")
+        return 200, "ok"
 
 
 @pytest.fixture(scope="module")
@@ -368,6 +395,72 @@ def test_every_graph_read_answers_after_the_fuzz(harness: Harness) -> None:
         assert code == grpc.StatusCode.OK, (name, code)
 
 
+# What must never come back from the HTTP port: a 5xx, or a Connect code of a server fault.
+HTTP_BAD = {"internal", "unknown", "deadline_exceeded", "data_loss"}
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | texts,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner,
+                                                                max_size=4), max_leaves=12)
+
+
+def _envelope(data: bytes) -> bytes:
+    return b"\x00" + len(data).to_bytes(4, "big") + data
+
+
+def _http_kind(method: Any) -> str:
+    streams = method.client_streaming or method.server_streaming
+    return "application/connect+json" if streams else "application/json"
+
+
+def _check_http(harness: Harness, method: Any, body: bytes, kind: str) -> None:
+    before = harness.total()
+    status, code = harness.http_call(method, body, kind)
+    OUTCOMES[(f"http {method.name}", code or str(status))] += 1
+    assert status < 500 and code not in HTTP_BAD, (method.name, status, code, body[:300])
+    if code != "ok" or method.name not in WRITERS:  # a refused request wrote nothing
+        assert harness.total() == before, (method.name, status, code, "a rejected request wrote")
+
+
+@pytest.mark.parametrize("method", list(SERVICE.methods), ids=lambda m: m.name)
+def test_random_messages_as_json_never_break_the_http_port(harness: Harness, method: Any) -> None:
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(requests(method.input_type))
+    def run(msg: Any) -> None:
+        if method.name in DESTRUCTIVE and msg.tenant == KEEP:
+            msg.tenant = "fuzz"
+        try:
+            body = json_format.MessageToJson(msg).encode()
+        except json_format.SerializeToJsonError:
+            return  # a value JSON cannot carry (a Timestamp out of range): the other tests send it
+        kind = _http_kind(method)
+        _check_http(harness, method, _envelope(body) if "connect+" in kind else body, kind)
+
+    run()
+
+
+@pytest.mark.parametrize("method", list(SERVICE.methods), ids=lambda m: m.name)
+def test_random_json_and_bytes_never_break_the_http_port(harness: Harness, method: Any) -> None:
+    """Documents of any shape, often naming the method's own fields with values of the wrong
+    type, and raw bytes under each content type the port knows."""
+    fields = [f.json_name for f in method.input_type.fields] or ["x"]
+    documents = st.one_of(
+        JSON_VALUES, st.dictionaries(st.sampled_from(fields), JSON_VALUES, max_size=4))
+    kinds = st.sampled_from(["application/json", "application/proto", "application/connect+json",
+                             "application/connect+proto", "text/plain", ""])
+
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(st.one_of(documents.map(lambda d: json.dumps(d).encode()), st.binary(max_size=512)),
+           kinds, st.booleans())
+    def run(body: bytes, kind: str, enveloped: bool) -> None:
+        if method.name in DESTRUCTIVE:  # these may legitimately change what they name
+            body = body.replace(KEEP.encode(), b"fuzz")
+        _check_http(harness, method, _envelope(body) if enveloped else body, kind)
+
+    run()
+
+
 def test_the_fuzz_reached_the_service(harness: Harness) -> None:
     """Random messages were both accepted and refused (a harness whose every call failed to
     decode, or passed, would prove nothing); the counts are printed for the closing report."""
@@ -378,6 +471,15 @@ def test_the_fuzz_reached_the_service(harness: Harness) -> None:
             "Entities", "Feedback", "Reflect"} <= accepted
     assert harness.model.requests  # a fuzzed Reflect got as far as the model
     assert {"Store", "StoreBatch", "Recall", "Update", "Import", "Feedback"} <= refused
+    # And the HTTP port's fuzz got through Connect's decoding as well as being refused by it.
+    assert {f"http {m}" for m in ("Store", "Recall", "Stats", "Export", "Related")} <= accepted_http(
+        "ok")
+    assert {f"http {m}" for m in ("Store", "StoreBatch", "Recall", "Import")} <= accepted_http(
+        "invalid_argument")
+
+
+def accepted_http(code: str) -> set[str]:
+    return {m for (m, c), n in OUTCOMES.items() if c == code and m.startswith("http ")}
 
 
 def test_the_memories_there_before_are_intact(harness: Harness) -> None:

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import socket
 import ssl
 from collections.abc import Iterator, Sequence
+from importlib import resources
 from typing import Any
 
 import grpc
@@ -28,18 +30,30 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
-from starlette.responses import PlainTextResponse
-from starlette.routing import Mount
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 log = logging.getLogger(__name__)
 HEAD_TIMEOUT_S = 10.0  # to send a whole request head, from connecting or from the last answer
+BODY_TIMEOUT_S = 30.0  # to send a whole unary request's body, from its head
+STREAM_IDLE_S = 60.0  # that a client stream's body may pause between two pieces
 # What a browser's Connect client sends and may read (connect-web's own lists).
 CORS_REQUEST_HEADERS = ["content-type", "connect-protocol-version", "connect-timeout-ms",
                         "authorization", "x-api-key", "x-user-agent", "x-grpc-web",
                         "grpc-timeout", "x-request-id"]
 CORS_RESPONSE_HEADERS = ["grpc-status", "grpc-message", "grpc-status-details-bin",
                          "x-request-id"]
+# The explorer's files (api/explorer/): public, as they hold no memory; what the page shows comes
+# through Connect calls that carry the caller's key. Its own scripts only, and never in a frame.
+EXPLORER_FILES = {"index.html": "text/html; charset=utf-8",
+                  "explorer.js": "text/javascript; charset=utf-8",
+                  "explorer.css": "text/css; charset=utf-8"}
+EXPLORER_HEADERS = {"content-security-policy": "default-src 'self'; frame-ancestors 'none'; "
+                                               "base-uri 'none'; form-action 'none'",
+                    "x-content-type-options": "nosniff", "referrer-policy": "no-referrer",
+                    "cache-control": "no-cache"}
 
 
 class _HeadBounded(H11Protocol):
@@ -92,6 +106,82 @@ class _ContentTypes:
         await self._app(scope, receive, send)
 
 
+def _explorer_routes() -> list[Route]:
+    folder = resources.files("celestial_memory.api.explorer")
+
+    def serve(name: str, media_type: str) -> Route:
+        async def endpoint(_: Request) -> Response:
+            # Read on each request: a few small files, and a rebuilt bundle shows at once.
+            return Response(folder.joinpath(name).read_bytes(), media_type=media_type,
+                            headers=EXPLORER_HEADERS)
+        path = "/explorer/" if name == "index.html" else f"/explorer/{name}"
+        return Route(path, endpoint, methods=["GET", "HEAD"])
+
+    async def to_page(_: Request) -> Response:
+        return RedirectResponse("/explorer/", status_code=308)
+
+    return [Route("/explorer", to_page, methods=["GET", "HEAD"]),
+            *(serve(name, kind) for name, kind in EXPLORER_FILES.items())]
+
+
+class _BodyBounded:
+    """A bound on reading a request's body, which uvicorn does not have: once the head is in, a
+    connection trickling its body would hold its slot for as long as it liked (slowloris with a
+    body). A unary body must arrive whole within ``BODY_TIMEOUT_S``; a client stream, which may
+    legitimately last, must not pause longer than ``STREAM_IDLE_S``. Past that the caller gets
+    408 with a Connect error and the connection is closed; the application sees a disconnect
+    (the Connect layer then ends the call as cancelled, before any servicer saw a unary one)."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
+        loop = asyncio.get_running_loop()
+        kind = dict(scope["headers"]).get(b"content-type", b"")
+        streaming = kind.startswith(b"application/connect+")
+        deadline = None if streaming else loop.time() + BODY_TIMEOUT_S
+        state = {"body_done": False, "started": False, "refused": False}
+
+        async def bounded_receive() -> Any:
+            if state["body_done"] or state["refused"]:
+                return await receive()  # only a disconnect is left to wait for
+            wait = STREAM_IDLE_S if deadline is None else deadline - loop.time()
+            try:
+                async with asyncio.timeout(max(wait, 0.0)):
+                    message = await receive()
+            except TimeoutError:
+                await refuse()
+                return {"type": "http.disconnect"}
+            if message["type"] == "http.request" and not message.get("more_body", False):
+                state["body_done"] = True
+            return message
+
+        async def refuse() -> None:
+            state["refused"] = True
+            if state["started"]:
+                return  # an answer is under way; the disconnect ends it
+            limit = f"{STREAM_IDLE_S:.0f} s without a byte" if streaming else \
+                f"whole within {BODY_TIMEOUT_S:.0f} s"
+            body = json.dumps({"code": "deadline_exceeded",
+                               "message": f"the request body must arrive {limit}"}).encode()
+            await send({"type": "http.response.start", "status": 408, "headers": [
+                (b"content-type", b"application/json"), (b"connection", b"close"),
+                (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+
+        async def guarded_send(message: Any) -> None:
+            if state["refused"] and not state["started"]:
+                return  # the 408 was the answer; what the application says after it is dropped
+            if message["type"] == "http.response.start":
+                state["started"] = True
+            await send(message)
+
+        await self._app(scope, bounded_receive, guarded_send)
+
+
 class _Embedded(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -141,8 +231,8 @@ class HttpServer:
             bound = self.address.rpartition(":")[0].strip("[]")
             middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=[
                 "localhost", "127.0.0.1", "::1", "[::1]", bound]))
-        app = _ContentTypes(Starlette(routes=[Mount(connect.path, app=connect)],
-                                      middleware=middleware))
+        app = _BodyBounded(_ContentTypes(Starlette(
+            routes=[Mount(connect.path, app=connect), *_explorer_routes()], middleware=middleware)))
         sock = _listening(self.address)
         config = uvicorn.Config(
             app, http=_HeadBounded, log_config=None, access_log=False, lifespan="off",
