@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 from pathlib import Path
@@ -37,7 +38,9 @@ async def run(
 async def install_package(build: bool = False) -> None:
     """client/typescript's dependencies, when missing; with ``build``, its dist/ built again from
     the current sources (npm ci builds it too, but an existing one may be stale)."""
-    if not (PACKAGE / "node_modules" / "@grpc" / "grpc-js").exists():
+    manifest = json.loads((PACKAGE / "package.json").read_text())
+    wanted = {**manifest["dependencies"], **manifest["devDependencies"]}
+    if not all((PACKAGE / "node_modules" / name / "package.json").exists() for name in wanted):
         code, out = await run("npm", "ci", "--no-audit", "--no-fund", cwd=PACKAGE, timeout=300)
         assert code == 0, out
     elif build:

@@ -157,3 +157,21 @@ async def test_connect_timeout_ms_is_the_calls_deadline(
         assert (bad.status_code, bad.json()["code"]) == (400, "invalid_argument"), garbage
     ample = await post(h, "Recall", body, {"connect-timeout-ms": "60000"})
     assert ample.status_code == 200
+
+
+async def test_the_explorer_is_served_with_its_own_scripts_only(
+    http: tuple[MemoryServer, httpx.AsyncClient],
+) -> None:
+    _, h = http
+    moved = await h.get("/explorer?tenant=a&q=the%20boat")
+    assert moved.status_code == 308 and moved.headers["location"] == "/explorer/?tenant=a&q=the%20boat"
+    page = await h.get("/explorer/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    assert page.headers["x-content-type-options"] == "nosniff"
+    assert '<script src="/explorer/explorer.js"' in page.text and "<script>" not in page.text
+    for name, kind in (("explorer.js", "text/javascript"), ("explorer.css", "text/css")):
+        asset = await h.get(f"/explorer/{name}")
+        assert asset.status_code == 200 and asset.headers["content-type"].startswith(kind), name
+    assert (await h.get("/explorer/../../etc/passwd")).status_code == 404
+    assert (await h.post("/explorer/", content=b"x")).status_code == 405

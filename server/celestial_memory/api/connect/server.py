@@ -117,8 +117,9 @@ def _explorer_routes() -> list[Route]:
         path = "/explorer/" if name == "index.html" else f"/explorer/{name}"
         return Route(path, endpoint, methods=["GET", "HEAD"])
 
-    async def to_page(_: Request) -> Response:
-        return RedirectResponse("/explorer/", status_code=308)
+    async def to_page(request: Request) -> Response:
+        query = request.url.query  # ?tenant=... and the rest go along
+        return RedirectResponse("/explorer/" + (f"?{query}" if query else ""), status_code=308)
 
     return [Route("/explorer", to_page, methods=["GET", "HEAD"]),
             *(serve(name, kind) for name, kind in EXPLORER_FILES.items())]

@@ -1,0 +1,58 @@
+// The explorer's words for the contract's values (zones, ledger events, memory types, score
+// terms, error codes) and the formatting of numbers, times and long texts.
+
+import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { Code } from "@connectrpc/connect";
+import {
+  MemoryType, Zone, ZoneEventKind, type ScoreBreakdown,
+} from "../src/gen/celestial/v1/memory_pb.js";
+
+// Zones innermost first: the order results are grouped in.
+export const ZONES: readonly Zone[] = [Zone.CORE, Zone.INNER, Zone.OUTER, Zone.BELT, Zone.CLOUD];
+const ZONE_NAMES: Record<Zone, string> = {
+  [Zone.UNSPECIFIED]: "unspecified", [Zone.CORE]: "core", [Zone.INNER]: "inner",
+  [Zone.OUTER]: "outer", [Zone.BELT]: "belt", [Zone.CLOUD]: "cloud",
+};
+export const EVENT_NAMES: Record<ZoneEventKind, string> = {
+  [ZoneEventKind.UNSPECIFIED]: "unspecified", [ZoneEventKind.CAPACITY]: "capacity",
+  [ZoneEventKind.FORGOTTEN]: "forgotten", [ZoneEventKind.RESTORED]: "restored",
+  [ZoneEventKind.PURGED]: "purged", [ZoneEventKind.DELETED]: "deleted",
+  [ZoneEventKind.MERGED]: "merged", [ZoneEventKind.FEEDBACK_HELPFUL]: "feedback_helpful",
+  [ZoneEventKind.FEEDBACK_NOT_HELPFUL]: "feedback_not_helpful",
+};
+export const EVENT_TEXT: Record<ZoneEventKind, string> = {
+  [ZoneEventKind.UNSPECIFIED]: "event", [ZoneEventKind.CAPACITY]: "evicted (zone over capacity)",
+  [ZoneEventKind.FORGOTTEN]: "forgotten (archived)", [ZoneEventKind.RESTORED]: "restored",
+  [ZoneEventKind.PURGED]: "purged", [ZoneEventKind.DELETED]: "deleted",
+  [ZoneEventKind.MERGED]: "merged into another memory",
+  [ZoneEventKind.FEEDBACK_HELPFUL]: "voted helpful",
+  [ZoneEventKind.FEEDBACK_NOT_HELPFUL]: "voted not helpful",
+};
+export const TYPE_NAMES: Record<MemoryType, string> = {
+  [MemoryType.UNSPECIFIED]: "episode", [MemoryType.FACT]: "fact",
+  [MemoryType.PREFERENCE]: "preference", [MemoryType.TRIPLE]: "triple",
+  [MemoryType.INSIGHT]: "insight", [MemoryType.EPISODE]: "episode",
+};
+// The score terms, in the memory function's order, with their letters.
+export const TERMS: readonly [keyof Omit<ScoreBreakdown, "$typeName" | "$unknown">, string][] = [
+  ["recall", "R"], ["freshness", "F"], ["importance", "A"], ["context", "C"], ["total", "I"],
+];
+export const fixed = (x: number, digits = 3): string => x.toFixed(digits);
+export const zoneName = (z: Zone): string => ZONE_NAMES[z] ?? `zone ${z}`;
+export const title = (s: string): string => s.charAt(0).toUpperCase() + s.slice(1);
+
+export function when(t: Timestamp | undefined): string {
+  if (!t) return "—";
+  return timestampDate(t).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+}
+
+export function short(text: string, n: number): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > n ? `${flat.slice(0, n - 1)}…` : flat;
+}
+
+// "unauthenticated", "invalid_argument"...: the Connect protocol's name of a code.
+export function codeName(code: Code): string {
+  const name = Code[code] ?? "unknown";
+  return name.replace(/[A-Z]/g, (c, i: number) => (i ? "_" : "") + c.toLowerCase());
+}

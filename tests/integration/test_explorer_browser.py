@@ -1,0 +1,346 @@
+"""The explorer (/explorer/ on the HTTP port) in a real headless browser (Debian's chromium, driven
+by Selenium through chromedriver) against a live server: a search shows what a Recall without
+reinforcement answers, grouped by zone, and reinforces nothing; a card shows the memory's
+entities, its relations as a graph (a neighbour opens its own card) and its ledger history; a
+vote lands in the service; API keys go in the fragment, and a missing one shows the error.
+Skipped where no browser is installed. With ``CELESTIAL_EXPLORER_SCREENSHOT=path`` the run saves
+a screenshot there (docs/explorer.png).
+
+Also: the checked-in explorer.js is what ``npm run build:explorer`` makes from the sources now
+(skipped without node and npm)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from celestial_client.v1 import memory_pb2 as pb
+from celestial_client.v1 import memory_pb2_grpc as pb_grpc
+from celestial_memory.access.keys import create_key
+from celestial_memory.clock import ManualClock
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
+
+from tests.integration.conftest import running_server
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "client" / "typescript"
+BUNDLE = ROOT / "server" / "celestial_memory" / "api" / "explorer" / "explorer.js"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+NODE = shutil.which("node") and shutil.which("npm")
+needs_browser = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
+                                   reason="no chromium and chromedriver installed here")
+ZONES = ["core", "inner", "outer", "belt", "cloud"]
+T = "travel"
+QUERY = "the trip to Lisbon"
+# (content, importance): zones and scores differ; the first mentions a name, a place and a date.
+NOTES = [("Alice Novak booked the flight to Lisbon for the conference on 12 May 2025", 0.9),
+         ("The Lisbon conference hotel is on Avenida da Liberdade", 0.7),
+         ("Carol recommended the pastries at a bakery in Belém near Lisbon", 0.5),
+         ("Flight delays at Lisbon airport are common in summer", 0.2),
+         ("Bob prefers the window seat on long flights", 0.4),
+         ("The conference travel budget is 2000 euros", 0.0),
+         ("The garden roses bloom in June", 0.3)]
+Browser = Any  # selenium's WebDriver (selenium has no stubs here)
+
+
+def webdriver_error() -> type[Exception]:
+    from selenium.common.exceptions import WebDriverException
+    return WebDriverException
+
+
+def browser() -> Browser:
+    webdriver = pytest.importorskip("selenium.webdriver")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--window-size=1280,900"):
+        opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # to read CSP reports
+    return webdriver.Chrome(options=opts, service=webdriver.ChromeService(CHROMEDRIVER))
+
+
+def marker(driver: Browser, name: str) -> int:
+    try:
+        return int(driver.execute_script(f"return document.body.dataset.{name} || 0"))
+    except webdriver_error():  # the page is being loaded again
+        return -1
+
+
+def wait_for(driver: Browser, name: str, count: int, timeout: float = 60.0) -> None:
+    """Until the page counted ``count`` finished loads of a kind (document.body.dataset)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if marker(driver, name) >= count:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no {name} #{count} on the page: "
+                         + driver.execute_script("return document.body.innerText"))
+
+
+def after(driver: Browser, name: str, action: Callable[[], None]) -> None:
+    """Runs ``action`` (a click, a submit) and waits for the load it starts to finish."""
+    before = marker(driver, name)
+    action()
+    wait_for(driver, name, before + 1)
+
+
+def search(driver: Browser, query: str) -> None:
+    box = driver.find_element("id", "query")
+    box.clear()
+    box.send_keys(query)
+    after(driver, "searches", driver.find_element("id", "search").click)
+
+
+def open_card(driver: Browser, css: str) -> None:
+    after(driver, "cards", driver.find_element("css selector", css).click)
+
+
+def shown_results(driver: Browser) -> list[dict[str, Any]]:
+    return list(driver.execute_script("""
+        return [...document.querySelectorAll('#results section.zone')].map(s => ({
+          zone: s.dataset.zone,
+          results: [...s.querySelectorAll('li.result')].map(li => ({
+            id: li.dataset.id, zone: li.dataset.zone, score: Number(li.dataset.score),
+            terms: Object.fromEntries([...li.querySelectorAll('.breakdown dd')].map(
+              d => [d.dataset.term, Number(d.dataset.value)])),
+            text: li.innerText}))}))"""))
+
+
+def shown_card(driver: Browser) -> dict[str, Any]:
+    return dict(driver.execute_script("""
+        const all = (css, f) => [...document.querySelectorAll(css)].map(f);
+        return {
+          id: document.getElementById('card').dataset.id,
+          visible: !document.getElementById('card').hidden,
+          content: document.getElementById('card-content').textContent,
+          facts: Object.fromEntries(all('#card-facts dd', d => [d.dataset.field, d.textContent])),
+          entities: all('#entities li.entity', e => e.dataset.entity),
+          neighbours: all('#graph g.node.neighbour', g => g.dataset.id),
+          edges: all('#graph line.edge', l => [l.dataset.relation, l.dataset.direction]),
+          history: all('#history li.event', e => e.dataset.kind),
+          votes: document.getElementById('votes').textContent,
+        }"""))
+
+
+def error_text(driver: Browser) -> str:
+    return str(driver.execute_script("""
+        const e = document.getElementById('error'); return e.hidden ? '' : e.textContent"""))
+
+
+def screenshot(driver: Browser, path: str) -> None:
+    """The page at the top, in a 1280 x 900 viewport (the window is larger by its frame)."""
+    frame = driver.execute_script("return window.outerHeight - window.innerHeight")
+    driver.set_window_size(1280, 900 + int(frame))
+    driver.execute_script("window.scrollTo(0, 0)")
+    driver.save_screenshot(path)
+
+
+@asynccontextmanager
+async def open_browser() -> AsyncIterator[Browser]:
+    driver = await asyncio.to_thread(browser)
+    try:
+        yield driver
+    finally:
+        await asyncio.to_thread(driver.quit)
+
+
+def md(key: str) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {key}"),)
+
+
+@needs_browser
+async def test_search_cards_relations_history_and_feedback_in_a_browser(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> None:
+    async with (running_server(tmp_path, embedder, clock, http_address="127.0.0.1:0") as srv,
+                grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch):
+        stub = pb_grpc.MemoryServiceStub(ch)
+        ids = [(await stub.Store(pb.StoreRequest(tenant=T, content=c, importance=i))).memory.id
+               for c, i in NOTES]
+        alice, hotel, delays = ids[0], ids[1], ids[3]
+        await stub.Relate(pb.RelateRequest(tenant=T, from_id=alice, to_id=hotel,
+                                           relation="stays_at", weight=0.8))
+        await stub.Relate(pb.RelateRequest(tenant=T, from_id=delays, to_id=alice,
+                                           relation="may_delay", weight=0.4))
+        for q in ("Alice's flight to Lisbon", "the Lisbon hotel", "Alice's flight to Lisbon"):
+            await stub.Recall(pb.RecallRequest(tenant=T, query=q, limit=2))  # reinforced
+        # One vote before the page opens, so that the history has an event to list.
+        await stub.Feedback(pb.FeedbackRequest(tenant=T, id=alice, verdict=pb.VERDICT_HELPFUL))
+        expected = (await stub.Recall(pb.RecallRequest(tenant=T, query=QUERY, limit=20,
+                                                       no_reinforce=True))).results
+        counts = {m.id: m.recall_count for m in (
+            (await stub.List(pb.ListRequest(tenant=T, page_size=100))).memories)}
+        assert alice in {r.memory.id for r in expected}
+        zones = [pb.Zone.Name(r.found_in).removeprefix("ZONE_").lower() for r in expected]
+        assert len(set(zones)) >= 2, zones  # the grouping has something to group
+
+        async with open_browser() as driver:
+            base = f"http://127.0.0.1:{srv.http_port}/explorer/?tenant={T}"
+            await asyncio.to_thread(driver.get, base)
+            await asyncio.to_thread(wait_for, driver, "stats", 1)
+            assert driver.find_element("id", "tenant").text == T
+            assert f"{len(NOTES)} memories" in driver.find_element("id", "overview").text
+
+            # Search: the Recall's results, grouped by zone in zone order, scores and terms.
+            await asyncio.to_thread(search, driver, QUERY)
+            shown = shown_results(driver)
+            want = [(z, [r for r, rz in zip(expected, zones, strict=True) if rz == z])
+                    for z in ZONES if z in zones]
+            assert [s["zone"] for s in shown] == [z for z, _ in want]
+            for section, (zone, results) in zip(shown, want, strict=True):
+                assert [r["id"] for r in section["results"]] == [r.memory.id for r in results]
+                for got, r in zip(section["results"], results, strict=True):
+                    assert got["zone"] == zone
+                    b = r.breakdown
+                    assert got["score"] == pytest.approx(b.total, abs=1e-9)
+                    assert got["terms"] == pytest.approx(
+                        {"recall": b.recall, "freshness": b.freshness, "importance":
+                         b.importance, "context": b.context, "total": b.total}, abs=1e-9)
+                    assert f"{b.total:.3f}" in got["text"] and r.memory.content in got["text"]
+            # ...and it reinforced nothing.
+            now = {m.id: m.recall_count for m in (
+                (await stub.List(pb.ListRequest(tenant=T, page_size=100))).memories)}
+            assert now == counts
+
+            # A card: facts, entities, the relation, the history.
+            await asyncio.to_thread(open_card, driver,
+                                    f"#results li.result[data-id='{alice}'] button.open")
+            got = (await stub.Get(pb.GetRequest(tenant=T, id=alice))).memory
+            card = shown_card(driver)
+            assert card["visible"] and card["id"] == alice and card["content"] == got.content
+            assert card["facts"]["zone"] == pb.Zone.Name(got.zone).removeprefix("ZONE_").lower()
+            assert card["facts"]["importance"] == f"{got.importance:.3f}"
+            assert card["facts"]["recall-count"] == str(got.recall_count)
+            assert card["facts"]["created"].startswith(
+                got.created_at.ToDatetime().strftime("%Y-%m-%d %H:%M:%S"))
+            assert got.entities and card["entities"] == list(got.entities)
+            assert "name:alice novak" in card["entities"]
+            # Nearest first, then the heavier relation: each edge points the way it goes.
+            assert card["neighbours"] == [hotel, delays]
+            assert card["edges"] == [["stays_at", "out"], ["may_delay", "in"]]
+            ledger = (await stub.Ledger(pb.LedgerRequest(tenant=T, memory_id=alice))).events
+            assert card["history"] == ["feedback_helpful"] == [
+                pb.ZoneEventKind.Name(e.kind).removeprefix("ZONE_EVENT_KIND_").lower()
+                for e in ledger]
+            assert "1 helpful · 0 not helpful" in card["votes"]
+
+            # The graph walks: the neighbour's card, and back.
+            await asyncio.to_thread(open_card, driver, f"#graph g.node[data-id='{hotel}'] circle")
+            card = shown_card(driver)
+            assert card["id"] == hotel and card["content"] == NOTES[1][0]
+            assert card["neighbours"] == [alice] and card["edges"] == [["stays_at", "in"]]
+            await asyncio.to_thread(open_card, driver, f"#graph g.node[data-id='{alice}'] circle")
+            assert shown_card(driver)["id"] == alice
+
+            # A vote: the page says it landed, and the service has it.
+            before = (await stub.Get(pb.GetRequest(tenant=T, id=alice))).memory.importance
+            await asyncio.to_thread(after, driver, "votes",
+                                    driver.find_element("id", "helpful").click)
+            status = driver.find_element("id", "feedback-status")
+            assert status.text.startswith("Recorded: helpful")
+            voted = (await stub.Get(pb.GetRequest(tenant=T, id=alice))).memory
+            assert voted.importance > before
+            assert float(status.get_attribute("data-importance")) == pytest.approx(
+                voted.importance, abs=1e-12)
+            assert float(status.get_attribute("data-importance-before")) == pytest.approx(
+                before, abs=1e-12)
+            ledger = (await stub.Ledger(pb.LedgerRequest(tenant=T, memory_id=alice))).events
+            assert [e.kind for e in ledger] == [pb.ZONE_EVENT_KIND_FEEDBACK_HELPFUL] * 2
+            card = shown_card(driver)
+            assert card["history"] == ["feedback_helpful"] * 2
+            assert "2 helpful · 0 not helpful" in card["votes"]
+            assert card["facts"]["importance"] == f"{voted.importance:.3f}"
+            assert error_text(driver) == ""
+            # Nothing the page did broke its CSP (no inline style or script, no other origin).
+            console = [e["message"] for e in driver.get_log("browser")]
+            assert not [m for m in console if "Content Security Policy" in m], console
+            if shot := os.environ.get("CELESTIAL_EXPLORER_SCREENSHOT"):
+                await asyncio.to_thread(screenshot, driver, shot)
+
+            # A memory that is not there: the error, as text.
+            await asyncio.to_thread(driver.get, base + "&id=00000000-0000-4000-8000-000000000000")
+            await asyncio.to_thread(wait_for, driver, "errors", 1)
+            assert error_text(driver).startswith("Opening the memory failed: not_found:")
+
+
+@needs_browser
+async def test_the_key_comes_from_the_fragment_and_its_absence_is_shown(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> None:
+    keys = tmp_path / "keys.json"
+    read = create_key(keys, "a-read", "read", ["a"])[1]
+    write = create_key(keys, "a-write", "write", ["a"])[1]
+    async with (running_server(tmp_path / "data", embedder, clock, api_keys_file=keys,
+                               http_address="127.0.0.1:0") as srv,
+                grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch):
+        stub = pb_grpc.MemoryServiceStub(ch)
+        for content, importance in NOTES[:3]:
+            await stub.Store(pb.StoreRequest(content=content, importance=importance),
+                             metadata=md(write))
+        page = f"http://127.0.0.1:{srv.http_port}/explorer/"
+        async with open_browser() as driver:
+            # No key: the page says so, in words, and shows nothing else.
+            await asyncio.to_thread(driver.get, page + "?q=Lisbon")
+            await asyncio.to_thread(wait_for, driver, "errors", 1)
+            text = error_text(driver)
+            assert "unauthenticated" in text and "#key=" in text, text
+            assert driver.execute_script("return document.body.dataset.error") == (
+                "unauthenticated")
+            assert not driver.find_elements("css selector", "#results li.result")
+
+            # A read key added to the address (the key's own tenant: no ?tenant): the page loads
+            # again with it, and searches, but may not vote.
+            driver.execute_script("document.body.dataset.before = 'key'")
+            await asyncio.to_thread(driver.get, page + f"?q=Lisbon#key={read}")
+            await asyncio.to_thread(wait_for, driver, "searches", 1)
+            assert driver.execute_script("return document.body.dataset.before") is None
+            assert "3 memories" in driver.find_element("id", "overview").text
+            assert driver.find_element("id", "key-state").text == "with an API key"
+            found = driver.find_elements("css selector", "#results li.result")
+            assert len(found) >= 2 and error_text(driver) == ""
+            await asyncio.to_thread(open_card, driver, "#results li.result button.open")
+            await asyncio.to_thread(after, driver, "errors",
+                                    driver.find_element("id", "helpful").click)
+            assert error_text(driver).startswith("Feedback failed: permission_denied:")
+
+            # A write key: the vote lands.
+            await asyncio.to_thread(driver.get, page + f"?q=Lisbon&tenant=a#key={write}")
+            await asyncio.to_thread(wait_for, driver, "searches", 1)
+            first = driver.find_element("css selector", "#results li.result")
+            mid = first.get_attribute("data-id")
+            await asyncio.to_thread(open_card, driver, "#results li.result button.open")
+            await asyncio.to_thread(after, driver, "votes",
+                                    driver.find_element("id", "not-helpful").click)
+            assert error_text(driver) == ""
+            ledger = await stub.Ledger(pb.LedgerRequest(memory_id=mid), metadata=md(read))
+            assert [e.kind for e in ledger.events] == [pb.ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL]
+
+
+def _run(*cmd: str, timeout: float) -> str:
+    out = subprocess.run(cmd, cwd=PACKAGE, capture_output=True, text=True, timeout=timeout,
+                         check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
+
+
+@pytest.mark.skipif(not NODE, reason="node is not installed")
+def test_the_checked_in_bundle_is_what_build_explorer_makes(tmp_path: Path) -> None:
+    deps = json.loads((PACKAGE / "package.json").read_text())["devDependencies"]
+    if not all((PACKAGE / "node_modules" / name / "package.json").exists() for name in deps):
+        _run("npm", "ci", "--no-audit", "--no-fund", timeout=300)
+    fresh = tmp_path / "explorer.js"
+    _run("npm", "run", "build:explorer", "--", "--outfile", str(fresh), timeout=180)
+    assert fresh.read_bytes() == BUNDLE.read_bytes(), (
+        "run `npm run build:explorer` in client/typescript")
