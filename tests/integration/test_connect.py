@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from celestial_memory.access.keys import create_key
 from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.clock import ManualClock
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
+from celestial_memory.observability.metrics import REGISTRY
 from google.protobuf import json_format
 from google.rpc import error_details_pb2
 
@@ -175,3 +177,39 @@ async def test_the_explorer_is_served_with_its_own_scripts_only(
         assert asset.status_code == 200 and asset.headers["content-type"].startswith(kind), name
     assert (await h.get("/explorer/../../etc/passwd")).status_code == 404
     assert (await h.post("/explorer/", content=b"x")).status_code == 405
+
+
+async def test_every_http_call_leaves_one_access_line_refusals_before_a_method_too(
+    http: tuple[MemoryServer, httpx.AsyncClient], caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A call that reaches a method is logged by the interceptors, as on the gRPC port; one
+    refused before (a body Connect cannot read, a wrong content type, an unknown path) is logged
+    by the HTTP port, with the same fields, and counted in the method's metric series."""
+    _, h = http
+
+    def handled(code: str) -> float:
+        return REGISTRY.get_sample_value("grpc_server_handled_total", {
+            "grpc_type": "unary", "grpc_service": "celestial.v1.MemoryService",
+            "grpc_method": "Store", "grpc_code": code}) or 0.0
+
+    before = handled("INVALID_ARGUMENT")
+    with caplog.at_level(logging.INFO, logger="celestial_memory.access_log"):
+        ok = await post(h, "Store", {"tenant": "t", "content": "logged once"},
+                        {"x-request-id": "req-ok"})
+        null = await h.post(f"{SERVICE}/Store", content=b"null",
+                            headers={**JSON, "x-request-id": "req-null"})
+        unknown = await post(h, "Store", {"content": "x", "contnet": "typo"})
+        text = await h.post(f"{SERVICE}/Store", content=b"{}", headers={"content-type": "text/plain"})
+        nowhere = await h.post("/celestial.v1.MemoryService/Nope%1b%5B2J", content=b"{}", headers=JSON)
+    assert ok.status_code == 200
+    assert null.status_code == 400 and "one JSON object" in null.json()["message"]
+    assert unknown.status_code == 400 and "contnet" in unknown.json()["message"]
+    assert (text.status_code, nowhere.status_code) == (415, 404)
+    lines = [(r.method, r.status, r.request_id)  # type: ignore[attr-defined]
+             for r in caplog.records if r.name == "celestial_memory.access_log"]
+    assert lines[0] == ("Store", "OK", "req-ok")
+    assert lines[1] == ("Store", "INVALID_ARGUMENT", "req-null")
+    assert [line[:2] for line in lines[2:]] == [
+        ("Store", "INVALID_ARGUMENT"), ("Store", "HTTP_415"), ("?", "HTTP_404")]
+    assert all("\x1b" not in r.getMessage() for r in caplog.records)
+    assert handled("INVALID_ARGUMENT") == before + 2

@@ -14,6 +14,7 @@ from pathlib import Path
 import grpc
 import httpx
 import pytest
+from celestial_memory.api.connect import guards
 from celestial_memory.api.connect import server as connect_server
 from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.clock import ManualClock
@@ -133,7 +134,7 @@ async def test_stalled_request_heads_are_closed_and_the_port_keeps_answering(
     http: tuple[MemoryServer, httpx.AsyncClient], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     srv, h = http
-    monkeypatch.setattr(connect_server, "HEAD_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(guards, "HEAD_TIMEOUT_S", 0.5)
 
     def stall() -> bytes:
         """Half a request line, then nothing: what the port does with the connection."""
@@ -199,8 +200,8 @@ async def test_slow_bodies_get_408_and_the_port_keeps_answering(
     http: tuple[MemoryServer, httpx.AsyncClient], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     srv, h = http
-    monkeypatch.setattr(connect_server, "BODY_TIMEOUT_S", 0.5)
-    monkeypatch.setattr(connect_server, "STREAM_IDLE_S", 0.5)
+    monkeypatch.setattr(guards, "BODY_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(guards, "STREAM_IDLE_S", 0.5)
     before = srv.service.stats("default").total
     unary = [asyncio.to_thread(_slow_body, srv.http_port, STORE, b"application/json",
                                b'{"content": "slo', 1000) for _ in range(20)]

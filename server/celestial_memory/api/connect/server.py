@@ -5,15 +5,14 @@ gRPC port, run by uvicorn on the gRPC server's own event loop.
 Browsers on other origins are refused unless ``CELESTIAL_HTTP_CORS_ORIGINS`` names them (a
 preflight from any other origin is answered 400); without API keys only this machine's host
 names are served (DNS rebinding). Bodies are bounded by ``max_message_bytes`` (after
-decompression), as messages are on the gRPC port; a request head must arrive whole within
-``HEAD_TIMEOUT_S``.
+decompression), as messages are on the gRPC port; how long a request head and body may take is
+bounded in ``guards.py``. The explorer's static files are served at ``/explorer/``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import socket
 import ssl
@@ -23,6 +22,7 @@ from typing import Any
 
 import grpc
 import uvicorn
+from celestial_memory.api.connect.guards import BodyBounded, ContentTypes, HeadBounded, Unreached
 from celestial_memory.api.connect.transport import build
 from celestial_memory.config import Settings
 from celestial_memory.errors import FailedPrecondition
@@ -31,14 +31,10 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Mount, Route
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 log = logging.getLogger(__name__)
-HEAD_TIMEOUT_S = 10.0  # to send a whole request head, from connecting or from the last answer
-BODY_TIMEOUT_S = 30.0  # to send a whole unary request's body, from its head
-STREAM_IDLE_S = 60.0  # that a client stream's body may pause between two pieces
 # What a browser's Connect client sends and may read (connect-web's own lists).
 CORS_REQUEST_HEADERS = ["content-type", "connect-protocol-version", "connect-timeout-ms",
                         "authorization", "x-api-key", "x-user-agent", "x-grpc-web",
@@ -54,56 +50,6 @@ EXPLORER_HEADERS = {"content-security-policy": "default-src 'self'; frame-ancest
                                                "base-uri 'none'; form-action 'none'",
                     "x-content-type-options": "nosniff", "referrer-policy": "no-referrer",
                     "cache-control": "no-cache"}
-
-
-class _HeadBounded(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol, with a bound on reading a request head: a connection that
-    has not sent a whole one within ``HEAD_TIMEOUT_S`` of connecting, or of its last answer, is
-    closed. uvicorn times out only idle keep-alive connections, and any byte restarts that, so a
-    few hundred connections trickling half a request line held every slot (slowloris)."""
-
-    _head_timer: asyncio.TimerHandle | None = None
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm_head_timer()
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        self._arm_head_timer()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-        super().connection_lost(exc)
-
-    def _arm_head_timer(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-        self._head_timer = self.loop.call_later(HEAD_TIMEOUT_S, self._head_expired)
-
-    def _head_expired(self) -> None:
-        waiting = self.cycle is None or self.cycle.response_complete  # no request under way
-        if waiting and not self.transport.is_closing():
-            self.transport.close()
-
-
-class _ContentTypes:
-    """Refuses gRPC's own content types with 415 before Connect sees them: they need HTTP/2
-    trailers, which this port cannot send (uvicorn logged a traceback for each). gRPC is the
-    gRPC port's; Connect and gRPC-Web content types go through."""
-
-    def __init__(self, app: Any) -> None:
-        self._app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            kind = dict(scope["headers"]).get(b"content-type", b"").split(b";")[0].strip()
-            if kind == b"application/grpc" or kind.startswith(b"application/grpc+"):
-                await PlainTextResponse("gRPC is served on the gRPC port (CELESTIAL_ADDRESS)",
-                                        status_code=415)(scope, receive, send)
-                return
-        await self._app(scope, receive, send)
 
 
 def _explorer_routes() -> list[Route]:
@@ -123,64 +69,6 @@ def _explorer_routes() -> list[Route]:
 
     return [Route("/explorer", to_page, methods=["GET", "HEAD"]),
             *(serve(name, kind) for name, kind in EXPLORER_FILES.items())]
-
-
-class _BodyBounded:
-    """A bound on reading a request's body, which uvicorn does not have: once the head is in, a
-    connection trickling its body would hold its slot for as long as it liked (slowloris with a
-    body). A unary body must arrive whole within ``BODY_TIMEOUT_S``; a client stream, which may
-    legitimately last, must not pause longer than ``STREAM_IDLE_S``. Past that the caller gets
-    408 with a Connect error and the connection is closed; the application sees a disconnect
-    (the Connect layer then ends the call as cancelled, before any servicer saw a unary one)."""
-
-    def __init__(self, app: Any) -> None:
-        self._app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
-            await self._app(scope, receive, send)
-            return
-        loop = asyncio.get_running_loop()
-        kind = dict(scope["headers"]).get(b"content-type", b"")
-        streaming = kind.startswith(b"application/connect+")
-        deadline = None if streaming else loop.time() + BODY_TIMEOUT_S
-        state = {"body_done": False, "started": False, "refused": False}
-
-        async def bounded_receive() -> Any:
-            if state["body_done"] or state["refused"]:
-                return await receive()  # only a disconnect is left to wait for
-            wait = STREAM_IDLE_S if deadline is None else deadline - loop.time()
-            try:
-                async with asyncio.timeout(max(wait, 0.0)):
-                    message = await receive()
-            except TimeoutError:
-                await refuse()
-                return {"type": "http.disconnect"}
-            if message["type"] == "http.request" and not message.get("more_body", False):
-                state["body_done"] = True
-            return message
-
-        async def refuse() -> None:
-            state["refused"] = True
-            if state["started"]:
-                return  # an answer is under way; the disconnect ends it
-            limit = f"{STREAM_IDLE_S:.0f} s without a byte" if streaming else \
-                f"whole within {BODY_TIMEOUT_S:.0f} s"
-            body = json.dumps({"code": "deadline_exceeded",
-                               "message": f"the request body must arrive {limit}"}).encode()
-            await send({"type": "http.response.start", "status": 408, "headers": [
-                (b"content-type", b"application/json"), (b"connection", b"close"),
-                (b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body, "more_body": False})
-
-        async def guarded_send(message: Any) -> None:
-            if state["refused"] and not state["started"]:
-                return  # the 408 was the answer; what the application says after it is dropped
-            if message["type"] == "http.response.start":
-                state["started"] = True
-            await send(message)
-
-        await self._app(scope, bounded_receive, guarded_send)
 
 
 class _Embedded(uvicorn.Server):
@@ -232,11 +120,11 @@ class HttpServer:
             bound = self.address.rpartition(":")[0].strip("[]")
             middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=[
                 "localhost", "127.0.0.1", "::1", "[::1]", bound]))
-        app = _BodyBounded(_ContentTypes(Starlette(
-            routes=[Mount(connect.path, app=connect), *_explorer_routes()], middleware=middleware)))
+        app = Unreached(BodyBounded(ContentTypes(Starlette(
+            routes=[Mount(connect.path, app=connect), *_explorer_routes()], middleware=middleware))))
         sock = _listening(self.address)
         config = uvicorn.Config(
-            app, http=_HeadBounded, log_config=None, access_log=False, lifespan="off",
+            app, http=HeadBounded, log_config=None, access_log=False, lifespan="off",
             server_header=False,
             timeout_keep_alive=5, h11_max_incomplete_event_size=s.http_max_header_bytes,
             limit_concurrency=s.max_concurrent_rpcs + 16,

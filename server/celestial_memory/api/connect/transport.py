@@ -11,22 +11,30 @@ the ``ConnectError`` the protocol sends.
 
 from __future__ import annotations
 
+import contextvars
 import keyword
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import grpc
 from celestial_client.v1 import memory_pb2
 from celestial_client.v1.memory_connect import MemoryService, MemoryServiceASGIApplication
 from celestial_memory.api.connect.context import Aborted, ConnectCall
 from celestial_memory.api.grpc.wrapping import Handler
-from connectrpc.compat import google_protobuf_binary_codec, google_protobuf_json_codec
+from connectrpc.compat import google_protobuf_binary_codec
 from connectrpc.errors import ConnectError
 from connectrpc.request import RequestContext
+from google.protobuf import json_format
+from google.protobuf.message import Message
 
 SERVICE = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"]
+# Set by the HTTP server around each request (server.py): whether the request reached a method,
+# and so the interceptors, which log and count it; one that did not is logged there instead.
+REACHED: contextvars.ContextVar[list[bool]] = contextvars.ContextVar("reached")
+M = TypeVar("M", bound=Message)
+_OBJECT = re.compile(rb"[ \t\r\n]*\{")  # JSON's own white space, then an object
 
 
 class _Details(grpc.HandlerCallDetails):
@@ -72,10 +80,29 @@ async def build(servicer: Any,
                                  f"/{SERVICE.full_name}/{method.name}")
         functions[snake(method.name)] = _endpoint(method, handler)
     service = cast(MemoryService, SimpleNamespace(**functions))
-    # JSON that names a field the contract does not have is refused, not silently dropped: a
-    # misspelt field would otherwise do nothing without a word.
-    codecs = [google_protobuf_binary_codec(), google_protobuf_json_codec(ignore_unknown_fields=False)]
+    codecs = [google_protobuf_binary_codec(), StrictJSON()]
     return MemoryServiceASGIApplication(service, read_max_bytes=read_max_bytes, codecs=codecs)
+
+
+class StrictJSON:
+    """Connect's JSON codec, strict where a caller's mistake would otherwise pass or puzzle:
+    JSON that names a field the contract does not have is refused, not silently dropped (a
+    misspelt field would do nothing without a word), and a body that is not a JSON object
+    (``null``, a list, a number) is told so, instead of a Python type error."""
+
+    def name(self) -> str:
+        return "json"
+
+    def encode(self, message: Message) -> bytes:
+        return json_format.MessageToJson(message).encode()
+
+    def decode(self, data: bytes | bytearray, message_class: type[M]) -> M:
+        if not _OBJECT.match(data):
+            raise ValueError("a request is one JSON object, {...}, with the fields of "
+                             f"{message_class.DESCRIPTOR.full_name}")
+        message = message_class()
+        json_format.Parse(bytes(data), message, ignore_unknown_fields=False)
+        return message
 
 
 def _endpoint(method: Any, handler: Handler) -> Callable[..., Any]:
@@ -83,6 +110,7 @@ def _endpoint(method: Any, handler: Handler) -> Callable[..., Any]:
         stream: Any = handler.unary_stream
 
         async def server_stream(request: Any, ctx: RequestContext[Any, Any]) -> AsyncIterator[Any]:
+            _reached()
             try:
                 async for item in stream(request, ConnectCall(ctx)):
                     yield item
@@ -94,6 +122,7 @@ def _endpoint(method: Any, handler: Handler) -> Callable[..., Any]:
     client_streaming = bool(method.client_streaming)
 
     async def call(request: Any, ctx: RequestContext[Any, Any]) -> Any:
+        _reached()
         seen = ConnectCall(ctx)
         try:
             return await behavior(_read(request, seen) if client_streaming else request, seen)
@@ -101,6 +130,11 @@ def _endpoint(method: Any, handler: Handler) -> Callable[..., Any]:
             raise stop.error from None
 
     return call
+
+
+def _reached() -> None:
+    if (box := REACHED.get(None)) is not None:
+        box[0] = True
 
 
 async def _read(requests: AsyncIterator[Any], call: ConnectCall) -> AsyncIterator[Any]:

@@ -16,7 +16,7 @@ import os
 import re
 import time
 import unicodedata
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -52,7 +52,11 @@ def _kind(handler: Handler) -> str:
 
 
 def request_id(context: Any) -> str:
-    for name, value in context.invocation_metadata() or ():
+    return request_id_of(context.invocation_metadata() or ())
+
+
+def request_id_of(metadata: Iterable[tuple[str, Any]]) -> str:
+    for name, value in metadata:
         if name == "x-request-id":
             text = value.decode(errors="replace") if isinstance(value, bytes) else value
             if _REQUEST_ID.fullmatch(text):
@@ -158,3 +162,25 @@ def _observed(behavior: Callable[..., Any] | None, series: _Series) -> Any:
             return await behavior(request, context)
 
     return call
+
+
+_UNREACHED: dict[tuple[str, str, str], _Series] = {}
+
+
+def refused_before_interceptors(kind: str, service: str, method: str | None, code: str,
+                                seconds: float, rid: str) -> None:
+    """A call its transport refused before this interceptor saw it (on the HTTP port: a body
+    Connect could not read, a wrong content type, a body too slow): its access log line, as any
+    call's, and for a method of the contract its metric series too (``method`` None: a path
+    that names none, logged as ``?`` and counted nowhere, so that no caller makes new series)."""
+    if method is not None:
+        labels = (kind, service, method)
+        if (series := _UNREACHED.get(labels)) is None:
+            series = _UNREACHED[labels] = _Series(labels)
+        series.started.inc()
+        series.handled(code).inc()
+        series.handling.observe(seconds)
+    log.info("%s %s - %.1f ms", method or "?", code, seconds * 1000,
+             extra={"request_id": rid, "tenant": "", "method": method or "?", "status": code,
+                    "duration_ms": round(seconds * 1000, 3)})
+

@@ -1,0 +1,178 @@
+"""What the HTTP port's server does not bound or say by itself, each a small ASGI or protocol
+layer around the Connect application (server.py puts them together): how long a request head
+and a request body may take to arrive, which content types are another port's, and the access
+log line of a call refused before it reached a method."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+from celestial_memory.api.connect.transport import REACHED, SERVICE
+from celestial_memory.api.grpc.observer import refused_before_interceptors, request_id_of
+from starlette.responses import PlainTextResponse
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+HEAD_TIMEOUT_S = 10.0  # to send a whole request head, from connecting or from the last answer
+BODY_TIMEOUT_S = 30.0  # to send a whole unary request's body, from its head
+STREAM_IDLE_S = 60.0  # that a client stream's body may pause between two pieces
+
+
+class HeadBounded(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol, with a bound on reading a request head: a connection that
+    has not sent a whole one within ``HEAD_TIMEOUT_S`` of connecting, or of its last answer, is
+    closed. uvicorn times out only idle keep-alive connections, and any byte restarts that, so a
+    few hundred connections trickling half a request line held every slot (slowloris)."""
+
+    _head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_head_timer()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._arm_head_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+        super().connection_lost(exc)
+
+    def _arm_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+        self._head_timer = self.loop.call_later(HEAD_TIMEOUT_S, self._head_expired)
+
+    def _head_expired(self) -> None:
+        waiting = self.cycle is None or self.cycle.response_complete  # no request under way
+        if waiting and not self.transport.is_closing():
+            self.transport.close()
+
+
+class ContentTypes:
+    """Refuses gRPC's own content types with 415 before Connect sees them: they need HTTP/2
+    trailers, which this port cannot send (uvicorn logged a traceback for each). gRPC is the
+    gRPC port's; Connect and gRPC-Web content types go through."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            kind = dict(scope["headers"]).get(b"content-type", b"").split(b";")[0].strip()
+            if kind == b"application/grpc" or kind.startswith(b"application/grpc+"):
+                await PlainTextResponse("gRPC is served on the gRPC port (CELESTIAL_ADDRESS)",
+                                        status_code=415)(scope, receive, send)
+                return
+        await self._app(scope, receive, send)
+
+
+class Unreached:
+    """The access log line and metrics of a call refused before it reached a method (and so
+    the interceptors, which log and count every call that does): a body Connect could not read,
+    a wrong content type, an unknown method, a body too slow. The gRPC port logs its own such
+    refusals through the same interceptors (its decode guard), so both ports leave one line per
+    call."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+        self._prefix = f"/{SERVICE.full_name}/"
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
+        box, started = [False], time.perf_counter()
+        status, body = [0], bytearray()  # of the answer; the body only of an error, its start
+
+        async def watched(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            elif message["type"] == "http.response.body" and status[0] != 200 \
+                    and len(body) < 4096:
+                body.extend(message.get("body", b""))
+            await send(message)
+
+        token = REACHED.set(box)
+        try:
+            await self._app(scope, receive, watched)
+        finally:
+            REACHED.reset(token)
+            if not box[0]:
+                self._log(scope, status[0], bytes(body), time.perf_counter() - started)
+
+    def _log(self, scope: Any, status: int, body: bytes, seconds: float) -> None:
+        path = scope["path"]
+        method = SERVICE.methods_by_name.get(path.removeprefix(self._prefix)) \
+            if path.startswith(self._prefix) else None
+        try:
+            code = str(json.loads(body)["code"]).upper().replace("CANCELED", "CANCELLED")
+        except (ValueError, KeyError, TypeError):
+            code = f"HTTP_{status}"
+        kind = "unary" if method is None else (
+            "client_stream" if method.client_streaming else
+            "server_stream" if method.server_streaming else "unary")
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
+        refused_before_interceptors(kind, SERVICE.full_name, None if method is None else method.name,
+                                    code, seconds, request_id_of(headers))
+
+
+class BodyBounded:
+    """A bound on reading a request's body, which uvicorn does not have: once the head is in, a
+    connection trickling its body would hold its slot for as long as it liked (slowloris with a
+    body). A unary body must arrive whole within ``BODY_TIMEOUT_S``; a client stream, which may
+    legitimately last, must not pause longer than ``STREAM_IDLE_S``. Past that the caller gets
+    408 with a Connect error and the connection is closed; the application sees a disconnect
+    (the Connect layer then ends the call as cancelled, before any servicer saw a unary one)."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
+        loop = asyncio.get_running_loop()
+        kind = dict(scope["headers"]).get(b"content-type", b"")
+        streaming = kind.startswith(b"application/connect+")
+        deadline = None if streaming else loop.time() + BODY_TIMEOUT_S
+        state = {"body_done": False, "started": False, "refused": False}
+
+        async def bounded_receive() -> Any:
+            if state["body_done"] or state["refused"]:
+                return await receive()  # only a disconnect is left to wait for
+            wait = STREAM_IDLE_S if deadline is None else deadline - loop.time()
+            try:
+                async with asyncio.timeout(max(wait, 0.0)):
+                    message = await receive()
+            except TimeoutError:
+                await refuse()
+                return {"type": "http.disconnect"}
+            if message["type"] == "http.request" and not message.get("more_body", False):
+                state["body_done"] = True
+            return message
+
+        async def refuse() -> None:
+            state["refused"] = True
+            if state["started"]:
+                return  # an answer is under way; the disconnect ends it
+            limit = f"{STREAM_IDLE_S:.0f} s without a byte" if streaming else \
+                f"whole within {BODY_TIMEOUT_S:.0f} s"
+            body = json.dumps({"code": "deadline_exceeded",
+                               "message": f"the request body must arrive {limit}"}).encode()
+            await send({"type": "http.response.start", "status": 408, "headers": [
+                (b"content-type", b"application/json"), (b"connection", b"close"),
+                (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+
+        async def guarded_send(message: Any) -> None:
+            if state["refused"] and not state["started"]:
+                return  # the 408 was the answer; what the application says after it is dropped
+            if message["type"] == "http.response.start":
+                state["started"] = True
+            await send(message)
+
+        await self._app(scope, bounded_receive, guarded_send)
