@@ -6,10 +6,12 @@ renewed certificate served without a restart, and health on its own plaintext po
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from pathlib import Path
 
 import grpc
+import httpx
 import pytest
 from celestial_client import TLS, CelestialClient
 from celestial_client.errors import (
@@ -162,3 +164,29 @@ async def test_health_has_its_own_plaintext_port_when_tls_is_on(
         with pytest.raises(grpc.aio.AioRpcError) as err:  # and nothing else is there
             await pb_grpc.MemoryServiceStub(ch).Stats(pb.StatsRequest())
         assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+async def test_the_http_port_serves_the_same_tls(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> None:
+    """The Connect port takes the gRPC port's certificate: a client that trusts the CA gets its
+    answer over HTTPS; plaintext and a client trusting another CA get none."""
+    ca = CertificateAuthority(tmp_path / "pki")
+    server = ca.issue("server", "localhost", server=True)
+    other = CertificateAuthority(tmp_path / "other")
+    body = {"content": "the boat is blue"}
+    path = "/celestial.v1.MemoryService/Store"
+    async with running_server(tmp_path / "d", embedder, clock, tls_cert=server.cert,
+                              tls_key=server.key, http_address="localhost:0") as srv:
+        base = f"localhost:{srv.http_port}"
+        trusting = ssl.create_default_context(cafile=ca.cert)
+        async with httpx.AsyncClient(base_url=f"https://{base}", verify=trusting) as h:
+            stored = await h.post(path, json=body)
+        assert stored.status_code == 200 and stored.json()["memory"]["content"] == body["content"]
+        async with httpx.AsyncClient(base_url=f"http://{base}", timeout=5) as plain:
+            with pytest.raises(httpx.TransportError):
+                await plain.post(path, json=body)
+        stranger = ssl.create_default_context(cafile=other.cert)
+        async with httpx.AsyncClient(base_url=f"https://{base}", verify=stranger) as h:
+            with pytest.raises(httpx.ConnectError):
+                await h.post(path, json=body)
