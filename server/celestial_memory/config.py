@@ -48,6 +48,10 @@ class Settings(BaseSettings):
     http_max_header_bytes: int = Field(
         16_384, ge=1024, le=1_048_576,
         description="largest request head the HTTP port reads in pieces (one read: 64 KiB more)")
+    http_max_connections: int = Field(
+        1024, gt=0, description="connections the HTTP port holds at once; beyond, 503 and closed")
+    http_max_connections_per_address: int = Field(
+        128, gt=0, description="of those, from one client address (raise it behind a proxy)")
     # Limits of the gRPC server (docs/design.md, "The trust boundary").
     max_message_bytes: int = Field(
         4 * 1024 * 1024, gt=0, description="largest message received or sent (one stream item)")

@@ -201,6 +201,9 @@ async def test_every_http_call_leaves_one_access_line_refusals_before_a_method_t
         unknown = await post(h, "Store", {"content": "x", "contnet": "typo"})
         text = await h.post(f"{SERVICE}/Store", content=b"{}", headers={"content-type": "text/plain"})
         nowhere = await h.post("/celestial.v1.MemoryService/Nope%1b%5B2J", content=b"{}", headers=JSON)
+        # A server stream asked with no request at all: its error is in the stream's end.
+        empty = await h.post(f"{SERVICE}/Export", content=b"",
+                             headers={"content-type": "application/connect+json"})
     assert ok.status_code == 200
     assert null.status_code == 400 and "one JSON object" in null.json()["message"]
     assert unknown.status_code == 400 and "contnet" in unknown.json()["message"]
@@ -209,7 +212,9 @@ async def test_every_http_call_leaves_one_access_line_refusals_before_a_method_t
              for r in caplog.records if r.name == "celestial_memory.access_log"]
     assert lines[0] == ("Store", "OK", "req-ok")
     assert lines[1] == ("Store", "INVALID_ARGUMENT", "req-null")
+    assert empty.status_code == 200 and empty.content[0] & 0x02
     assert [line[:2] for line in lines[2:]] == [
-        ("Store", "INVALID_ARGUMENT"), ("Store", "HTTP_415"), ("?", "HTTP_404")]
+        ("Store", "INVALID_ARGUMENT"), ("Store", "HTTP_415"), ("?", "HTTP_404"),
+        ("Export", "UNIMPLEMENTED")]
     assert all("\x1b" not in r.getMessage() for r in caplog.records)
     assert handled("INVALID_ARGUMENT") == before + 2

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 import sys
 from collections.abc import AsyncIterator
@@ -18,6 +19,7 @@ from celestial_memory.api.connect import guards
 from celestial_memory.api.connect import server as connect_server
 from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.clock import ManualClock
+from celestial_memory.domain.requests import NewMemory
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
@@ -201,25 +203,57 @@ async def test_slow_bodies_get_408_and_the_port_keeps_answering(
 ) -> None:
     srv, h = http
     monkeypatch.setattr(guards, "BODY_TIMEOUT_S", 0.5)
-    monkeypatch.setattr(guards, "STREAM_IDLE_S", 0.5)
     before = srv.service.stats("default").total
     unary = [asyncio.to_thread(_slow_body, srv.http_port, STORE, b"application/json",
                                b'{"content": "slo', 1000) for _ in range(20)]
-    # A client stream: one whole item, then a pause inside the second envelope.
-    item = json.dumps({"content": "streamed then stalled"}).encode()
-    envelope = b"\x00" + len(item).to_bytes(4, "big") + item
-    streams = [asyncio.to_thread(_slow_body, srv.http_port,
-                                 "/celestial.v1.MemoryService/StoreBatch",
-                                 b"application/connect+json", envelope + b"\x00\x00", 10_000)
-               for _ in range(5)]
     ok = await h.post(STORE, content=json.dumps({"content": "still answering"}), headers=JSON)
     assert ok.status_code == 200
-    for answer in await asyncio.gather(*unary, *streams):
+    for answer in await asyncio.gather(*unary):
         head, _, body = answer.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 408"), answer[:300]
         assert json.loads(body)["code"] == "deadline_exceeded"
-    # Nothing of a refused body was stored: only the answered Store, and no half-read batch.
+    # Nothing of a refused body was stored: only the answered Store.
     assert srv.service.stats("default").total == before + 1
+
+
+def _unchunked(body: bytes) -> bytes:
+    out = b""
+    while body:
+        size, _, rest = body.partition(b"\r\n")
+        n = int(size, 16)
+        if n == 0:
+            return out
+        out, body = out + rest[:n], rest[n + 2:]
+    return out
+
+
+async def test_a_stalled_client_stream_ends_at_the_stream_idle_bound(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One whole item, then a pause inside the second envelope: the call ends with
+    deadline_exceeded once the stream has sent nothing for ``stream_idle_s`` (the servicer's
+    bound answers first; the HTTP port's own is its backstop), nothing of it is stored, and the
+    connection is closed."""
+    monkeypatch.setattr(guards, "HEAD_TIMEOUT_S", 1.0)
+    item = json.dumps({"content": "streamed then stalled"}).encode()
+    envelope = b"\x00" + len(item).to_bytes(4, "big") + item
+    async with running_server(tmp_path, embedder, clock, http_address="127.0.0.1:0",
+                              stream_idle_s=0.5) as srv:
+        answers = await asyncio.gather(*(asyncio.to_thread(
+            _slow_body, srv.http_port, "/celestial.v1.MemoryService/StoreBatch",
+            b"application/connect+json", envelope + b"\x00\x00", 10_000) for _ in range(5)))
+        for answer in answers:
+            head, _, body = answer.partition(b"\r\n\r\n")
+            if head.startswith(b"HTTP/1.1 408"):
+                code = json.loads(body)["code"]
+            else:  # the servicer's answer: one end-of-stream envelope, chunked
+                assert head.startswith(b"HTTP/1.1 200"), answer[:300]
+                body = _unchunked(body)
+                assert body[0] & 0x02, body[:100]
+                code = json.loads(body[5:5 + int.from_bytes(body[1:5], "big")])["error"]["code"]
+            assert code == "deadline_exceeded", answer[:300]
+        assert srv.service.stats("default").total == 0
 
 
 LOAD = f"""
@@ -254,3 +288,109 @@ async def test_many_connections_with_large_bodies_keep_memory_bounded(
     assert len(codes) == 64 and all(code in (0, 429) for code in codes), codes
     assert codes.count(429) >= 32, codes  # refused with an answer, not only cut off
     assert growth[0] < 640 << 20, f"grew by {growth[0] >> 20} MiB"
+
+
+def _idle(port: int, source: str = "127.0.0.1") -> socket.socket:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((source, 0))
+    s.connect(("127.0.0.1", port))
+    return s
+
+
+def _call_from(port: int, source: str) -> bytes:
+    """One Store from ``source`` (any 127.x address is this machine), its answer's first line."""
+    with _idle(port, source) as s:
+        body = json.dumps({"content": f"from {source}"}).encode()
+        s.sendall(b"POST " + STORE.encode() + b" HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: "
+                  b"application/json\r\nconnection: close\r\ncontent-length: "
+                  + str(len(body)).encode() + b"\r\n\r\n" + body)
+        s.settimeout(60)
+        answer = b""
+        while chunk := s.recv(4096):
+            answer += chunk
+        return answer.split(b"\r\n", 1)[0]
+
+
+async def test_idle_connections_from_one_address_fill_only_its_own_share(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock,
+) -> None:
+    async with running_server(tmp_path, embedder, clock, http_address="127.0.0.1:0",
+                              http_max_connections=40,
+                              http_max_connections_per_address=8) as srv:
+        port = srv.http_port
+        held = [_idle(port) for _ in range(8)]
+        try:
+            assert await asyncio.to_thread(_call_from, port, "127.0.0.1") == (
+                b"HTTP/1.1 503 Service Unavailable")
+            assert await asyncio.to_thread(_call_from, port, "127.0.0.2") == b"HTTP/1.1 200 OK"
+        finally:
+            for s in held:
+                s.close()
+        # Closed connections give their places back (the server sees the close soon after).
+        for _ in range(100):
+            if (first := await asyncio.to_thread(_call_from, port, "127.0.0.1")).endswith(b"OK"):
+                break
+            await asyncio.sleep(0.05)
+        assert first == b"HTTP/1.1 200 OK"
+
+
+async def test_a_time_past_the_years_json_holds_is_held_at_their_end(
+    http: tuple[MemoryServer, httpx.AsyncClient],
+) -> None:
+    """A memory created at the end of 9999 moves zones hours later, past what a Timestamp (and
+    JSON) can write: every answer naming it still reads."""
+    _, h = http
+    stored = await h.post(STORE, json={"tenant": "far", "content": "far future",
+                                       "createdAt": "9999-12-31T23:59:59Z"})
+    assert stored.status_code == 200, stored.text
+    assert stored.json()["memory"]["nextMove"]["at"] == "9999-12-31T23:59:59Z"
+    for method, body in (("List", {"tenant": "far"}), ("Recent", {"tenant": "far"}),
+                         ("Recall", {"tenant": "far", "query": "future", "noReinforce": True})):
+        answer = await h.post(f"/celestial.v1.MemoryService/{method}", json=body)
+        assert answer.status_code == 200, (method, answer.text)
+
+
+async def test_forwarded_headers_do_not_name_the_peer(
+    http: tuple[MemoryServer, httpx.AsyncClient], caplog: pytest.LogCaptureFixture,
+) -> None:
+    _, h = http
+    with caplog.at_level(logging.INFO):
+        await h.post(STORE, json={"content": "who sent this"},
+                     headers={"x-forwarded-for": "6.6.6.6", "forwarded": "for=6.6.6.6"})
+    assert not [r for r in caplog.records if "6.6.6.6" in r.getMessage()
+                or "6.6.6.6" in str(getattr(r, "peer", ""))]
+
+
+async def test_a_client_that_stops_reading_an_export_does_not_hold_the_shutdown(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock,
+) -> None:
+    cm = running_server(tmp_path, embedder, clock, http_address="127.0.0.1:0", grace_seconds=1)
+    srv = await cm.__aenter__()
+    try:
+        await asyncio.to_thread(srv.service.store_batch, "bulk", [
+            NewMemory(content=f"memory {i} " + "x" * 4000) for i in range(300)])
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", srv.http_port))
+        body = json.dumps({"tenant": "bulk"}).encode()
+        s.sendall(b"POST /celestial.v1.MemoryService/Export HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+                  b"content-type: application/connect+json\r\ncontent-length: "
+                  + str(5 + len(body)).encode() + b"\r\n\r\n\x00"
+                  + len(body).to_bytes(4, "big") + body)
+        await asyncio.sleep(1)  # the answer fills the socket's buffers; nothing reads it
+    finally:
+        # Without a bound the stop waited on that client for as long as it kept the socket.
+        await asyncio.wait_for(cm.__aexit__(None, None, None), timeout=120)
+        s.close()
+
+
+async def test_insecure_no_auth_serves_every_host_name(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock,
+) -> None:
+    """Loopback without keys keeps foreign host names out (DNS rebinding); a server told to
+    serve everyone without keys (--insecure-no-auth) keeps none out."""
+    async with (running_server(tmp_path, embedder, clock, http_address="127.0.0.1:0",
+                               insecure_no_auth=True) as srv,
+                httpx.AsyncClient(base_url=f"http://127.0.0.1:{srv.http_port}") as h):
+        answer = await h.post(STORE, json={"content": "x"}, headers={"host": "memory.lan:8080"})
+        assert answer.status_code == 200, answer.text

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from typing import Any
 
@@ -15,21 +16,83 @@ from celestial_memory.api.grpc.observer import refused_before_interceptors, requ
 from starlette.responses import PlainTextResponse
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+log = logging.getLogger(__name__)
+
 HEAD_TIMEOUT_S = 10.0  # to send a whole request head, from connecting or from the last answer
 BODY_TIMEOUT_S = 30.0  # to send a whole unary request's body, from its head
-STREAM_IDLE_S = 60.0  # that a client stream's body may pause between two pieces
+FULL = json.dumps({"code": "unavailable", "message": "too many connections from this address "
+                   "or in all (CELESTIAL_HTTP_MAX_CONNECTIONS, ..._PER_ADDRESS); retry later"})
+REFUSED = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
+           b"connection: close\r\nretry-after: 1\r\ncontent-length: "
+           + str(len(FULL)).encode() + b"\r\n\r\n" + FULL.encode())
+
+
+class Admission:
+    """How many connections the port holds at once, in all and from one address. uvicorn's own
+    bound counts connections too, but refuses every caller alike once they are full, so a few
+    hundred idle connections from one client turned everyone away; here one address fills only
+    its own share. Calls in progress are bounded apart from this, as on the gRPC port
+    (api/grpc/call_limit.py)."""
+
+    def __init__(self, total: int, per_address: int) -> None:
+        self.total, self.per_address = total, per_address
+        self._open: dict[str, int] = {}
+        self._count = 0
+        self._warned = 0.0
+
+    def admit(self, address: str) -> bool:
+        if self._count >= self.total or self._open.get(address, 0) >= self.per_address:
+            now = time.monotonic()
+            if now - self._warned > 10:  # one line for a flood, not one a connection
+                self._warned = now
+                log.warning("HTTP port: refusing connections from %s (%d open from it, %d in "
+                            "all; bounds %d and %d)", address, self._open.get(address, 0),
+                            self._count, self.per_address, self.total)
+            return False
+        self._open[address] = self._open.get(address, 0) + 1
+        self._count += 1
+        return True
+
+    def release(self, address: str) -> None:
+        self._count -= 1
+        left = self._open[address] - 1
+        if left:
+            self._open[address] = left
+        else:
+            del self._open[address]
 
 
 class HeadBounded(H11Protocol):
     """uvicorn's HTTP/1.1 protocol, with a bound on reading a request head: a connection that
     has not sent a whole one within ``HEAD_TIMEOUT_S`` of connecting, or of its last answer, is
     closed. uvicorn times out only idle keep-alive connections, and any byte restarts that, so a
-    few hundred connections trickling half a request line held every slot (slowloris)."""
+    few hundred connections trickling half a request line held every slot (slowloris). A
+    connection over the ``admission`` bounds (set on a subclass per server) is answered 503 and
+    closed at once."""
 
+    admission: Admission | None = None
     _head_timer: asyncio.TimerHandle | None = None
+    _admitted: str | None = None  # the address it was counted under
+    _refused = False  # over the bounds: what it sends is dropped until it is closed
+
+    def data_received(self, data: bytes) -> None:
+        if not self._refused:
+            super().data_received(data)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        if self.admission is not None:
+            address = self.client[0] if self.client else ""
+            if not self.admission.admit(address):
+                # Answered, then closed a moment later: closing a socket with the caller's
+                # request still unread resets it, and the caller never reads the answer.
+                self._refused = True
+                transport.write(REFUSED)
+                if transport.can_write_eof():
+                    transport.write_eof()
+                self.loop.call_later(1.0, transport.close)
+                return
+            self._admitted = address
         self._arm_head_timer()
 
     def on_response_complete(self) -> None:
@@ -39,9 +102,14 @@ class HeadBounded(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._head_timer is not None:
             self._head_timer.cancel()
+        if self._admitted is not None and self.admission is not None:
+            self.admission.release(self._admitted)
+            self._admitted = None
         super().connection_lost(exc)
 
     def _arm_head_timer(self) -> None:
+        if self.transport.is_closing():
+            return
         if self._head_timer is not None:
             self._head_timer.cancel()
         self._head_timer = self.loop.call_later(HEAD_TIMEOUT_S, self._head_expired)
@@ -86,13 +154,12 @@ class Unreached:
             await self._app(scope, receive, send)
             return
         box, started = [False], time.perf_counter()
-        status, body = [0], bytearray()  # of the answer; the body only of an error, its start
+        status, body = [0], bytearray()  # of the answer; the body's start, unless a method ran
 
         async def watched(message: Any) -> None:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
-            elif message["type"] == "http.response.body" and status[0] != 200 \
-                    and len(body) < 4096:
+            elif message["type"] == "http.response.body" and not box[0] and len(body) < 4096:
                 body.extend(message.get("body", b""))
             await send(message)
 
@@ -108,10 +175,7 @@ class Unreached:
         path = scope["path"]
         method = SERVICE.methods_by_name.get(path.removeprefix(self._prefix)) \
             if path.startswith(self._prefix) else None
-        try:
-            code = str(json.loads(body)["code"]).upper().replace("CANCELED", "CANCELLED")
-        except (ValueError, KeyError, TypeError):
-            code = f"HTTP_{status}"
+        code = _code(status, body)
         kind = "unary" if method is None else (
             "client_stream" if method.client_streaming else
             "server_stream" if method.server_streaming else "unary")
@@ -120,16 +184,31 @@ class Unreached:
                                     code, seconds, request_id_of(headers))
 
 
+def _code(status: int, body: bytes) -> str:
+    """The Connect code of an answer, as gRPC names it: a unary error's JSON body, or a stream's
+    end message (flags 0x02, a 4-byte length, JSON); failing both, the HTTP status."""
+    try:
+        if status == 200 and body[:1] and body[0] & 0x02:
+            end = json.loads(body[5:5 + int.from_bytes(body[1:5], "big")])
+            code = str(end["error"]["code"]) if "error" in end else "ok"
+        else:
+            code = str(json.loads(body)["code"])
+    except (ValueError, KeyError, TypeError, IndexError):
+        return f"HTTP_{status}"
+    return code.upper().replace("CANCELED", "CANCELLED")
+
+
 class BodyBounded:
     """A bound on reading a request's body, which uvicorn does not have: once the head is in, a
     connection trickling its body would hold its slot for as long as it liked (slowloris with a
     body). A unary body must arrive whole within ``BODY_TIMEOUT_S``; a client stream, which may
-    legitimately last, must not pause longer than ``STREAM_IDLE_S``. Past that the caller gets
+    legitimately last, must not pause longer than ``stream_idle_s`` (the servicer's own bound on
+    a stream that sends nothing, ``CELESTIAL_STREAM_IDLE_S``). Past that the caller gets
     408 with a Connect error and the connection is closed; the application sees a disconnect
     (the Connect layer then ends the call as cancelled, before any servicer saw a unary one)."""
 
-    def __init__(self, app: Any) -> None:
-        self._app = app
+    def __init__(self, app: Any, stream_idle_s: float) -> None:
+        self._app, self._stream_idle_s = app, stream_idle_s
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -144,7 +223,9 @@ class BodyBounded:
         async def bounded_receive() -> Any:
             if state["body_done"] or state["refused"]:
                 return await receive()  # only a disconnect is left to wait for
-            wait = STREAM_IDLE_S if deadline is None else deadline - loop.time()
+            # A stream's pause is bounded by the servicer first (a Connect error in the stream's
+            # own answer); this is the backstop, a little later.
+            wait = self._stream_idle_s + 5 if deadline is None else deadline - loop.time()
             try:
                 async with asyncio.timeout(max(wait, 0.0)):
                     message = await receive()
@@ -159,7 +240,7 @@ class BodyBounded:
             state["refused"] = True
             if state["started"]:
                 return  # an answer is under way; the disconnect ends it
-            limit = f"{STREAM_IDLE_S:.0f} s without a byte" if streaming else \
+            limit = f"{self._stream_idle_s:g} s without a byte" if streaming else \
                 f"whole within {BODY_TIMEOUT_S:.0f} s"
             body = json.dumps({"code": "deadline_exceeded",
                                "message": f"the request body must arrive {limit}"}).encode()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import socket
 import ssl
 from collections.abc import Iterator, Sequence
@@ -22,7 +23,13 @@ from typing import Any
 
 import grpc
 import uvicorn
-from celestial_memory.api.connect.guards import BodyBounded, ContentTypes, HeadBounded, Unreached
+from celestial_memory.api.connect.guards import (
+    Admission,
+    BodyBounded,
+    ContentTypes,
+    HeadBounded,
+    Unreached,
+)
 from celestial_memory.api.connect.transport import build
 from celestial_memory.config import Settings
 from celestial_memory.errors import FailedPrecondition
@@ -114,20 +121,29 @@ class HttpServer:
         middleware = [Middleware(CORSMiddleware, allow_origins=list(s.http_cors_origins),
                                  allow_methods=["POST"], allow_headers=CORS_REQUEST_HEADERS,
                                  expose_headers=CORS_RESPONSE_HEADERS, max_age=7200)]
-        if not keys:
+        if not keys and not s.insecure_no_auth:
             # Without keys, being on loopback is the only protection, and a web page can reach
             # loopback by rebinding its own name to 127.0.0.1: only this machine's names pass.
+            # (--insecure-no-auth serves anyone who reaches the port: no names are kept out.)
             bound = self.address.rpartition(":")[0].strip("[]")
             middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=[
                 "localhost", "127.0.0.1", "::1", "[::1]", bound]))
         app = Unreached(BodyBounded(ContentTypes(Starlette(
-            routes=[Mount(connect.path, app=connect), *_explorer_routes()], middleware=middleware))))
+            routes=[Mount(connect.path, app=connect), *_explorer_routes()], middleware=middleware)),
+            s.stream_idle_s))
+        protocol = type("Bounded", (HeadBounded,), {"admission": Admission(
+            s.http_max_connections, s.http_max_connections_per_address)})
         sock = _listening(self.address)
         config = uvicorn.Config(
-            app, http=HeadBounded, log_config=None, access_log=False, lifespan="off",
+            app, http=protocol, log_config=None, access_log=False, lifespan="off",
             server_header=False,
+            # The peer is the connection's own address, as on the gRPC port: a caller's
+            # X-Forwarded-For would otherwise name the peer in audit lines and per-caller bounds.
+            proxy_headers=False,
+            # A stopping server waits for calls in progress as long as the gRPC port does; a
+            # client that stopped reading an Export held the shutdown for as long as it liked.
+            timeout_graceful_shutdown=max(1, math.ceil(s.grace_seconds)),
             timeout_keep_alive=5, h11_max_incomplete_event_size=s.http_max_header_bytes,
-            limit_concurrency=s.max_concurrent_rpcs + 16,
             ssl_certfile=s.tls_cert, ssl_keyfile=s.tls_key,
             ssl_ca_certs=s.tls_client_ca,
             ssl_cert_reqs=ssl.CERT_REQUIRED if s.tls_client_ca else ssl.CERT_NONE)
@@ -141,7 +157,8 @@ class HttpServer:
             await asyncio.sleep(0.01)
         self.port = int(sock.getsockname()[1])
         log.info("serving Connect (HTTP/JSON) on %s (port %d, %s)", self.address, self.port,
-                 "TLS" if s.tls_cert else "plaintext")
+                 "plaintext" if not s.tls_cert else
+                 "TLS, client certificates required" if s.tls_client_ca else "TLS")
         return self.port
 
     async def stop(self) -> None:

@@ -22,6 +22,7 @@ from celestial_memory.domain.models import (
 from celestial_memory.domain.next_move import NextMove
 from celestial_memory.domain.requests import Imported, MemoryChanges, NewMemory, RecallQuery
 from celestial_memory.domain.scoring import ScoreBreakdown
+from celestial_memory.domain.validation import MAX_TIME, MIN_TIME
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import InvalidArgument
 from celestial_memory.graph.entity_index import EntityCount
@@ -44,7 +45,10 @@ def zone_from_pb(value: int, field: str) -> Zone:
 
 def ts_to_pb(t: float) -> Timestamp:
     """Nearest nanosecond. Any time after mid-1970 (2**24 s) comes back from ts_from_pb as the
-    same double: a double is coarser than a nanosecond there."""
+    same double: a double is coarser than a nanosecond there. A time computed past the years a
+    Timestamp holds (1 to 9999: a next move hours after a memory created at the end of 9999) is
+    held at that end: JSON cannot write it, so an answer holding it failed over HTTP."""
+    t = min(max(t, MIN_TIME), MAX_TIME)
     seconds = math.floor(t)
     nanos = round((t - seconds) * 1e9)
     if nanos == 1_000_000_000:

@@ -632,8 +632,8 @@ export interface MergedRepeat_MetadataEntry {
 /** Request of Store (and one item of StoreBatch). */
 export interface StoreRequest {
   /**
-   * Tenant that owns the memory. Empty means "default". With authentication on, the caller's
-   * key decides the tenant and this field is ignored.
+   * Tenant that owns the memory. Empty means "default". With API keys on, empty means the
+   * key's own tenant, and a tenant the key is not for is refused (PERMISSION_DENIED).
    */
   tenant: string;
   /** The text to remember. Required; not empty or only white space. */

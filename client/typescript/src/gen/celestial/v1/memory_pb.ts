@@ -514,8 +514,8 @@ export const MergedRepeatSchema: GenMessage<MergedRepeat> = /*@__PURE__*/
  */
 export type StoreRequest = Message<"celestial.v1.StoreRequest"> & {
   /**
-   * Tenant that owns the memory. Empty means "default". With authentication on, the caller's
-   * key decides the tenant and this field is ignored.
+   * Tenant that owns the memory. Empty means "default". With API keys on, empty means the
+   * key's own tenant, and a tenant the key is not for is refused (PERMISSION_DENIED).
    *
    * @generated from field: string tenant = 1;
    */
