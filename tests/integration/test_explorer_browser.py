@@ -30,16 +30,14 @@ from celestial_memory.access.keys import create_key
 from celestial_memory.clock import ManualClock
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 
+from tests.browser import CHROMEDRIVER, CHROMIUM, MISSING, headless
 from tests.integration.conftest import running_server
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "client" / "typescript"
 BUNDLE = ROOT / "server" / "celestial_memory" / "api" / "explorer" / "explorer.js"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
 NODE = shutil.which("node") and shutil.which("npm")
-needs_browser = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
-                                   reason="no chromium and chromedriver installed here")
+needs_browser = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason=MISSING)
 ZONES = ["core", "inner", "outer", "belt", "cloud"]
 T = "travel"
 QUERY = "the trip to Lisbon"
@@ -60,15 +58,8 @@ def webdriver_error() -> type[Exception]:
 
 
 def browser() -> Browser:
-    webdriver = pytest.importorskip("selenium.webdriver")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--window-size=1280,900"):
-        opts.add_argument(flag)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # to read CSP reports
-    return webdriver.Chrome(options=opts, service=webdriver.ChromeService(CHROMEDRIVER))
+    pytest.importorskip("selenium.webdriver")
+    return headless(1280, 900, console=True)  # the console: to read CSP reports
 
 
 def marker(driver: Browser, name: str) -> int:

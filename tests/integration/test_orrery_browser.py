@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import time
 from collections import Counter
 from pathlib import Path
@@ -18,28 +17,16 @@ from celestial_memory.clock import ManualClock
 from celestial_memory.domain.requests import NewMemory, RecallQuery
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 
+from tests.browser import CHROMEDRIVER, CHROMIUM, MISSING, headless
 from tests.integration.conftest import running_server
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
 webdriver = pytest.importorskip("selenium.webdriver")
-pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
-                                reason="no chromium and chromedriver installed here")
+pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason=MISSING)
 T = "orrery"
 WORDS = ("Alice's espresso order", "the deploy key rotation", "Bob's flight to Lisbon",
          "the quarterly budget review", "Carol's cello recital", "the office wifi password",
          "Dana's dog Biscuit", "the Frankfurt server migration", "Eve's standup at 9:30",
          "the garden roses in June")
-
-
-def browser() -> Any:
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--window-size=1200,900"):
-        opts.add_argument(flag)
-    return webdriver.Chrome(options=opts, service=webdriver.ChromeService(CHROMEDRIVER))
 
 
 def dots_per_zone(driver: Any) -> Counter[str]:
@@ -58,7 +45,7 @@ def wait_for(driver: Any, loads: int, timeout: float = 30.0) -> None:
 
 
 def _drive(port: int, svc: Any, clock: ManualClock) -> None:
-    driver = browser()
+    driver = headless(1200, 900)
     try:
         driver.get(f"http://127.0.0.1:{port}/orrery?tenant={T}&every=500")
         wait_for(driver, 1)
