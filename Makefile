@@ -9,7 +9,7 @@ export TOKENIZERS_PARALLELISM = false
 .PHONY: install run test lint proto docs docs-config docs-serve bench-latency bench-rebalance bench-recall bench-graph bench-migration bench-load \
 	bench-peers bench-after-writes \
 	dev-secrets fuzz \
-	eval-locomo clean
+	eval-locomo train-ranker clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -97,6 +97,11 @@ eval-locomo: install
 		kill -0 $$pid || exit 1; sleep 1; done; \
 	$(VENV)/bin/celestial --target $(EVAL_ADDRESS) eval locomo $(LOCOMO) --k 5 10; rc=$$?; \
 	kill $$pid; wait $$pid; rm -rf .eval-data; exit $$rc
+
+# The learned ranker (server/celestial_memory/ranking/model/) from the LoCoMo dev split: the
+# leave-one-conversation-out figures first, then the model and its card.
+train-ranker: install
+	$(PY) benchmarks/train_ranker.py $(LOCOMO)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -219,6 +219,9 @@ class Settings(BaseSettings):
         description="dense, context dense, keywords, context keywords",
     )
     recall_candidates: int = Field(30, gt=0, description="candidates per zone (at least 3 × the limit)")
+    ranker: Literal["learned", "weights"] = Field(
+        "weights", description="a recall's order: the learned model (ranking/) or the weighted "
+        "relevance alone")
     recall_hnsw_ef: int = Field(
         48, ge=0, description="HNSW beam for candidates (at least the candidates; 0 = engine's)"
     )

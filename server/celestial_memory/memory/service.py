@@ -54,6 +54,7 @@ from celestial_memory.memory.prompt_context import Assembler, ContextBlock, toke
 from celestial_memory.memory.storing import Storing
 from celestial_memory.memory.transfer import Transfer
 from celestial_memory.observability import metrics
+from celestial_memory.ranking import learned
 from celestial_memory.recall.candidates import RecallCandidates
 from celestial_memory.recall.retrieval import Retrieval, zone_order
 from celestial_memory.reflection.reflector import Reflection, Reflector
@@ -86,7 +87,8 @@ class MemoryService:
         self.store = store
         self.embedder = embedder
         self.retrieval = Retrieval(settings, embedder)
-        self._candidates = RecallCandidates(settings, store, self.retrieval)
+        self._candidates = RecallCandidates(settings, store, self.retrieval,
+                                            learned.load(settings.ranker))
         self.clock = clock
         self.fn = MemoryFunction.from_settings(settings)
         self.zones = ZoneTable.from_settings(settings)
@@ -208,11 +210,12 @@ class MemoryService:
             with stages("rescoring"):
                 ranked = zone_order(
                     [zone_of[mid] for mid in ids], relevance, gate, s.zone_margin,
-                    by_zone=not q.ignore_zones,
+                    by_zone=not q.ignore_zones, key=got.key,
                 )[:limit]
             with stages("payloads"):
-                # Payloads only for what is returned (one read), not for every candidate.
-                found = self.store.get(tenant, [ids[r.index] for r in ranked])
+                # Payloads only for what is returned (one read), not for every candidate; the
+                # ranker's read already holds most of them.
+                found = got.payloads(self.store, tenant, [ids[r.index] for r in ranked])
                 ranked = [r for r in ranked if ids[r.index] in found]  # deleted meanwhile
                 if cvec is not None:
                     context = self.store.similarities(tenant, cvec,

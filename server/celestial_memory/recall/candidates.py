@@ -2,22 +2,25 @@
 
 The zones' candidates (one batched search and one batched rescoring, store/repository.py), the
 archive's (in the same two batches) when asked or when a deep recall finds too few good matches,
-the graph's neighbours of the best (graph/expansion.py) when expansion is on, and the entity
-signal last, over all of them (recall/retrieval.py)."""
+the graph's neighbours of the best (graph/expansion.py) when expansion is on, the entity
+signal over all of them (recall/retrieval.py), and last, when the learned ranker runs, its order
+of the best of them (ranking/order.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 from celestial_memory.config import Settings
 from celestial_memory.domain import validation as check
-from celestial_memory.domain.models import MemoryFilter, Via
+from celestial_memory.domain.models import Memory, MemoryFilter, Via
 from celestial_memory.domain.requests import RecallQuery
 from celestial_memory.domain.zones import Zone
 from celestial_memory.graph.expansion import expand
 from celestial_memory.observability import metrics
+from celestial_memory.ranking.learned import LearnedRanker
+from celestial_memory.ranking.order import learned_key
 from celestial_memory.recall.retrieval import Retrieval
 from celestial_memory.store.payload import ARCHIVE_ZONE
 from celestial_memory.store.repository import Candidates, MemoryRepository
@@ -28,11 +31,24 @@ class Found:
     candidates: Candidates
     relevance: npt.NDArray[np.float64]
     via: dict[str, Via]  # the candidates the graph lifted, and how
+    asked: list[str]  # the entity ids the query mentions
+    # The learned ranker's order (higher first; None: by relevance) and the payloads it read.
+    key: npt.NDArray[np.float64] | None = None
+    read: dict[str, Memory] = field(default_factory=dict)
+
+    def payloads(self, store: MemoryRepository, tenant: str, ids: list[str]) -> dict[str, Memory]:
+        """The payloads of ``ids``: those the ranker read, the rest in one read."""
+        out = {mid: self.read[mid] for mid in ids if mid in self.read}
+        if missing := [mid for mid in ids if mid not in self.read]:
+            out.update(store.get(tenant, missing))
+        return out
 
 
 class RecallCandidates:
-    def __init__(self, settings: Settings, store: MemoryRepository, retrieval: Retrieval) -> None:
+    def __init__(self, settings: Settings, store: MemoryRepository, retrieval: Retrieval,
+                 ranker: LearnedRanker | None = None) -> None:
         self._s, self._store, self._retrieval = settings, store, retrieval
+        self.ranker = ranker  # None: the weighted relevance orders (CELESTIAL_RANKER)
 
     def find(self, tenant: str, q: RecallQuery, text: str, qvec: npt.NDArray[np.float32],
              flt: MemoryFilter, gate: float, limit: int, stages: metrics.Stages) -> Found:
@@ -72,4 +88,9 @@ class RecallCandidates:
             cands, relevance, via = grown.candidates, grown.relevance, grown.via
         with stages("entities"):
             relevance = retrieval.with_entities(relevance, asked, cands.mentions)
-        return Found(cands, relevance, via)
+        found = Found(cands, relevance, via, asked)
+        if self.ranker is not None and text and cands.ids:  # a vector alone has no text to rank
+            with stages("ranking"):
+                found.key, found.read = learned_key(self.ranker, store, tenant, text, asked,
+                                                    cands.ids, cands.signals, relevance)
+        return found

@@ -130,17 +130,20 @@ class Retrieval:
 
 
 def zone_order(
-    zones: Sequence[int], relevance: FloatArray, gate: float, margin: float, by_zone: bool
+    zones: Sequence[int], relevance: FloatArray, gate: float, margin: float, by_zone: bool,
+    key: FloatArray | None = None,
 ) -> list[Ranked]:
-    """Indices of the candidates to return, best first (see the module docstring)."""
+    """Indices of the candidates to return, best first (see the module docstring). ``key``,
+    when given (the learned ranker's, ranking/order.py), orders within each tier instead of
+    the relevance; the gate and the near ties are still the relevance's."""
     if len(relevance) == 0:
         return []
     best = float(relevance.max())
     z = np.asarray(zones, dtype=np.int64)
     passing = relevance >= gate
     ahead = passing & (relevance >= margin * best) if by_zone else np.zeros_like(passing)
-    # lexsort: last key is primary. Ahead first; among those by zone; then by relevance.
+    # lexsort: last key is primary. Ahead first; among those by zone; then by the key.
     tier = np.where(ahead, 0, 1)
     zone_key = np.where(ahead, z, 0)
-    order = np.lexsort((-relevance, zone_key, tier))
+    order = np.lexsort((-(relevance if key is None else key), zone_key, tier))
     return [Ranked(int(i), float(relevance[i])) for i in order if passing[i]]
