@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
 import numpy.typing as npt
@@ -39,9 +40,10 @@ from celestial_client.cli.locomo_eval import CATEGORIES, load
 from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
-from celestial_memory.domain.requests import NewMemory, RecallQuery
+from celestial_memory.domain.requests import RecallQuery
 from celestial_memory.graph.entities import RuleExtractor
 from celestial_memory.memory.service import MemoryService
+from locomo_inprocess import store
 
 Floats = npt.NDArray[np.float64]
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -77,15 +79,7 @@ def collect(service: MemoryService, clock: ManualClock, paths: list[Path]) -> li
         for ents in rules.extract_many(texts):
             for e in {e.key for e in ents}:
                 df[e] += 1
-        for start, items in conv.sessions:
-            clock.set(start + len(items))
-            service.store_batch(tenant, [NewMemory(
-                content=i.content, context=i.context, session_id=i.session_id,
-                created_at=i.created_at if isinstance(i.created_at, float) else None,
-                metadata=i.metadata) for i in items])
-            service.rebalance(tenant, forget=False)
-        print(f"{conv.name}: stored", file=sys.stderr, flush=True)
-        clock.set(conv.sessions[-1][0] + 3600)
+        store(service, clock, conv, tenant)
         for text, evidence, category in conv.questions:
             res = service.recall(tenant, RecallQuery(
                 query=text, limit=CANDIDATES, reinforce=False, ignore_zones=True,

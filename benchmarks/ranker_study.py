@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
 import numpy.typing as npt
@@ -39,10 +40,7 @@ from celestial_client.cli.locomo_eval import CATEGORIES, load
 from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
-from celestial_memory.domain import validation as check
-from celestial_memory.domain.requests import NewMemory, RecallQuery
-from celestial_memory.memory.service import MemoryService
-from celestial_memory.observability import metrics
+from locomo_inprocess import gather, store, turn_ids
 
 Floats = npt.NDArray[np.float64]
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -95,25 +93,6 @@ def sentences(text: str) -> list[str]:
     return [s for s in SENTENCE_END.split(text) if s.strip()] or [text]
 
 
-def pool_for(service: MemoryService, tenant: str, text: str, rerank: int) -> tuple[
-        list[str], Floats, Floats, list[Any]]:
-    """The recall's candidates (as a limit-10 recall gathers them), best ``rerank`` by relevance:
-    ids, the four signals, relevance, payloads."""
-    s = service.settings
-    q = RecallQuery(query=text, limit=10, reinforce=False, ignore_zones=True, min_relevance=0.0)
-    qvec = service.embedder.embed([text])[0]
-    found = service._candidates.find(tenant, q, text, qvec, check.memory_filter(q.filter, s), 0.0,
-                                     10, metrics.Stages())
-    order = np.argsort(-found.relevance, kind="stable")[:rerank]
-    ids = [found.candidates.ids[i] for i in order]
-    got = service.store.get(tenant, ids)
-    keep = [k for k, mid in enumerate(ids) if mid in got]
-    order = order[keep]
-    ids = [ids[k] for k in keep]
-    return (ids, found.candidates.signals[order], found.relevance[order],
-            [got[mid] for mid in ids])
-
-
 def collect(paths: list[Path], rerank: int) -> list[Pool]:
     pools: list[Pool] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -125,16 +104,7 @@ def collect(paths: list[Path], rerank: int) -> list[Pool]:
             for ci, path in enumerate(paths):
                 conv = load(path)
                 tenant = f"c{ci}"
-                for start, items in conv.sessions:
-                    clock.set(start + len(items))
-                    service.store_batch(tenant, [NewMemory(
-                        content=i.content, context=i.context, session_id=i.session_id,
-                        created_at=i.created_at if isinstance(i.created_at, float) else None,
-                        metadata=i.metadata) for i in items])
-                    service.rebalance(tenant, forget=False)
-                clock.set(conv.sessions[-1][0] + 3600)
-                print(f"{conv.name}: stored; {len(conv.questions)} questions", file=sys.stderr,
-                      flush=True)
+                store(service, clock, conv, tenant)
                 sentence_cache: dict[str, Floats] = {}
                 # Each turn's place in its session and its embedding: what the service has as
                 # session-order relations and stored vectors, for the adjacent turns' signals.
@@ -143,7 +113,9 @@ def collect(paths: list[Path], rerank: int) -> list[Pool]:
                 place = {t.metadata["dia_id"]: k for k, t in enumerate(turns)}
                 adjacent = (turns, turn_vecs, place)
                 for text, evidence, category in conv.questions:
-                    ids, signals, relevance, mems = pool_for(service, tenant, text, rerank)
+                    got = gather(service, tenant, text, rerank)
+                    ids, signals, relevance, mems = got.ids, got.signals, got.relevance, \
+                        got.memories
                     qv = np.asarray(embed([text])[0], dtype=np.float64)
                     todo = [m.content for m in mems if m.content not in sentence_cache]
                     if todo:
@@ -154,13 +126,11 @@ def collect(paths: list[Path], rerank: int) -> list[Pool]:
                         for c, ps in zip(todo, parts, strict=True):
                             sentence_cache[c] = vecs[at:at + len(ps)]
                             at += len(ps)
-                    asked = set(service.retrieval.entities(text))
+                    asked = set(got.asked)
                     rows = features(text, qv, ids, signals, relevance, mems, sentence_cache,
                                     asked, adjacent)
-                    pools.append(Pool(ci, category, evidence, [
-                        {m.metadata.get("dia_id", ""), *(p.metadata.get("dia_id", "")
-                                                         for p in m.merged)} for m in mems],
-                        rows, relevance))
+                    pools.append(Pool(ci, category, evidence, [turn_ids(m) for m in mems],
+                                      rows, relevance))
                 print(f"{conv.name}: pools taken", file=sys.stderr, flush=True)
         finally:
             service.close()
