@@ -308,15 +308,16 @@ async def test_denials_and_admin_calls_are_audited_without_secrets(
         assert key.split("_", 2)[2] not in everything
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_a_key_over_its_rate_is_told_when_to_retry(
-    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock, keys: Keys
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock, keys: Keys,
+    transport: str,
 ) -> None:
     async with (
         running_server(tmp_path / "d", embedder, clock, api_keys_file=keys.path,
-                       rate_per_key=1.0, rate_burst=3) as srv,
-        grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
+                       rate_per_key=1.0, rate_burst=3, http_address="127.0.0.1:0") as srv,
+        stub_over(transport, srv) as stub,
     ):
-        stub = Stub(ch)
         for _ in range(3):
             await stub.Stats(pb.StatsRequest(), metadata=auth(keys.a_read))
         with pytest.raises(grpc.aio.AioRpcError) as err:
@@ -450,15 +451,16 @@ async def test_conflicting_or_malformed_credentials_are_refused(stub: Stub, keys
         grpc.StatusCode.OK
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_failed_attempts_are_rate_limited_too(
-    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock, keys: Keys
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock, keys: Keys,
+    transport: str,
 ) -> None:
     async with (
         running_server(tmp_path / "d", embedder, clock, api_keys_file=keys.path,
-                       rate_per_key=0.5, rate_burst=3) as srv,
-        grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
+                       rate_per_key=0.5, rate_burst=3, http_address="127.0.0.1:0") as srv,
+        stub_over(transport, srv) as stub,
     ):
-        stub = Stub(ch)
         codes = [await code_of(stub.Stats(pb.StatsRequest(), metadata=auth("cm_00_zz")))
                  for _ in range(5)]
         assert codes[:3] == [grpc.StatusCode.UNAUTHENTICATED] * 3
