@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 from celestial_memory.domain.models import Memory
+from celestial_memory.domain.signals import scaled
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -60,16 +61,6 @@ def ranks(x: FloatArray) -> FloatArray:
     return out / max(len(x) - 1, 1)
 
 
-def scaled_signals(signals: FloatArray) -> FloatArray:
-    """The four signals as the relevance weighs them (recall/retrieval.py): cosines clipped to
-    [0, 1], keyword scores over the best among the candidates."""
-    s = np.array(signals, dtype=np.float64, copy=True).reshape(-1, 4)
-    s[:, :2] = np.clip(s[:, :2], 0.0, 1.0)
-    best = s[:, 2:].max(axis=0) if len(s) else np.zeros(2)
-    s[:, 2:] = np.divide(s[:, 2:], best, out=np.zeros_like(s[:, 2:]), where=best > 0)
-    return s
-
-
 def features(query: str, asked: Sequence[str], signals: FloatArray, relevance: FloatArray,
              memories: Sequence[Memory]) -> FloatArray:
     """Rows: the candidates (``memories``, in the order of ``signals`` and ``relevance``);
@@ -77,7 +68,7 @@ def features(query: str, asked: Sequence[str], signals: FloatArray, relevance: F
     n = len(memories)
     if n == 0:
         return np.zeros((0, len(FEATURES)))
-    s = scaled_signals(signals)
+    s = scaled(signals)
     rel = np.asarray(relevance, dtype=np.float64)
     index = {m.id: i for i, m in enumerate(memories)}
     session_best, session_count, session_rank = _sessions(memories, rel)

@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 from celestial_memory.config import Settings
 from celestial_memory.domain.models import HybridQuery, IndexVectors, Vector
+from celestial_memory.domain.signals import scaled
 from celestial_memory.encoding.embedding import Embedder
 from celestial_memory.graph.entities import RuleExtractor
 from celestial_memory.graph.entity_index import ref
@@ -117,12 +118,9 @@ class Retrieval:
     def relevance(self, scores: FloatArray, keywords: bool = True) -> FloatArray:
         """Rows: candidates; columns: SIGNALS (dense, context dense, keywords, context keywords).
         A query without keywords (a caller's vector alone) is weighed on the dense signals."""
-        s = np.array(scores, dtype=np.float64, copy=True)
-        if len(s) == 0:
+        if len(scores) == 0:
             return np.zeros(0)
-        s[:, :2] = np.clip(s[:, :2], 0.0, 1.0)
-        best = s[:, 2:].max(axis=0)
-        s[:, 2:] = np.divide(s[:, 2:], best, out=np.zeros_like(s[:, 2:]), where=best > 0)
+        s = scaled(scores)
         w = self.weights if keywords else np.where(np.arange(4) < 2, self.weights, 0.0)
         if w.sum() <= 0:  # weights that count only keywords, and no keywords in the query
             w = np.array([1.0, 0.0, 0.0, 0.0])
