@@ -7,12 +7,10 @@ Every field reads from a ``CELESTIAL_``-prefixed environment variable (lists as 
 
 from __future__ import annotations
 
-import itertools
-import math
-import socket
 from pathlib import Path
 from typing import Literal
 
+from celestial_memory.config_checks import check
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -222,6 +220,12 @@ class Settings(BaseSettings):
     ranker: Literal["learned", "weights"] = Field(
         "weights", description="a recall's order: the learned model (ranking/) or the weighted "
         "relevance alone")
+    ranker_feedback: bool = Field(
+        False, description="Feedback votes tune each tenant's learned ranking (ranking/tuning.py)")
+    ranker_feedback_rate: float = Field(
+        0.05, gt=0, le=1, description="learning rate of one vote's update of the tenant's weights")
+    ranker_feedback_bound: float = Field(
+        1.0, gt=0, le=10, description="most the votes move a learned score; each weight's bound")
     recall_hnsw_ef: int = Field(
         48, ge=0, description="HNSW beam for candidates (at least the candidates; 0 = engine's)"
     )
@@ -328,39 +332,8 @@ class Settings(BaseSettings):
         "", description="OTLP/gRPC collector for traces (the otel extra); empty: no tracing")
 
     @model_validator(mode="after")
-    def _check_llm(self) -> Settings:
-        if self.importance_evaluator == "llm" and not (
-                (self.importance_llm_base_url or self.llm_base_url)
-                and (self.importance_llm_model or self.llm_model)):
-            raise ValueError("importance_evaluator=llm needs CELESTIAL_LLM_BASE_URL and "
-                             "CELESTIAL_LLM_MODEL (or their CELESTIAL_IMPORTANCE_LLM_ forms)")
-        if self.extractor == "llm" and not (self.llm_base_url and self.llm_model):
-            raise ValueError("extractor=llm needs CELESTIAL_LLM_BASE_URL and CELESTIAL_LLM_MODEL")
-        if self.reflect_after and not (self.llm_base_url and self.llm_model):
-            raise ValueError("reflect_after needs CELESTIAL_LLM_BASE_URL and CELESTIAL_LLM_MODEL")
-        return self
-
-    @model_validator(mode="after")
-    def _check_zones(self) -> Settings:
-        t = self.zone_thresholds
-        if len(t) != 4 or any(not math.isfinite(x) for x in t):
-            raise ValueError("zone_thresholds needs 4 finite values (core, inner, outer, belt)")
-        if any(a <= b for a, b in itertools.pairwise(t)):
-            raise ValueError("zone_thresholds must be strictly decreasing")
-        c = self.zone_capacities
-        if len(c) != 5 or any(x < 0 for x in c):
-            raise ValueError("zone_capacities needs 5 values >= 0 (0 = unbounded)")
-        w = self.relevance_weights
-        if len(w) != 4 or any(not math.isfinite(x) or x < 0 for x in w) or sum(w) <= 0:
-            raise ValueError("relevance_weights needs 4 finite values >= 0, not all 0")
-        if self.default_recall_limit > self.max_recall_limit:
-            raise ValueError("default_recall_limit exceeds max_recall_limit")
-        if (self.tls_cert is None) != (self.tls_key is None):
-            raise ValueError("tls_cert and tls_key go together")
-        if self.tls_client_ca is not None and self.tls_cert is None:
-            raise ValueError("tls_client_ca needs tls_cert and tls_key")
-        if not self.instance_id:
-            self.instance_id = f"{socket.gethostname()}/{self.address}"
+    def _check(self) -> Settings:
+        check(self)
         return self
 
     def largest_memory_bytes(self) -> int:

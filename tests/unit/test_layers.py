@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
                                 "encoding", "ranking"})),
     ("store", frozenset({"store"})),
     ("domain", frozenset({"domain"})),
-    ("shared", frozenset({"config", "errors", "clock", "observability"})),
+    ("shared", frozenset({"config", "config_checks", "errors", "clock", "observability"})),
 ]
 RANK = {unit: rank for rank, (_, units) in enumerate(LAYERS) for unit in units}
 

@@ -707,7 +707,7 @@ class ExportRequest(_message.Message):
     def __init__(self, tenant: _Optional[str] = ..., after_id: _Optional[str] = ...) -> None: ...
 
 class ExportedMemory(_message.Message):
-    __slots__ = ("memory", "vector", "context_vector", "context_score", "created_at_s", "last_recalled_at_s", "written_at_s", "tenant", "written_at", "replace")
+    __slots__ = ("memory", "vector", "context_vector", "context_score", "created_at_s", "last_recalled_at_s", "written_at_s", "tenant", "written_at", "replace", "ranker_tuning")
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     VECTOR_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_VECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -718,6 +718,7 @@ class ExportedMemory(_message.Message):
     TENANT_FIELD_NUMBER: _ClassVar[int]
     WRITTEN_AT_FIELD_NUMBER: _ClassVar[int]
     REPLACE_FIELD_NUMBER: _ClassVar[int]
+    RANKER_TUNING_FIELD_NUMBER: _ClassVar[int]
     memory: Memory
     vector: _containers.RepeatedScalarFieldContainer[float]
     context_vector: _containers.RepeatedScalarFieldContainer[float]
@@ -728,7 +729,18 @@ class ExportedMemory(_message.Message):
     tenant: str
     written_at: _timestamp_pb2.Timestamp
     replace: bool
-    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., vector: _Optional[_Iterable[float]] = ..., context_vector: _Optional[_Iterable[float]] = ..., context_score: _Optional[float] = ..., created_at_s: _Optional[float] = ..., last_recalled_at_s: _Optional[float] = ..., written_at_s: _Optional[float] = ..., tenant: _Optional[str] = ..., written_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., replace: _Optional[bool] = ...) -> None: ...
+    ranker_tuning: RankerTuning
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., vector: _Optional[_Iterable[float]] = ..., context_vector: _Optional[_Iterable[float]] = ..., context_score: _Optional[float] = ..., created_at_s: _Optional[float] = ..., last_recalled_at_s: _Optional[float] = ..., written_at_s: _Optional[float] = ..., tenant: _Optional[str] = ..., written_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., replace: _Optional[bool] = ..., ranker_tuning: _Optional[_Union[RankerTuning, _Mapping]] = ...) -> None: ...
+
+class RankerTuning(_message.Message):
+    __slots__ = ("features", "weights", "votes")
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
+    WEIGHTS_FIELD_NUMBER: _ClassVar[int]
+    VOTES_FIELD_NUMBER: _ClassVar[int]
+    features: _containers.RepeatedScalarFieldContainer[str]
+    weights: _containers.RepeatedScalarFieldContainer[float]
+    votes: int
+    def __init__(self, features: _Optional[_Iterable[str]] = ..., weights: _Optional[_Iterable[float]] = ..., votes: _Optional[int] = ...) -> None: ...
 
 class RecentRequest(_message.Message):
     __slots__ = ("tenant", "limit", "filter", "page_size", "page_token", "archived")

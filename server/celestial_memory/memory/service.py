@@ -54,7 +54,7 @@ from celestial_memory.memory.prompt_context import Assembler, ContextBlock, toke
 from celestial_memory.memory.storing import Storing
 from celestial_memory.memory.transfer import Transfer
 from celestial_memory.observability import metrics
-from celestial_memory.ranking import learned
+from celestial_memory.ranking import learned, tuning
 from celestial_memory.recall.candidates import RecallCandidates
 from celestial_memory.recall.retrieval import Retrieval, zone_order
 from celestial_memory.reflection.reflector import Reflection, Reflector
@@ -83,12 +83,12 @@ class MemoryService:
             raise ValueError(
                 f"store dimension {store.dimension} != model dimension {embedder.dimension}"
             )
-        self.settings = settings
-        self.store = store
-        self.embedder = embedder
+        self.settings, self.store, self.embedder = settings, store, embedder
         self.retrieval = Retrieval(settings, embedder)
+        self.tuning = tuning.Tuning(settings, store)  # the votes' layer over the learned ranker
         self._candidates = RecallCandidates(settings, store, self.retrieval,
-                                            learned.load(settings.ranker))
+                                            learned.load(settings.ranker, feedback=settings.ranker_feedback),
+                                            self.tuning)
         self.clock = clock
         self.fn = MemoryFunction.from_settings(settings)
         self.zones = ZoneTable.from_settings(settings)
@@ -115,7 +115,7 @@ class MemoryService:
         self._model = model
         self.editing = Editing(settings, store, embedder, self.retrieval, self.fn, self.zones,
                                clock, self.placement)
-        self.feedback = Feedback(settings, store, self.fn, self.zones, clock, self.placement)
+        self.feedback = Feedback(settings, store, self.fn, self.zones, clock, self.placement, self.tuning)
 
     def close(self) -> None:
         """Write pending reinforcements, then flush and close the store (and an evaluator that

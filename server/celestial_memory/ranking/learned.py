@@ -67,18 +67,23 @@ def read(folder: Path) -> LearnedRanker:
                          f"{card.get('name', 'ranker')} ({digest[:12]})")
 
 
-def load(choice: str, folder: Path | None = None) -> LearnedRanker | None:
+def load(choice: str, folder: Path | None = None, *, feedback: bool = False) -> LearnedRanker | None:
     """The ranker ``CELESTIAL_RANKER`` asks for: None for the hand-weighted order (``weights``,
-    or a learned model that cannot be used, said in one log line)."""
+    or a learned model that cannot be used, said in one log line). ``feedback``
+    (CELESTIAL_RANKER_FEEDBACK) is said in the same line: votes tune only a learned order."""
     if choice != "learned":
-        log.info("ranker: the weighted relevance orders recalls (CELESTIAL_RANKER=%s)", choice)
+        log.info("ranker: the weighted relevance orders recalls (CELESTIAL_RANKER=%s)%s", choice,
+                 "; CELESTIAL_RANKER_FEEDBACK has no effect without the learned ranker"
+                 if feedback else "")
         return None
     try:
         ranker = read(folder or MODEL_DIR)
     except ModelRefused as why:
         log.warning("ranker: the learned model is not used, the weighted relevance orders "
-                    "recalls: %s", why)
+                    "recalls: %s%s", why, "; CELESTIAL_RANKER_FEEDBACK has no effect"
+                    if feedback else "")
         return None
-    log.info("ranker: the learned model %s orders each recall's %d best candidates",
-             ranker.name, ranker.candidates)
+    log.info("ranker: the learned model %s orders each recall's %d best candidates%s",
+             ranker.name, ranker.candidates,
+             ", tuned by each tenant's Feedback votes" if feedback else "")
     return ranker

@@ -21,6 +21,7 @@ from celestial_memory.graph.expansion import expand
 from celestial_memory.observability import metrics
 from celestial_memory.ranking.learned import LearnedRanker
 from celestial_memory.ranking.order import learned_key
+from celestial_memory.ranking.tuning import Tuning
 from celestial_memory.recall.retrieval import Retrieval
 from celestial_memory.store.payload import ARCHIVE_ZONE
 from celestial_memory.store.repository import Candidates, MemoryRepository
@@ -46,9 +47,10 @@ class Found:
 
 class RecallCandidates:
     def __init__(self, settings: Settings, store: MemoryRepository, retrieval: Retrieval,
-                 ranker: LearnedRanker | None = None) -> None:
+                 ranker: LearnedRanker | None = None, tuning: Tuning | None = None) -> None:
         self._s, self._store, self._retrieval = settings, store, retrieval
         self.ranker = ranker  # None: the weighted relevance orders (CELESTIAL_RANKER)
+        self.tuning = tuning  # the tenants' votes' layer over the ranker (ranking/tuning.py)
 
     def find(self, tenant: str, q: RecallQuery, text: str, qvec: npt.NDArray[np.float32],
              flt: MemoryFilter, gate: float, limit: int, stages: metrics.Stages) -> Found:
@@ -92,5 +94,6 @@ class RecallCandidates:
         if self.ranker is not None and text and cands.ids:  # a vector alone has no text to rank
             with stages("ranking"):
                 found.key, found.read = learned_key(self.ranker, store, tenant, text, asked,
-                                                    cands.ids, cands.signals, relevance)
+                                                    cands.ids, cands.signals, relevance,
+                                                    self.tuning)
         return found

@@ -88,3 +88,18 @@ class LedgerRecords(PageReads):
     def write_marker(self, name: str, value: float) -> None:
         self.engine.upsert(LEDGER, [Point(_singleton_id(f"marker:{name}"), {},
                                           {"kind": "marker", "tenant": "", "value": float(value)})])
+
+    def read_tuning(self, tenant: str) -> tuple[list[str], list[float], int] | None:
+        """A tenant's learned-ranking weights from its votes (ranking/tuning.py), if any."""
+        recs = self.engine.retrieve(LEDGER, [_singleton_id(f"tuning:{tenant}")])
+        if not recs or recs[0].payload.get("tenant") != tenant:
+            return None
+        p = recs[0].payload
+        return ([str(x) for x in p.get("features", [])], [float(x) for x in p.get("weights", [])],
+                int(p.get("votes", 0)))
+
+    def write_tuning(self, tenant: str, features: Sequence[str], weights: Sequence[float],
+                     votes: int) -> None:
+        self.engine.upsert(LEDGER, [Point(_singleton_id(f"tuning:{tenant}"), {}, {
+            "kind": "tuning", "tenant": tenant, "features": list(features),
+            "weights": [float(w) for w in weights], "votes": int(votes)})])

@@ -7,7 +7,8 @@ vote counts for less the further the memory already went its way, and one vote e
 cancels. The memory is re-placed by its new score, as an Update of its importance re-places it,
 and the vote is an event in the ledger (kind helpful or not_helpful, from and to its zone). A
 vote changes no content, so an immutable memory takes feedback too; an archived one is refused
-(restore it first), as an Update is.
+(restore it first), as an Update is. With CELESTIAL_RANKER_FEEDBACK the vote also tunes the
+tenant's learned ranking (ranking/tuning.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from celestial_memory.domain.models import EDITED, Memory, ZoneEvent
 from celestial_memory.domain.scoring import MemoryFunction
 from celestial_memory.domain.zones import ZoneTable
 from celestial_memory.errors import FailedPrecondition
+from celestial_memory.ranking.tuning import Tuning
 from celestial_memory.store.repository import MemoryRepository
 from celestial_memory.zones.placement import Placement
 
@@ -44,13 +46,15 @@ class Voted:
 
 class Feedback:
     def __init__(self, settings: Settings, store: MemoryRepository, fn: MemoryFunction,
-                 zones: ZoneTable, clock: Clock, placement: Placement) -> None:
+                 zones: ZoneTable, clock: Clock, placement: Placement,
+                 tuning: Tuning | None = None) -> None:
         self._step = settings.feedback_step
         self._store = store
         self._fn = fn
         self._zones = zones
         self._clock = clock
         self._placement = placement
+        self._tuning = tuning  # the tenant's learned-ranking layer learns from the vote too
 
     def give(self, tenant: str, memory_id: str, helpful: bool) -> Voted:
         mid = check.memory_id(memory_id)
@@ -74,4 +78,6 @@ class Feedback:
                                                  m.zone, reason, now, m.content_hash)])
             self._store.save(tenant, [m], EDITED)
             self._placement.enforce(tenant, [m], keep_ids={m.id})
+        if self._tuning is not None:
+            self._tuning.vote(tenant, mid, helpful)
         return Voted(m, before)

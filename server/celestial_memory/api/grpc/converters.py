@@ -26,6 +26,7 @@ from celestial_memory.domain.validation import MAX_TIME, MIN_TIME
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import InvalidArgument
 from celestial_memory.graph.entity_index import EntityCount
+from celestial_memory.ranking.tuning import Tuned
 from celestial_memory.understanding.extraction import MAX_PART, MAX_SUMMARY, MAX_TRIPLES
 from celestial_memory.understanding.resolutions import FULL, SUMMARY, TRIPLE
 from google.protobuf.duration_pb2 import Duration
@@ -314,3 +315,19 @@ def imported_from_pb(e: pb.ExportedMemory) -> Imported:
 
 def entity_to_pb(e: EntityCount) -> pb.Entity:
     return pb.Entity(id=e.id, kind=e.kind, key=e.key, mentions=e.mentions)
+
+
+def tuning_to_pb(t: Tuned) -> pb.RankerTuning:
+    return pb.RankerTuning(features=list(t.features), weights=list(t.weights), votes=t.votes)
+
+
+def tuning_from_pb(t: pb.RankerTuning) -> Tuned:
+    """An imported layer; the server drops the features it does not compute and holds the
+    weights within its bound (ranking/tuning.py)."""
+    if len(t.features) != len(t.weights):
+        raise InvalidArgument("ranker_tuning.weights", "needs one weight per feature")
+    if len(t.features) > 1024:
+        raise InvalidArgument("ranker_tuning.features", "at most 1024")
+    if t.votes < 0:
+        raise InvalidArgument("ranker_tuning.votes", "must be >= 0")
+    return Tuned(tuple(t.features), tuple(t.weights), int(t.votes))

@@ -322,12 +322,17 @@ class MemoryServicer(GraphRpcs, FeedbackRpcs, ReflectRpcs, pb_grpc.MemoryService
     async def Export(
         self, request: pb.ExportRequest, context: Context
     ) -> AsyncIterator[pb.ExportedMemory]:
-        pages = self._service.transfer.export_pages(
-            self._tenant(request.tenant), request.after_id
-        )
+        tenant = self._tenant(request.tenant)
+        pages = self._service.transfer.export_pages(tenant, request.after_id)
+        tuned = None if request.after_id else await self._run(
+            context, self._service.tuning.exported, tenant)
         while (page := await self._run(context, next, pages, None)) is not None:
             for m in page:
-                yield cv.exported_to_pb(m, self._service.breakdown(m))
+                e = cv.exported_to_pb(m, self._service.breakdown(m))
+                if tuned is not None:  # on the first message only
+                    e.ranker_tuning.CopyFrom(cv.tuning_to_pb(tuned))
+                    tuned = None
+                yield e
 
     @mapped
     async def Import(
@@ -341,6 +346,7 @@ class MemoryServicer(GraphRpcs, FeedbackRpcs, ReflectRpcs, pb_grpc.MemoryService
     ) -> pb.ImportResponse:
         tenant: str | None = None
         replace = False
+        tuned = None
         batch: list[Imported] = []
         seen = imported = skipped = 0
 
@@ -354,6 +360,7 @@ class MemoryServicer(GraphRpcs, FeedbackRpcs, ReflectRpcs, pb_grpc.MemoryService
         async for e in request_iterator:
             if tenant is None:  # the first message decides the tenant and replace
                 tenant, replace = self._tenant(e.tenant), e.replace
+                tuned = cv.tuning_from_pb(e.ranker_tuning) if e.HasField("ranker_tuning") else None
             elif e.tenant and self._tenant(e.tenant) != tenant:
                 raise InvalidArgument(f"memories[{seen}].tenant", "differs within an import")
             try:
@@ -366,6 +373,8 @@ class MemoryServicer(GraphRpcs, FeedbackRpcs, ReflectRpcs, pb_grpc.MemoryService
                 batch = []
         if batch:
             await write()
+        if tenant is not None and tuned is not None:  # once every memory is in
+            await self._run(context, self._service.tuning.restore, tenant, tuned)
         return pb.ImportResponse(imported=imported, skipped=skipped)
 
     # Last in the class: the method's name hides the Context type in the class body below it.

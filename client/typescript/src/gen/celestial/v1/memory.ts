@@ -1303,6 +1303,22 @@ export interface ExportedMemory {
    * the stream's first message only.
    */
   replace: boolean;
+  /**
+   * The tenant's learned-ranking layer taught by its Feedback votes (CELESTIAL_RANKER_FEEDBACK):
+   * Export sends it on the first message when votes have taught it; Import reads it from the
+   * first message only.
+   */
+  rankerTuning: RankerTuning | undefined;
+}
+
+/** A tenant's learned-ranking layer: a weight per feature of the learned ranker, by name. */
+export interface RankerTuning {
+  /** The features' names, in the order of weights. */
+  features: string[];
+  /** Each feature's weight, within the server's bound (CELESTIAL_RANKER_FEEDBACK_BOUND). */
+  weights: number[];
+  /** How many votes taught it. */
+  votes: number;
 }
 
 /** Request of Recent. */
@@ -8189,6 +8205,7 @@ function createBaseExportedMemory(): ExportedMemory {
     tenant: "",
     writtenAt: undefined,
     replace: false,
+    rankerTuning: undefined,
   };
 }
 
@@ -8231,6 +8248,9 @@ export const ExportedMemory: MessageFns<ExportedMemory> = {
     }
     if (message.replace !== false) {
       writer.uint32(80).bool(message.replace);
+    }
+    if (message.rankerTuning !== undefined) {
+      RankerTuning.encode(message.rankerTuning, writer.uint32(90).fork()).join();
     }
     return writer;
   },
@@ -8348,6 +8368,14 @@ export const ExportedMemory: MessageFns<ExportedMemory> = {
             message.replace = reader.bool();
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.rankerTuning = RankerTuning.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -8396,6 +8424,11 @@ export const ExportedMemory: MessageFns<ExportedMemory> = {
         ? fromJsonTimestamp(object.written_at)
         : undefined,
       replace: isSet(object.replace) ? globalThis.Boolean(object.replace) : false,
+      rankerTuning: isSet(object.rankerTuning)
+        ? RankerTuning.fromJSON(object.rankerTuning)
+        : isSet(object.ranker_tuning)
+        ? RankerTuning.fromJSON(object.ranker_tuning)
+        : undefined,
     };
   },
 
@@ -8431,6 +8464,9 @@ export const ExportedMemory: MessageFns<ExportedMemory> = {
     if (message.replace !== false) {
       obj.replace = message.replace;
     }
+    if (message.rankerTuning !== undefined) {
+      obj.rankerTuning = RankerTuning.toJSON(message.rankerTuning);
+    }
     return obj;
   },
 
@@ -8451,6 +8487,124 @@ export const ExportedMemory: MessageFns<ExportedMemory> = {
     message.tenant = object.tenant ?? "";
     message.writtenAt = object.writtenAt ?? undefined;
     message.replace = object.replace ?? false;
+    message.rankerTuning = (object.rankerTuning !== undefined && object.rankerTuning !== null)
+      ? RankerTuning.fromPartial(object.rankerTuning)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseRankerTuning(): RankerTuning {
+  return { features: [], weights: [], votes: 0 };
+}
+
+export const RankerTuning: MessageFns<RankerTuning> = {
+  encode(message: RankerTuning, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.features) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.weights.length !== 0) {
+      writer.uint32(18).fork();
+      for (const v of message.weights) {
+        writer.double(v);
+      }
+      writer.join();
+    }
+    if (message.votes !== 0) {
+      writer.uint32(24).int64(message.votes);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RankerTuning {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRankerTuning();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.features.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag === 17) {
+              message.weights.push(reader.double());
+
+              continue;
+            }
+
+            if (tag === 18) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.weights.push(reader.double());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.votes = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RankerTuning {
+    return {
+      features: globalThis.Array.isArray(object?.features) ? object.features.map((e: any) => globalThis.String(e)) : [],
+      weights: globalThis.Array.isArray(object?.weights) ? object.weights.map((e: any) => globalThis.Number(e)) : [],
+      votes: isSet(object.votes) ? globalThis.Number(object.votes) : 0,
+    };
+  },
+
+  toJSON(message: RankerTuning): unknown {
+    const obj: any = {};
+    if (message.features?.length) {
+      obj.features = message.features;
+    }
+    if (message.weights?.length) {
+      obj.weights = message.weights.map((e) => floatToJson(e));
+    }
+    if (message.votes !== 0) {
+      obj.votes = Math.round(message.votes);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RankerTuning>, I>>(base?: I): RankerTuning {
+    return RankerTuning.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RankerTuning>, I>>(object: I): RankerTuning {
+    const message = createBaseRankerTuning();
+    message.features = object.features?.map((e) => e) || [];
+    message.weights = object.weights?.map((e) => e) || [];
+    message.votes = object.votes ?? 0;
     return message;
   },
 };
