@@ -11,21 +11,30 @@ export TOKENIZERS_PARALLELISM = false
 	dev-secrets fuzz \
 	eval-locomo train-ranker clean
 
+# A line per step, and quiet commands: pip with --quiet says nothing for minutes otherwise.
 $(PY):
-	$(PYTHON) -m venv $(VENV)
+	@echo "→ creating the virtual environment in $(VENV)"
+	@$(PYTHON) -m venv $(VENV)
 
 # torch first, and exactly 2.13.0: a CPU build of it is on these machines, while letting
 # sentence-transformers pick a torch pulls gigabytes of CUDA packages.
 $(STAMP): pyproject.toml client/pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e './client[agents]' -e '.[server,dev]'
-	rm -f $(VENV)/.installed-* && touch $@
+	@echo "→ installing packages into $(VENV) (a few minutes the first time)"
+	@echo "  → pip"
+	@$(PY) -m pip install --quiet --upgrade pip
+	@echo "  → torch 2.13.0"
+	@$(PY) -m pip install --quiet torch==2.13.0
+	@echo "  → the client and the server from this checkout, with their dependencies"
+	@$(PY) -m pip install --quiet -e './client[agents]' -e '.[server,dev]'
+	@rm -f $(VENV)/.installed-* && touch $@
+	@echo "→ packages installed"
 
 install: $(STAMP)
 
+# The server's own log lines follow: the model, the encoder file, and where it serves.
 run: install
-	CELESTIAL_HTTP_ADDRESS=$${CELESTIAL_HTTP_ADDRESS-localhost:8080} $(VENV)/bin/celestial serve
+	@echo "→ starting the server"
+	@CELESTIAL_HTTP_ADDRESS=$${CELESTIAL_HTTP_ADDRESS-localhost:8080} $(VENV)/bin/celestial serve
 
 test: install
 	$(PY) -m pytest -q -rs

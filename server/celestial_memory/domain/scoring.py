@@ -50,6 +50,8 @@ class MemoryFunction:
 
     def freshness(self, last_recalled_at: ArrayLike, now: float) -> FloatArray:
         """F = max(-alpha·Δt, floor)/|floor|: 0 at recall, -1 after |floor|/alpha seconds."""
+        # An age is never negative: a last recall a hair after ``now`` (read from another clock,
+        # or a moment later) is age zero, where F is 0, its maximum.
         dt = np.maximum(now - np.asarray(last_recalled_at, dtype=np.float64), 0.0)
         # + 0.0: at age zero exactly 0, not the -0.0 the product gives (JSON prints the sign).
         return np.maximum(-self.alpha * dt, self.floor) / abs(self.floor) + 0.0

@@ -392,9 +392,9 @@ class MemoryService:
         """Where the rebalance takes ``m`` next unless it is recalled first (domain/next_move.py)."""
         return next_move(m, self.settings.auto_forget_days * DAY, self.clock.now())
 
-    def breakdown(self, m: Memory) -> ScoreBreakdown:
-        """The memory function's terms for ``m`` now, with C from its last recall."""
-        return self.fn.breakdown(
-            m.recall_count, m.last_recalled_at, m.importance, m.context_score, self.clock.now()
-        )
+    def breakdown(self, m: Memory, at: float | None = None) -> ScoreBreakdown:
+        """The memory function's terms for ``m`` at ``at`` (default: now), with C from its last
+        recall."""
+        return self.fn.breakdown(m.recall_count, m.last_recalled_at, m.importance, m.context_score,
+                                 self.clock.now() if at is None else at)
 

@@ -105,8 +105,8 @@ class MemoryServicer(GraphRpcs, FeedbackRpcs, ReflectRpcs, pb_grpc.MemoryService
         audit("admin", method=method, tenant=tenant, key_id=key_id, peer=context.peer())
         await self._run(context, self._service.record_admin, tenant, method, key_id)
 
-    def _memory(self, m: Any) -> pb.Memory:
-        return cv.memory_to_pb(m, self._service.breakdown(m), self._service.next_move(m))
+    def _memory(self, m: Any, at: float | None = None) -> pb.Memory:
+        return cv.memory_to_pb(m, self._service.breakdown(m, at), self._service.next_move(m))
 
     def _page_budget(self) -> int:
         """Bytes a page's items may take: every answer stays under the message limit."""
@@ -117,8 +117,12 @@ class MemoryServicer(GraphRpcs, FeedbackRpcs, ReflectRpcs, pb_grpc.MemoryService
         item = cv.new_memory_from_pb(request)
         out = await self._run(context, self._service.store_batch,
                               self._tenant(request.tenant), [item], cancellable=True)
-        return pb.StoreResponse(memory=self._memory(out.memories[0]), created=out.created[0],
-                                merged_into=out.merged_into[0])
+        m, created, into = out.memories[0], out.created[0], out.merged_into[0]
+        # A memory this store wrote (new, or the one a repeat merged into) is answered as of
+        # that write, when its score was computed: the clock read again after the write would
+        # age it by the write's own milliseconds.
+        return pb.StoreResponse(memory=self._memory(m, m.written_at if created or into else None),
+                                created=created, merged_into=into)
 
     @mapped
     async def StoreBatch(
