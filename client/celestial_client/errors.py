@@ -111,7 +111,16 @@ class InternalError(CelestialClientError):
 
 
 class UnavailableError(CelestialClientError):
+    """UNAVAILABLE. Said by the server (its store or model is down: ``reason`` names which), or
+    by gRPC when no server answered, and then ``str()`` adds how to start one; ``details``
+    stays the message as it came."""
+
     code = grpc.StatusCode.UNAVAILABLE
+
+    def __str__(self) -> str:
+        if self.reason is not None or _names_tls(self.details):
+            return self.details  # a server answered, or one is there that speaks otherwise
+        return f"{self.details} ({NOT_ANSWERING_HINT})"
 
 
 class DataLossError(CelestialClientError):
@@ -140,6 +149,13 @@ _TLS_TO_PLAINTEXT = "WRONG_VERSION_NUMBER"
 TLS_EXPECTED_HINT = ("the server may expect TLS: connect with tls=TLS.from_files(ca) "
                      "(CLI: --tls-ca or CELESTIAL_TLS_CA)")
 TLS_UNEXPECTED_HINT = "the server may not serve TLS: connect without tls"
+NOT_ANSWERING_HINT = ("no Celestial Memory server is answering at the client's target: start one "
+                      "with `make run` or `celestial serve`, or connect to the host:port it "
+                      "serves on")
+
+
+def _names_tls(details: str) -> bool:
+    return TLS_EXPECTED_HINT in details or TLS_UNEXPECTED_HINT in details
 
 
 def _transport_hint(code: grpc.StatusCode, details: str, tls: bool | None) -> str:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
 from celestial_client.cli import dump_file, main
 from celestial_memory.api.grpc.server import MemoryServer
+
+from tests.integration.celestial_exe import write_celestial
+from tests.integration.test_cli_input import run_celestial
 
 
 async def cli(server: MemoryServer, capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -79,3 +83,13 @@ async def test_cli_export_resume_and_import(
     code = await asyncio.to_thread(main, ["--target", f"127.0.0.1:{server.port}", "--tenant",
                                           "dst", "import", str(dump)])
     assert code == 1 and "ALREADY_EXISTS" in capsys.readouterr().err
+
+
+async def test_no_server_says_how_to_start_one(tmp_path: Path) -> None:
+    exe = write_celestial(tmp_path / "bin")
+    code, out, err = await run_celestial(exe, "--target", "127.0.0.1:1", "stats")
+    assert (code, out) == (4, "")
+    assert err.startswith("error (UNAVAILABLE)") and "target 127.0.0.1:1, from flag" in err
+    assert "start one with `make run` or `celestial serve`" in err
+    code, _, err = await run_celestial(exe, "--target", "127.0.0.1:1", "stats", "--json")
+    assert code == 4 and "celestial serve" in json.loads(err)["error"]["message"]

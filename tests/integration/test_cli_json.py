@@ -1,5 +1,5 @@
-"""``celestial --json``: every command's output parsed as JSON, against a real server, and the
-exit statuses scripts branch on."""
+"""``celestial --json``: every command's output parsed as JSON, against a real server, the
+exit statuses scripts branch on, and usage errors as JSON documents too."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ from celestial_memory.clock import ManualClock
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 
 from tests.certs import CertificateAuthority
+from tests.integration.celestial_exe import write_celestial
 from tests.integration.conftest import running_server
+from tests.integration.test_cli_input import run_celestial
 
 DAY = 86_400.0
 
@@ -209,3 +211,22 @@ async def test_tls_from_flags_or_from_the_environment(
         assert code == 4 and "--tls-ca" in json.loads(out)["error"]["message"]
         code, out = await stats("--tls-ca", str(tmp_path / "absent.pem"))
         assert code == 2 and "absent.pem" in json.loads(out)["error"]["message"]
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["--json", "recall"], "celestial recall: the following arguments are required: query"),
+    (["stats", "--no-such-flag", "--json"], "unrecognized arguments: --no-such-flag"),
+    (["list", "--json", "--zone", "mars"], "argument --zone: invalid choice: 'mars'"),
+    (["--json", "no-such-command"], "invalid choice: 'no-such-command'"),
+])
+async def test_usage_errors_with_json_are_json_documents(
+    argv: list[str], says: str, tmp_path: Path
+) -> None:
+    exe = write_celestial(tmp_path / "bin")
+    code, out, err = await run_celestial(exe, *argv)
+    assert (code, out) == (2, "")
+    error = json.loads(err)["error"]
+    assert error["code"] == "USAGE" and error["exit"] == 2 and says in error["message"], err
+    # Without --json, argparse's own usage text, with the same status.
+    code, out, err = await run_celestial(exe, *[a for a in argv if a != "--json"])
+    assert (code, out) == (2, "") and err.startswith("usage: celestial")

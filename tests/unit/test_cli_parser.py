@@ -4,6 +4,7 @@ connection flags on either side of the command, the exit statuses."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 import grpc
 import pytest
 from celestial_client.cli import EXIT, exit_status, main
-from celestial_client.cli.parser import DESCRIPTION, build
+from celestial_client.cli.parser import DESCRIPTION, asks_for_json, build
 from celestial_client.cli.settings import api_key, client_settings
 from celestial_client.errors import CelestialClientError
 
@@ -98,8 +99,6 @@ def test_a_missing_key_file_is_a_usage_error(
     code = main(["--api-key-file", str(tmp_path / "absent"), "--json", "stats"])
     assert code == EXIT["usage"] == 2
     err = capsys.readouterr().err
-    import json
-
     assert json.loads(err)["error"]["code"] == "USAGE" and "absent" in err
 
 
@@ -147,6 +146,37 @@ def test_an_unreachable_server_exits_4_and_names_the_target(
     assert main(["--target", "127.0.0.1:1", "get", "some-id"]) == 4
     err = capsys.readouterr().err
     assert err.startswith("error (UNAVAILABLE)") and "target 127.0.0.1:1, from flag" in err
+    assert "`make run` or `celestial serve`" in err
+
+
+def test_a_server_that_answers_unavailable_gets_no_start_hint(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server answered (its store is down, a reason says so): it is running already.
+    def stats(self: object) -> None:
+        raise CelestialClientError("the vector store is unavailable",
+                                   grpc.StatusCode.UNAVAILABLE, reason="STORE_UNAVAILABLE")
+
+    monkeypatch.setattr("celestial_client.client.CelestialClient.stats", stats)
+    assert main(["--target", "127.0.0.1:1", "stats"]) == 4
+    err = capsys.readouterr().err
+    assert "vector store is unavailable" in err and "make run" not in err
+
+
+def test_json_anywhere_before_a_double_dash_asks_for_json() -> None:
+    assert asks_for_json(["--json", "recall"]) and asks_for_json(["stats", "--json"])
+    assert not asks_for_json(["store", "--", "--json"])  # the text "--json"
+    assert not asks_for_json(["recall"])
+
+
+def test_json_usage_errors_in_process(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["recall", "--json"]) == EXIT["usage"]
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    assert json.loads(printed.err) == {"error": {
+        "code": "USAGE", "exit": 2,
+        "message": "celestial recall: the following arguments are required: query "
+                   "(see celestial recall --help)"}}
 
 
 def test_bad_usage_exits_2(capsys: pytest.CaptureFixture[str]) -> None:

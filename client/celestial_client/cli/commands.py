@@ -8,6 +8,7 @@ import argparse
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from celestial_client.cli.input_text import memory_text
 from celestial_client.cli.output import (
     Answer,
     show_entities,
@@ -42,8 +43,9 @@ def _one(m: Memory) -> Answer:
 
 
 def store(args: argparse.Namespace, client: CelestialClient) -> Answer:
+    content = memory_text(args.content, args.file, text_flag="TEXT", required=True)
     return _one(client.store(
-        args.content, importance=args.importance, tags=args.tags,
+        content or "", importance=args.importance, tags=args.tags,
         session_id=args.session or "", agent_id=args.agent or "", metadata=_meta(args.meta),
         pinned=args.pinned, memory_type=args.type or "", immutable=args.immutable,
     ))
@@ -107,9 +109,10 @@ def delete(args: argparse.Namespace, client: CelestialClient) -> Answer:
 
 def update(args: argparse.Namespace, client: CelestialClient) -> Answer:
     pinned = True if args.pin else (False if args.unpin else None)
+    content = memory_text(args.content, args.file, text_flag="--content", required=False)
     changes = {
         k: v
-        for k, v in (("content", args.content), ("importance", args.importance),
+        for k, v in (("content", content), ("importance", args.importance),
                      ("tags", args.tags), ("pinned", pinned))
         if v is not None
     }

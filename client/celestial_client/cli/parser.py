@@ -10,17 +10,20 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from celestial_client.cli.feedback import add_feedback_command
 from celestial_client.cli.reflect import add_reflect_command
+from celestial_client.cli.settings import UsageError
 from celestial_client.types import MEMORY_TYPES
 
 DESCRIPTION = """\
 Celestial Memory from the command line: store and recall memories; browse them (list, recent,
 get, archived); edit them (update, delete, restore, feedback); connect them (relate, unrelate,
-related, entities); reflect on them with the server's model (reflect); look after the zones
+related, entities); reflect on them with the server's model (reflect, and follow its operation:
+operation); look after the zones
 (stats, rebalance, consolidate, ledger); move them between servers (export, import); measure
 recall (eval); serve the tools to an MCP host (mcp); show the effective configuration (config);
 run the server (serve, keys).
@@ -44,6 +47,28 @@ SERVER_COMMANDS = {
 
 ZONES = ["core", "inner", "outer", "belt", "cloud"]
 JSON_HELP = "print one JSON document instead of text"
+CONTENT_LIMIT = ("at most 32,768 characters unless the server's CELESTIAL_MAX_CONTENT_CHARS "
+                 "says otherwise")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors (an unknown flag, a missing argument, a bad choice)
+    are raised as UsageError when the command line asked for --json, so that they too print the
+    JSON error document; otherwise argparse's own usage text and exit status 2."""
+
+    json_errors = False
+
+    def error(self, message: str) -> NoReturn:
+        if self.json_errors:
+            raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+        super().error(message)
+
+
+def asks_for_json(argv: Sequence[str]) -> bool:
+    """Whether ``--json`` is on the command line, anywhere before a ``--`` (after which
+    everything is an argument: ``celestial store -- --json`` stores the text "--json")."""
+    end = list(argv).index("--") if "--" in argv else len(argv)
+    return "--json" in argv[:end]
 
 
 def positive(text: str) -> int:
@@ -57,10 +82,10 @@ def positive(text: str) -> int:
     return n
 
 
-def _connection(suppress: bool) -> argparse.ArgumentParser:
+def _connection(suppress: bool) -> Parser:
     """The flags every client command takes. After the command they default to SUPPRESS, so
     that leaving them out there keeps what was given before it."""
-    p = argparse.ArgumentParser(add_help=False)
+    p = Parser(add_help=False)
     d = argparse.SUPPRESS if suppress else None
     g = p.add_argument_group("connection (flags win over the environment)")
     g.add_argument("--target", default=d, metavar="HOST:PORT",
@@ -93,8 +118,10 @@ def _filters(p: argparse.ArgumentParser) -> None:
                    help="the archive's (forgotten) memories instead of the zones'")
 
 
-def build() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+def build(json_errors: bool = False) -> argparse.ArgumentParser:
+    """The parser; ``json_errors``: raise usage errors as UsageError (Parser) instead of
+    printing them."""
+    p = Parser(
         prog="celestial", description=DESCRIPTION, epilog=EPILOG, parents=[_connection(False)],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -113,7 +140,10 @@ def build() -> argparse.ArgumentParser:
             getattr(importlib.import_module(module), adder)(server)
 
     s = command("store", "store a memory")
-    s.add_argument("content", help="the text to remember")
+    s.add_argument("content", nargs="?", metavar="TEXT",
+                   help=f"the text to remember; - reads it from stdin ({CONTENT_LIMIT})")
+    s.add_argument("--file", type=Path, metavar="FILE",
+                   help="read the text from FILE (UTF-8; - for stdin) instead of TEXT")
     s.add_argument("--importance", type=float, help="0 to 1 (default: the server's rules)")
     s.add_argument("--tag", action="append", default=[], dest="tags", help="a label (repeat)")
     s.add_argument("--session", help="the conversation or session it came from")
@@ -161,7 +191,10 @@ def build() -> argparse.ArgumentParser:
 
     u = command("update", "change a memory (only what is given)")
     u.add_argument("id", help="the memory's id")
-    u.add_argument("--content", help="new text (embedded again)")
+    u.add_argument("--content", metavar="TEXT",
+                   help="new text (embedded again); - reads it from stdin")
+    u.add_argument("--file", type=Path, metavar="FILE",
+                   help="read the new text from FILE (UTF-8; - for stdin)")
     u.add_argument("--importance", type=float, help="0 to 1")
     u.add_argument("--tag", action="append", dest="tags",
                    help="replace the tags with these (repeat)")
@@ -213,7 +246,18 @@ def build() -> argparse.ArgumentParser:
                            "it came from (flag, env, default); secrets redacted")
     with contextlib.suppress(ImportError):  # the server's flags, to see what serve would use
         importlib.import_module("celestial_memory.main").add_serve_arguments(cf)
+    for parser in _every_parser(p):  # sub-commands' parsers report their own usage errors
+        if isinstance(parser, Parser):
+            parser.json_errors = json_errors
     return p
+
+
+def _every_parser(p: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    yield p
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _every_parser(sub)
 
 
 def _graph(command: Callable[[str, str], argparse.ArgumentParser]) -> None:

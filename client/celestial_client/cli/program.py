@@ -34,7 +34,7 @@ from celestial_client.cli.output import (
     show_stats,
     table,
 )
-from celestial_client.cli.parser import SERVER_COMMANDS, build
+from celestial_client.cli.parser import SERVER_COMMANDS, asks_for_json, build
 from celestial_client.cli.reflect import COMMANDS as REFLECT_COMMANDS
 from celestial_client.cli.reflect import run_reflect
 from celestial_client.cli.settings import UsageError, api_key, client_settings, tls
@@ -88,7 +88,12 @@ def exit_status(err: CelestialClientError) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    json_errors = asks_for_json(argv)
+    try:
+        args = build(json_errors).parse_args(argv)
+    except UsageError as err:  # raised only with --json; otherwise argparse prints and exits 2
+        return _fail(True, "USAGE", str(err), EXIT["usage"])
     as_json_out = bool(getattr(args, "json", False))
     try:
         return _run(args)
@@ -145,11 +150,14 @@ def _print(args: argparse.Namespace, answer: Answer) -> int:
 
 
 def _hint(err: CelestialClientError, args: argparse.Namespace) -> str:
-    """The service's message, and for an unreachable server where this command looked."""
+    """The service's message, and for an unreachable server where this command looked and how
+    to start one. The server names a reason in every error it sends (its store or model being
+    unavailable among them): without one, no server answered."""
     if err.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and \
-            err.reason != MODEL_UNAVAILABLE:
+            err.reason is None:
         target = client_settings(args)["target"]
-        return (f"{err.details} (target {target.value}, from {target.source}; set --target or "
+        return (f"{err.details} (target {target.value}, from {target.source}: is the server "
+                "running? start one with `make run` or `celestial serve`; else set --target or "
                 "CELESTIAL_TARGET; a TLS server needs --tls-ca)")
     return err.details
 

@@ -26,18 +26,31 @@ def shown(value: object, limit: int = 64) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
+def setting_env(name: str) -> str:
+    """The environment variable that sets the setting ``name``: CELESTIAL_MAX_CONTENT_CHARS."""
+    return f"{Settings.model_config.get('env_prefix', '')}{name}".upper()
+
+
+def _too_long(length: int, most: int, setting: str) -> str:
+    # A text limit is an operator's choice: the message names the setting, so that whoever
+    # meets it can ask for it to be raised rather than guess at it.
+    return f"must be at most {most} characters, got {length} ({setting_env(setting)} raises it)"
+
+
 def content(value: str, s: Settings, field: str = "content") -> str:
     if not value or not value.strip():
         raise InvalidArgument(field, "must not be empty or only white space")
     if len(value) > s.max_content_chars:
-        raise InvalidArgument(field, f"longer than {s.max_content_chars} characters")
+        raise InvalidArgument(field, _too_long(len(value), s.max_content_chars,
+                                               "max_content_chars"))
     return value
 
 
 def context(value: str, s: Settings, field: str = "context") -> str:
     """Optional context text: may be empty; white space alone counts as none."""
     if len(value) > s.max_context_chars:
-        raise InvalidArgument(field, f"longer than {s.max_context_chars} characters")
+        raise InvalidArgument(field, _too_long(len(value), s.max_context_chars,
+                                               "max_context_chars"))
     return value.strip()
 
 
