@@ -35,6 +35,7 @@ from celestial_memory.store.repository import MemoryRepository
 FloatArray = npt.NDArray[np.float64]
 RECENT = 4096  # rows remembered per tenant
 TENANTS = 256  # tenants whose rows are remembered
+VOTES_PER_RECALL = 64  # the last votes on one recall's memories that a new vote is learnt against
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,15 @@ class Tuned:
     features: tuple[str, ...]
     weights: tuple[float, ...]
     votes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """A memory as one recall ranked it: its standardized row, the model's score, which recall."""
+
+    row: FloatArray
+    score: float
+    recall: int
 
 
 def standardized(rows: FloatArray) -> FloatArray:
@@ -63,7 +73,11 @@ class Tuning:
         self._lock = threading.Lock()
         self._weights: dict[str, FloatArray] = {}
         self._votes: dict[str, int] = {}
-        self._rows: OrderedDict[str, OrderedDict[str, tuple[FloatArray, float]]] = OrderedDict()
+        self._rows: OrderedDict[str, OrderedDict[str, Seen]] = OrderedDict()
+        # The votes on each recent recall's memories: a vote is learnt against the opposite
+        # votes on the same recall.
+        self._voted: OrderedDict[int, list[tuple[Seen, bool]]] = OrderedDict()
+        self._recalls = 0
 
     def shift(self, tenant: str, z: FloatArray) -> FloatArray:
         """How far the layer moves each candidate's learned score (``z``: standardized rows)."""
@@ -76,13 +90,13 @@ class Tuning:
         if not self.learning or len(rows) == 0:
             return scores
         z = standardized(rows)
-        centred = scores - scores.mean()
         with self._lock:
+            self._recalls += 1
             held = self._rows.pop(tenant, None) or OrderedDict()
             self._rows[tenant] = held  # most recent tenant last
-            for mid, row, s in zip(ids, z, centred, strict=True):
+            for mid, row, s in zip(ids, z, scores, strict=True):
                 held.pop(mid, None)
-                held[mid] = (row, float(s))
+                held[mid] = Seen(row, float(s), self._recalls)
             while len(held) > RECENT:
                 held.popitem(last=False)
             while len(self._rows) > TENANTS:
@@ -98,11 +112,21 @@ class Tuning:
             seen = held.get(memory_id) if held is not None else None
             if seen is None:
                 return False
-            row, score = seen
+            voted = self._voted.setdefault(seen.recall, [])
             w = self._of(tenant).copy()
-            shift = float(np.clip(row @ w, -self._bound, self._bound))
-            p = 1.0 / (1.0 + np.exp(-(score + shift)))
-            w = np.clip(w + self._rate * (float(helpful) - p) * row, -self._bound, self._bound)
+            for other, other_helpful in voted:
+                if other_helpful == helpful:
+                    continue
+                good, bad = (seen, other) if helpful else (other, seen)
+                d = good.row - bad.row
+                margin = good.score - bad.score + float(np.clip(d @ w, -2 * self._bound,
+                                                                2 * self._bound))
+                w = np.clip(w + self._rate * d / (1.0 + np.exp(margin)), -self._bound,
+                            self._bound)
+            voted.append((seen, helpful))
+            del voted[:-VOTES_PER_RECALL]
+            while len(self._voted) > RECENT:
+                self._voted.popitem(last=False)
             self._weights[tenant] = w
             self._votes[tenant] = self._votes.get(tenant, 0) + 1
             votes = self._votes[tenant]
