@@ -1,7 +1,8 @@
 """A scripted OpenAI-compatible chat completions server for tests (this machine has no model).
 
 ``answer`` turns each request's body into the reply's text; ``status`` other than 200 fails the
-call; ``stall_s`` holds every answer that long. Requests are kept for the tests to read."""
+call; ``stall_s`` holds every answer that long; ``hold()`` holds every answer until ``release()``
+(a model that stalls for as long as a test needs). Requests are kept for the tests to read."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ class ScriptedModel:
         self.status = 200
         self.stall_s = 0.0
         self.requests: list[dict[str, Any]] = []
+        self._open = threading.Event()  # cleared: answers wait for release()
+        self._open.set()
         model = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -27,6 +30,7 @@ class ScriptedModel:
                 model.requests.append(body)
                 if model.stall_s:
                     time.sleep(model.stall_s)
+                model._open.wait()
                 if model.status != 200:
                     self.send_response(model.status)
                     self.end_headers()
@@ -54,6 +58,14 @@ class ScriptedModel:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
+    def hold(self) -> None:
+        """Answers wait from now on, until ``release``."""
+        self._open.clear()
+
+    def release(self) -> None:
+        self._open.set()
+
     def close(self) -> None:
+        self.release()  # no handler thread left waiting
         self.server.shutdown()
         self.server.server_close()

@@ -17,6 +17,7 @@ from typing import Any, Self, Unpack
 import grpc
 
 from celestial_client._core import convert as cv
+from celestial_client._core import operations as ops
 from celestial_client._core.base import (
     MAX_PAGE,
     UNSET,
@@ -37,6 +38,7 @@ from celestial_client.types import (
     ImportResult,
     LedgerPage,
     Memory,
+    Operation,
     Page,
     PromptContext,
     RebalanceReport,
@@ -142,8 +144,43 @@ class AsyncCelestialClient(_Base):
 
     async def reflect(self, dry_run: bool = True, window: int = 0,
                       entities: Sequence[str] = ()) -> Reflection:
-        return cv.reflection(await self._call("Reflect", self._reflect(dry_run, window,
-                                                                      entities)))
+        started = await self.start_reflection(dry_run, window, entities)
+        last = started
+        async for op in self.watch_operation(started.name):
+            last = op
+        return ops.result(last)
+
+    async def start_reflection(self, dry_run: bool = True, window: int = 0,
+                               entities: Sequence[str] = (), request_id: str = "") -> Operation:
+        req = ops.start_request(self.tenant, dry_run, window, entities, request_id)
+        return ops.operation((await self._call("StartReflection", req)).operation)
+
+    async def get_operation(self, name: str) -> Operation:
+        req = pb.GetOperationRequest(tenant=self.tenant, name=name)
+        return ops.operation((await self._call("GetOperation", req)).operation)
+
+    async def watch_operation(self, name: str) -> AsyncIterator[Operation]:
+        req = pb.WatchOperationRequest(tenant=self.tenant, name=name)
+        while True:
+            last: Operation | None = None
+            call = self._stub.WatchOperation(req, **self._options(None))
+            try:
+                async for r in call:
+                    last = ops.operation(r.operation)
+                    yield last
+            except grpc.RpcError as err:
+                raise from_rpc_error(err, self._tls) from None
+            if last is None or last.done:
+                return
+
+    async def cancel_operation(self, name: str) -> Operation:
+        req = pb.CancelOperationRequest(tenant=self.tenant, name=name)
+        return ops.operation((await self._call("CancelOperation", req)).operation)
+
+    async def list_operations(self, page_size: int = 0, page_token: str = "") -> Page[Operation]:
+        req = pb.ListOperationsRequest(tenant=self.tenant, page_size=page_size,
+                                       page_token=page_token)
+        return ops.operations_page(await self._call("ListOperations", req))
 
     async def consolidate(self, dry_run: bool = True) -> Consolidation:
         return cv.consolidation(await self._call("Consolidate", pb.ConsolidateRequest(

@@ -21,6 +21,7 @@ from typing import Any, Self, Unpack
 import grpc
 
 from celestial_client._core import convert as cv
+from celestial_client._core import operations as ops
 from celestial_client._core.base import (
     MAX_PAGE,
     UNSET,
@@ -44,6 +45,7 @@ from celestial_client.types import (
     ImportResult,
     LedgerPage,
     Memory,
+    Operation,
     Page,
     PromptContext,
     RebalanceReport,
@@ -179,8 +181,55 @@ class CelestialClient(_Base):
         server's default), by the server's model: stored as memories tagged "insight", related
         derived_from their sources, with a summary per entity (its profile's). A dry run by
         default: see what it would write, then call again with ``dry_run=False``. Without a
-        model on the server: FailedPreconditionError."""
-        return cv.reflection(self._call("Reflect", self._reflect(dry_run, window, entities)))
+        model on the server: FailedPreconditionError. Starts the reflection as an operation and
+        waits for it (``start_reflection`` and ``watch_operation``), so the client's timeout
+        bounds each call, not the reflection; a failed one raises its error."""
+        started = self.start_reflection(dry_run, window, entities)
+        last = started
+        for op in self.watch_operation(started.name):
+            last = op
+        return ops.result(last)
+
+    def start_reflection(self, dry_run: bool = True, window: int = 0,
+                         entities: Sequence[str] = (), request_id: str = "") -> Operation:
+        """Start a reflection (``reflect``'s work) and return its operation at once: follow it
+        with ``watch_operation`` or ``get_operation``, stop it with ``cancel_operation``.
+        ``request_id``: starting again with the same one returns the same operation (the
+        client makes one when none is given, so a retried start starts one reflection)."""
+        req = ops.start_request(self.tenant, dry_run, window, entities, request_id)
+        return ops.operation(self._call("StartReflection", req).operation)
+
+    def get_operation(self, name: str) -> Operation:
+        """One of the tenant's operations as it is now (NotFoundError when it has none)."""
+        req = pb.GetOperationRequest(tenant=self.tenant, name=name)
+        return ops.operation(self._call("GetOperation", req).operation)
+
+    def watch_operation(self, name: str) -> Iterator[Operation]:
+        """The operation now, then each time it changes, until it is done (the last one
+        yielded). A stream has no deadline; one the server ends first is opened again."""
+        req = pb.WatchOperationRequest(tenant=self.tenant, name=name)
+        while True:
+            last: Operation | None = None
+            try:
+                for r in self._stub.WatchOperation(req, **self._options(None)):
+                    last = ops.operation(r.operation)
+                    yield last
+            except grpc.RpcError as err:
+                raise from_rpc_error(err, self._tls) from None
+            if last is None or last.done:
+                return
+
+    def cancel_operation(self, name: str) -> Operation:
+        """Ask an operation to stop: one not yet writing ends at once with the error CANCELLED,
+        one writing completes, one done stays as it was. Returns it after the attempt."""
+        req = pb.CancelOperationRequest(tenant=self.tenant, name=name)
+        return ops.operation(self._call("CancelOperation", req).operation)
+
+    def list_operations(self, page_size: int = 0, page_token: str = "") -> Page[Operation]:
+        """One page of the tenant's operations, newest first (0: the server's 20 a page)."""
+        req = pb.ListOperationsRequest(tenant=self.tenant, page_size=page_size,
+                                       page_token=page_token)
+        return ops.operations_page(self._call("ListOperations", req))
 
     def consolidate(self, dry_run: bool = True) -> Consolidation:
         """Merge the repeats among memories stored before (admin). A dry run by default: see

@@ -7,6 +7,13 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Generic, TypeVar
 
+# What a reflection wrote, and the operation it runs as: their own module, named here too.
+from celestial_client.reflection_types import EntitySummary as EntitySummary
+from celestial_client.reflection_types import Insight as Insight
+from celestial_client.reflection_types import Operation as Operation
+from celestial_client.reflection_types import OperationError as OperationError
+from celestial_client.reflection_types import Reflection as Reflection
+
 T = TypeVar("T")
 
 
@@ -346,37 +353,3 @@ class PromptContext:
     # How the block shows each of included_ids: "full" (its text), or, when that did not fit,
     # "summary" (its one-line summary) or "triple" (its first fact).
     included_resolutions: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class Insight:
-    """An insight ``reflect`` wrote (or would): a memory tagged "insight", related
-    derived_from ``source_ids``."""
-
-    id: str
-    content: str
-    entity: str
-    source_ids: list[str]
-    created: bool  # stored by this call (False in a dry run, or when stored before)
-
-
-@dataclass(frozen=True, slots=True)
-class EntitySummary:
-    """An entity's summary ``reflect`` wrote (or would): its profile's summary from then on."""
-
-    entity: str
-    summary: str
-    id: str
-    source_ids: list[str]
-
-
-@dataclass(frozen=True, slots=True)
-class Reflection:
-    """What ``reflect`` wrote (or, in a dry run, would write), and what it cost."""
-
-    insights: list[Insight]
-    summaries: list[EntitySummary]
-    dry_run: bool
-    memories_read: int
-    model_calls: int
-    model_tokens: int

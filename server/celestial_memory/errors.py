@@ -5,8 +5,11 @@
     ├── Unauthenticated               UNAUTHENTICATED
     ├── RetryLater                    (with RetryInfo)
     │   ├── ResourceExhausted         RESOURCE_EXHAUSTED
-    │   │   └── TooManyCalls          RESOURCE_EXHAUSTED
-    │   └── StoreUnavailable          UNAVAILABLE
+    │   │   ├── TooManyCalls          RESOURCE_EXHAUSTED
+    │   │   └── ModelBudgetSpent      RESOURCE_EXHAUSTED (reason MODEL_BUDGET)
+    │   ├── StoreUnavailable          UNAVAILABLE
+    │   ├── ModelUnavailable          UNAVAILABLE
+    │   └── Interrupted               ABORTED
     ├── NotFound                      NOT_FOUND
     ├── AlreadyExists(field)          ALREADY_EXISTS
     ├── PermissionDenied              PERMISSION_DENIED
@@ -98,3 +101,12 @@ class StoreUnavailable(RetryLater):
 
 class ModelUnavailable(RetryLater):
     """The model endpoint failed, timed out or answered something unusable."""
+
+
+class ModelBudgetSpent(ResourceExhausted):
+    """The tenant spent its model calls or tokens of the minute (understanding/budget.py)."""
+
+
+class Interrupted(RetryLater):
+    """Work the server had started ended with the server (a stop or a restart), not because of
+    anything in it: starting it again may succeed."""

@@ -19,6 +19,7 @@ from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 from celestial_memory.access.keys import create_key, revoke_key
 from celestial_memory.api.grpc.server import MemoryServer, check_exposure
 from celestial_memory.clock import ManualClock
+from celestial_memory.domain.operations import operation_name
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.errors import InvalidArgument
 from google.rpc import error_details_pb2
@@ -91,6 +92,12 @@ def every_rpc(stub: Stub, tenant: str, memory_id: str, md: Any) -> dict[str, Cal
     async def export() -> list[Any]:
         return [e async for e in stub.Export(pb.ExportRequest(tenant=tenant), metadata=md)]
 
+    seeded = operation_name(tenant, SEEDED_REFLECTION)  # _seed started it in tenant a
+
+    async def watch() -> list[Any]:
+        return [o async for o in stub.WatchOperation(
+            pb.WatchOperationRequest(tenant=tenant, name=seeded), metadata=md)]
+
     record = pb.ExportedMemory(tenant=tenant, memory=pb.Memory(
         id=f"00000000-0000-4000-8000-{sum(map(ord, tenant)):012d}", content="imported", importance=0.5,
         zone=pb.ZONE_OUTER), created_at_s=1_700_000_000.0,
@@ -124,6 +131,15 @@ def every_rpc(stub: Stub, tenant: str, memory_id: str, md: Any) -> dict[str, Cal
             tenant=tenant, id=memory_id, verdict=pb.VERDICT_HELPFUL), metadata=md),
         "Reflect": lambda: stub.Reflect(pb.ReflectRequest(tenant=tenant, dry_run=True),
                                         metadata=md),
+        "StartReflection": lambda: stub.StartReflection(pb.StartReflectionRequest(
+            reflection=pb.ReflectRequest(tenant=tenant, dry_run=True)), metadata=md),
+        "GetOperation": lambda: stub.GetOperation(
+            pb.GetOperationRequest(tenant=tenant, name=seeded), metadata=md),
+        "WatchOperation": watch,
+        "CancelOperation": lambda: stub.CancelOperation(
+            pb.CancelOperationRequest(tenant=tenant, name=seeded), metadata=md),
+        "ListOperations": lambda: stub.ListOperations(
+            pb.ListOperationsRequest(tenant=tenant), metadata=md),
         "Delete": lambda: stub.Delete(pb.DeleteRequest(tenant=tenant, id=memory_id), metadata=md),
         "DeleteByFilter": lambda: stub.DeleteByFilter(
             pb.DeleteByFilterRequest(tenant=tenant, filter=pb.RecallFilter(tags_any=["zz"])),
@@ -150,8 +166,15 @@ METHODS = set(pb.DESCRIPTOR.services_by_name["MemoryService"].methods_by_name)
 SECOND = "00000000-0000-4000-8000-0000000000b2"
 
 
+# The request id of a reflection _seed starts in tenant a (every_rpc reads its operation).
+SEEDED_REFLECTION = "seed"
+
+
 async def _seed(stub: Stub, keys: Keys) -> str:
     await stub.Store(pb.StoreRequest(content="the harbour", id=SECOND), metadata=auth(keys.a_write))
+    await stub.StartReflection(pb.StartReflectionRequest(
+        reflection=pb.ReflectRequest(dry_run=True), request_id=SEEDED_REFLECTION),
+        metadata=auth(keys.a_write))
     reply = await stub.Store(pb.StoreRequest(content="the boat is blue"), metadata=auth(keys.a_write))
     assert reply.memory.tenant == "a"  # the key decided the tenant
     return str(reply.memory.id)
@@ -204,10 +227,12 @@ async def test_another_tenants_key_gets_nothing_in_any_direction(stub: Stub, key
 
 ROLE_ALLOWS = {
     "read": {"RecallRead", "ContextRead", "Get", "Recent", "List", "Stats", "Export", "Ledger",
-             "Related", "Entities"},
+             "Related", "Entities", "GetOperation", "WatchOperation", "ListOperations"},
     "write": {"RecallRead", "ContextRead", "Get", "Recent", "List", "Stats", "Export", "Ledger",
               "Related", "Entities", "Store", "StoreBatch", "Recall", "Context", "Update",
-              "Import", "Delete", "Restore", "Relate", "Unrelate", "Feedback", "Reflect"},
+              "Import", "Delete", "Restore", "Relate", "Unrelate", "Feedback", "Reflect",
+              "GetOperation", "WatchOperation", "ListOperations", "StartReflection",
+              "CancelOperation"},
 }
 
 
@@ -230,7 +255,8 @@ async def test_an_admin_key_reaches_every_tenant_and_every_method(stub: Stub, ke
         for name, call in calls.items():
             code = await code_of(call())
             expected = grpc.StatusCode.NOT_FOUND if tenant == "b" and name in {
-                "Get", "Update", "Restore", "Relate", "Unrelate", "Related", "Feedback"
+                "Get", "Update", "Restore", "Relate", "Unrelate", "Related", "Feedback",
+                "GetOperation", "WatchOperation", "CancelOperation",  # a's reflection
             } else grpc.StatusCode.OK
             assert code == expected, (tenant, name, code)
 

@@ -203,8 +203,15 @@ async def test_the_automatic_trigger_reflects_after_n_new_memories(
             await asyncio.sleep(0.1)
         insights = await c.recent(10, tags_any=["insight"])
         assert {m.metadata["celestial_about"] for m in insights} == {ALICE}
+        trigger = srv.service.reflection.trigger
+        for _ in range(600):  # the count starts again once the reflection has ended
+            if not trigger.due():
+                break
+            await asyncio.sleep(0.1)
+        assert trigger.due() == {}
         assert len(model.requests) == 1
-        assert srv.service.reflection.take_due() == []  # the count started again
+        [op] = (await c.list_operations()).items
+        assert op.automatic and op.done and op.error is None
 
 
 async def test_context_shows_the_shortest_form_that_fits(

@@ -7,11 +7,13 @@ import inspect
 import celestial_client
 from celestial_client import AsyncCelestialClient, CelestialClient
 
-METHODS = ["close", "consolidate", "context", "delete", "entities", "entity", "export", "feedback",
-           "get",
-           "import_memories", "iter_memories", "ledger", "ledger_page", "list_page", "rebalance",
+METHODS = ["cancel_operation", "close", "consolidate", "context", "delete", "entities", "entity",
+           "export", "feedback", "get", "get_operation",
+           "import_memories", "iter_memories", "ledger", "ledger_page", "list_operations",
+           "list_page", "rebalance",
            "recall", "recent", "recent_page", "reflect", "relate", "related", "restore",
-           "set_clock", "stats", "store", "store_batch", "unrelate", "update", "with_options"]
+           "set_clock", "start_reflection", "stats", "store", "store_batch", "unrelate",
+           "update", "watch_operation", "with_options"]
 
 
 def test_exports_are_pinned() -> None:
@@ -43,6 +45,8 @@ def test_exports_are_pinned() -> None:
         "MergedRepeat",
         "NextMove",
         "NotFoundError",
+        "Operation",
+        "OperationError",
         "OutOfRangeError",
         "Page",
         "PermissionDeniedError",

@@ -1,31 +1,106 @@
 """``celestial reflect``: insights about the tenant's recent memories by the server's model (a
-dry run unless --apply); the parser registers it with ``add_reflect_command``, cli.py runs it."""
+dry run unless --apply), started as an operation and followed to its end, its progress on
+stderr (``--no-wait``: only started); ``celestial operation get|watch|cancel|list``: the
+tenant's operations. The parser registers both with ``add_reflect_command``, cli.py runs
+them."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterable
+from typing import TextIO
 
-from celestial_client.cli.output import Answer, table
+from celestial_client._core.operations import result
+from celestial_client.cli.output import Answer, printable, table
+from celestial_client.cli.settings import UsageError
 from celestial_client.client import CelestialClient
-from celestial_client.types import Reflection
+from celestial_client.types import Operation, Reflection
 
-COMMANDS = {"reflect"}
+COMMANDS = {"reflect", "operation"}
 
 
 def add_reflect_command(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
     p = command("reflect", "insights about recent memories by the server's model (dry run "
-                           "unless --apply)")
+                           "unless --apply); shows its progress until it ends")
     p.add_argument("--apply", action="store_true", help="write the insights and summaries")
     p.add_argument("--window", type=int, default=0,
                    help="newest memories to read (0: the server's default)")
     p.add_argument("--entity", action="append", default=[],
                    help="only this entity (<kind>:<key>); may be repeated")
+    p.add_argument("--no-wait", action="store_true",
+                   help="start it and print the operation's name (follow it with "
+                        "`celestial operation watch NAME`)")
+    o = command("operation", "a reflection started before: get, watch (progress until it "
+                             "ends), cancel, or list the tenant's")
+    o.add_argument("action", choices=["get", "watch", "cancel", "list"],
+                   help="get: as it is now; watch: its progress until it ends; cancel: stop it; "
+                        "list: the tenant's, newest first")
+    o.add_argument("name", nargs="?", default="", help="the operation (operations/<uuid>)")
 
 
-def run_reflect(args: argparse.Namespace, client: CelestialClient) -> Answer:
-    r = client.reflect(dry_run=not args.apply, window=args.window, entities=args.entity)
-    return Answer(show_reflection(r), {"reflection": r})
+def run_reflect(args: argparse.Namespace, client: CelestialClient,
+                progress: TextIO | None = None) -> Answer:
+    progress = progress or sys.stderr  # looked up now: a test may have replaced it
+    if args.command == "operation":
+        return _operation(args, client, progress)
+    op = client.start_reflection(dry_run=not args.apply, window=args.window,
+                                 entities=args.entity)
+    if args.no_wait:
+        return Answer(op.name, {"operation": op})
+    op = _followed(client.watch_operation(op.name), progress)
+    r = result(op)  # a failed reflection raises its error, as a call doing its work would
+    return Answer(show_reflection(r), {"reflection": r, "operation": op.name})
+
+
+def _operation(args: argparse.Namespace, client: CelestialClient, progress: TextIO) -> Answer:
+    if args.action == "list":
+        ops = client.list_operations(page_size=100).items
+        return Answer(table(["operation", "stage", "progress", "started"], [
+            (o.name, _state(o), _counts(o), o.created_at.isoformat(timespec="seconds"))
+            for o in ops]) if ops else "no operations", {"operations": ops})
+    if not args.name:
+        raise UsageError(f"operation {args.action} needs the operation's name (operations/...)")
+    if args.action == "get":
+        op = client.get_operation(args.name)
+    elif args.action == "cancel":
+        op = client.cancel_operation(args.name)
+    else:
+        op = _followed(client.watch_operation(args.name), progress)
+    return Answer(show_operation(op), {"operation": op})
+
+
+def _followed(changes: Iterable[Operation], progress: TextIO) -> Operation:
+    """The last of ``changes``, each shown on ``progress`` as a line."""
+    last: Operation | None = None
+    for op in changes:
+        last = op
+        progress.write(printable(f"{op.name}: {_state(op)}, {_counts(op)}") + "\n")
+        progress.flush()
+    assert last is not None, "a watch yields the operation at least once"
+    return last
+
+
+def _state(op: Operation) -> str:
+    if not op.done:
+        return op.stage.replace("_", " ") + (" (cancel asked)" if op.cancel_requested else "")
+    return "failed" if op.error is not None else "done"
+
+
+def _counts(op: Operation) -> str:
+    planned = f"/{op.planned_model_calls}" if op.planned_model_calls else ""
+    return (f"{op.memories_read} memories read, {op.model_calls}{planned} model calls, "
+            f"{op.model_tokens} tokens")
+
+
+def show_operation(op: Operation) -> str:
+    lines = [f"{op.name}  {op.kind}  {_state(op)}: {_counts(op)}"
+             + ("  (automatic)" if op.automatic else "")]
+    if op.error is not None:
+        lines.append(f"error ({op.error.code}, {op.error.reason}): {op.error.message}")
+    if op.result is not None:
+        lines.append(show_reflection(op.result))
+    return "\n".join(lines)
 
 
 def show_reflection(r: Reflection) -> str:

@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint
 from pyqwest import Client
 
-from .memory_pb2 import ConsolidateRequest, ConsolidateResponse, ContextRequest, ContextResponse, DeleteByFilterRequest, DeleteByFilterResponse, DeleteRequest, DeleteResponse, EntitiesRequest, EntitiesResponse, ExportRequest, ExportedMemory, FeedbackRequest, FeedbackResponse, GetRequest, GetResponse, ImportResponse, LedgerRequest, LedgerResponse, ListRequest, ListResponse, RebalanceRequest, RebalanceResponse, RecallRequest, RecallResponse, RecentRequest, RecentResponse, ReflectRequest, ReflectResponse, RelateRequest, RelateResponse, RelatedRequest, RelatedResponse, RestoreRequest, RestoreResponse, SetClockRequest, SetClockResponse, StatsRequest, StatsResponse, StoreBatchResponse, StoreRequest, StoreResponse, UnrelateRequest, UnrelateResponse, UpdateRequest, UpdateResponse
+from .memory_pb2 import CancelOperationRequest, CancelOperationResponse, ConsolidateRequest, ConsolidateResponse, ContextRequest, ContextResponse, DeleteByFilterRequest, DeleteByFilterResponse, DeleteRequest, DeleteResponse, EntitiesRequest, EntitiesResponse, ExportRequest, ExportedMemory, FeedbackRequest, FeedbackResponse, GetOperationRequest, GetOperationResponse, GetRequest, GetResponse, ImportResponse, LedgerRequest, LedgerResponse, ListOperationsRequest, ListOperationsResponse, ListRequest, ListResponse, RebalanceRequest, RebalanceResponse, RecallRequest, RecallResponse, RecentRequest, RecentResponse, ReflectRequest, ReflectResponse, RelateRequest, RelateResponse, RelatedRequest, RelatedResponse, RestoreRequest, RestoreResponse, SetClockRequest, SetClockResponse, StartReflectionRequest, StartReflectionResponse, StatsRequest, StatsResponse, StoreBatchResponse, StoreRequest, StoreResponse, UnrelateRequest, UnrelateResponse, UpdateRequest, UpdateResponse, WatchOperationRequest, WatchOperationResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
@@ -237,6 +237,48 @@ class MemoryService(Protocol):
         (its profile's, see Entities). dry_run answers what it
         would write without writing. FAILED_PRECONDITION when the server has no model configured
         (CELESTIAL_LLM_BASE_URL, CELESTIAL_LLM_MODEL); UNAVAILABLE when the model fails.
+        The reflection runs as an operation (see StartReflection) that this call waits for, so a
+        short deadline may pass before it ends: StartReflection answers at once instead.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def start_reflection(self, request: StartReflectionRequest, ctx: RequestContext[StartReflectionRequest, StartReflectionResponse], /) -> StartReflectionResponse:
+        """
+        Starts a reflection (Reflect's work) as a long-running operation and answers at once with
+        the operation (AIP-151): poll it with GetOperation, watch it with WatchOperation, stop it
+        with CancelOperation. A bad request, no model, or four reflections of the tenant already
+        running are refused here, before anything starts; the model's failures, the tenant's model
+        budget spent (RESOURCE_EXHAUSTED) and cancellation end the operation with its error. Needs
+        the write role.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def get_operation(self, request: GetOperationRequest, ctx: RequestContext[GetOperationRequest, GetOperationResponse], /) -> GetOperationResponse:
+        """
+        One of the tenant's operations as it is now; NOT_FOUND when the tenant has none of that
+        name (another tenant's included). Needs the read role.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def watch_operation(self, request: WatchOperationRequest, ctx: RequestContext[WatchOperationRequest, WatchOperationResponse], /) -> AsyncIterator[WatchOperationResponse]:
+        """
+        The operation as it is now, then each time it changes, until it is done (the last message
+        has done set). A stream also ends after the server's longest stream time; watch again.
+        Needs the read role.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def cancel_operation(self, request: CancelOperationRequest, ctx: RequestContext[CancelOperationRequest, CancelOperationResponse], /) -> CancelOperationResponse:
+        """
+        Asks an operation to stop. One not yet writing ends at once, with the error CANCELLED;
+        one writing its results completes (cancel_requested tells the attempt), and one done
+        stays as it was. Answers the operation after the attempt. Needs the write role.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def list_operations(self, request: ListOperationsRequest, ctx: RequestContext[ListOperationsRequest, ListOperationsResponse], /) -> ListOperationsResponse:
+        """
+        The tenant's operations, newest first, kept a week after they end. Needs the read role.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -517,6 +559,61 @@ class MemoryServiceASGIApplication(ConnectASGIApplication[MemoryService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.reflect,
+                ),
+                "/celestial.v1.MemoryService/StartReflection": Endpoint.unary(
+                    method=MethodInfo(
+                        name="StartReflection",
+                        service_name="celestial.v1.MemoryService",
+                        input=StartReflectionRequest,
+                        output=StartReflectionResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.start_reflection,
+                ),
+                "/celestial.v1.MemoryService/GetOperation": Endpoint.unary(
+                    method=MethodInfo(
+                        name="GetOperation",
+                        service_name="celestial.v1.MemoryService",
+                        input=GetOperationRequest,
+                        output=GetOperationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.get_operation,
+                ),
+                "/celestial.v1.MemoryService/WatchOperation": Endpoint.server_stream(
+                    method=MethodInfo(
+                        name="WatchOperation",
+                        service_name="celestial.v1.MemoryService",
+                        input=WatchOperationRequest,
+                        output=WatchOperationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.SERVER_STREAM,
+                    ),
+                    function=svc.watch_operation,
+                ),
+                "/celestial.v1.MemoryService/CancelOperation": Endpoint.unary(
+                    method=MethodInfo(
+                        name="CancelOperation",
+                        service_name="celestial.v1.MemoryService",
+                        input=CancelOperationRequest,
+                        output=CancelOperationResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.cancel_operation,
+                ),
+                "/celestial.v1.MemoryService/ListOperations": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ListOperations",
+                        service_name="celestial.v1.MemoryService",
+                        input=ListOperationsRequest,
+                        output=ListOperationsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.list_operations,
                 ),
             },
             interceptors=interceptors,
@@ -1152,6 +1249,8 @@ class MemoryServiceClient(ConnectClient):
         (its profile's, see Entities). dry_run answers what it
         would write without writing. FAILED_PRECONDITION when the server has no model configured
         (CELESTIAL_LLM_BASE_URL, CELESTIAL_LLM_MODEL); UNAVAILABLE when the model fails.
+        The reflection runs as an operation (see StartReflection) that this call waits for, so a
+        short deadline may pass before it ends: StartReflection answers at once instead.
         """
         return await self.execute_unary(
             request=request,
@@ -1160,6 +1259,131 @@ class MemoryServiceClient(ConnectClient):
                 service_name="celestial.v1.MemoryService",
                 input=ReflectRequest,
                 output=ReflectResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def start_reflection(
+        self,
+        request: StartReflectionRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> StartReflectionResponse:
+        """
+        Starts a reflection (Reflect's work) as a long-running operation and answers at once with
+        the operation (AIP-151): poll it with GetOperation, watch it with WatchOperation, stop it
+        with CancelOperation. A bad request, no model, or four reflections of the tenant already
+        running are refused here, before anything starts; the model's failures, the tenant's model
+        budget spent (RESOURCE_EXHAUSTED) and cancellation end the operation with its error. Needs
+        the write role.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="StartReflection",
+                service_name="celestial.v1.MemoryService",
+                input=StartReflectionRequest,
+                output=StartReflectionResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def get_operation(
+        self,
+        request: GetOperationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> GetOperationResponse:
+        """
+        One of the tenant's operations as it is now; NOT_FOUND when the tenant has none of that
+        name (another tenant's included). Needs the read role.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetOperation",
+                service_name="celestial.v1.MemoryService",
+                input=GetOperationRequest,
+                output=GetOperationResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def watch_operation(
+        self,
+        request: WatchOperationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> AsyncIterator[WatchOperationResponse]:
+        """
+        The operation as it is now, then each time it changes, until it is done (the last message
+        has done set). A stream also ends after the server's longest stream time; watch again.
+        Needs the read role.
+        """
+        return self.execute_server_stream(
+            request=request,
+            method=MethodInfo(
+                name="WatchOperation",
+                service_name="celestial.v1.MemoryService",
+                input=WatchOperationRequest,
+                output=WatchOperationResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.SERVER_STREAM,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def cancel_operation(
+        self,
+        request: CancelOperationRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> CancelOperationResponse:
+        """
+        Asks an operation to stop. One not yet writing ends at once, with the error CANCELLED;
+        one writing its results completes (cancel_requested tells the attempt), and one done
+        stays as it was. Answers the operation after the attempt. Needs the write role.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="CancelOperation",
+                service_name="celestial.v1.MemoryService",
+                input=CancelOperationRequest,
+                output=CancelOperationResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def list_operations(
+        self,
+        request: ListOperationsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ListOperationsResponse:
+        """
+        The tenant's operations, newest first, kept a week after they end. Needs the read role.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListOperations",
+                service_name="celestial.v1.MemoryService",
+                input=ListOperationsRequest,
+                output=ListOperationsResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

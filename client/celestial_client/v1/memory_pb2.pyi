@@ -60,6 +60,15 @@ class StorageBackend(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     STORAGE_BACKEND_EDGE: _ClassVar[StorageBackend]
     STORAGE_BACKEND_QDRANT_LOCAL: _ClassVar[StorageBackend]
     STORAGE_BACKEND_QDRANT_REMOTE: _ClassVar[StorageBackend]
+
+class OperationStage(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    OPERATION_STAGE_UNSPECIFIED: _ClassVar[OperationStage]
+    OPERATION_STAGE_QUEUED: _ClassVar[OperationStage]
+    OPERATION_STAGE_READING: _ClassVar[OperationStage]
+    OPERATION_STAGE_ASKING_MODEL: _ClassVar[OperationStage]
+    OPERATION_STAGE_WRITING: _ClassVar[OperationStage]
+    OPERATION_STAGE_DONE: _ClassVar[OperationStage]
 ZONE_UNSPECIFIED: Zone
 ZONE_CORE: Zone
 ZONE_INNER: Zone
@@ -92,6 +101,12 @@ STORAGE_BACKEND_UNSPECIFIED: StorageBackend
 STORAGE_BACKEND_EDGE: StorageBackend
 STORAGE_BACKEND_QDRANT_LOCAL: StorageBackend
 STORAGE_BACKEND_QDRANT_REMOTE: StorageBackend
+OPERATION_STAGE_UNSPECIFIED: OperationStage
+OPERATION_STAGE_QUEUED: OperationStage
+OPERATION_STAGE_READING: OperationStage
+OPERATION_STAGE_ASKING_MODEL: OperationStage
+OPERATION_STAGE_WRITING: OperationStage
+OPERATION_STAGE_DONE: OperationStage
 
 class ScoreBreakdown(_message.Message):
     __slots__ = ("recall", "freshness", "importance", "context", "total")
@@ -1013,3 +1028,133 @@ class ReflectResponse(_message.Message):
     model_calls: int
     model_tokens: int
     def __init__(self, insights: _Optional[_Iterable[_Union[Insight, _Mapping]]] = ..., summaries: _Optional[_Iterable[_Union[EntitySummary, _Mapping]]] = ..., dry_run: _Optional[bool] = ..., memories_read: _Optional[int] = ..., model_calls: _Optional[int] = ..., model_tokens: _Optional[int] = ...) -> None: ...
+
+class StartReflectionRequest(_message.Message):
+    __slots__ = ("reflection", "request_id")
+    REFLECTION_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    reflection: ReflectRequest
+    request_id: str
+    def __init__(self, reflection: _Optional[_Union[ReflectRequest, _Mapping]] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class StartReflectionResponse(_message.Message):
+    __slots__ = ("operation",)
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    operation: Operation
+    def __init__(self, operation: _Optional[_Union[Operation, _Mapping]] = ...) -> None: ...
+
+class Operation(_message.Message):
+    __slots__ = ("name", "metadata", "done", "response", "error")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    metadata: OperationMetadata
+    done: bool
+    response: ReflectResponse
+    error: OperationError
+    def __init__(self, name: _Optional[str] = ..., metadata: _Optional[_Union[OperationMetadata, _Mapping]] = ..., done: _Optional[bool] = ..., response: _Optional[_Union[ReflectResponse, _Mapping]] = ..., error: _Optional[_Union[OperationError, _Mapping]] = ...) -> None: ...
+
+class OperationMetadata(_message.Message):
+    __slots__ = ("kind", "tenant", "stage", "request", "memories_read", "model_calls", "planned_model_calls", "model_tokens", "create_time", "update_time", "end_time", "cancel_requested", "automatic")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    MEMORIES_READ_FIELD_NUMBER: _ClassVar[int]
+    MODEL_CALLS_FIELD_NUMBER: _ClassVar[int]
+    PLANNED_MODEL_CALLS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_REQUESTED_FIELD_NUMBER: _ClassVar[int]
+    AUTOMATIC_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    tenant: str
+    stage: OperationStage
+    request: ReflectRequest
+    memories_read: int
+    model_calls: int
+    planned_model_calls: int
+    model_tokens: int
+    create_time: _timestamp_pb2.Timestamp
+    update_time: _timestamp_pb2.Timestamp
+    end_time: _timestamp_pb2.Timestamp
+    cancel_requested: bool
+    automatic: bool
+    def __init__(self, kind: _Optional[str] = ..., tenant: _Optional[str] = ..., stage: _Optional[_Union[OperationStage, str]] = ..., request: _Optional[_Union[ReflectRequest, _Mapping]] = ..., memories_read: _Optional[int] = ..., model_calls: _Optional[int] = ..., planned_model_calls: _Optional[int] = ..., model_tokens: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cancel_requested: _Optional[bool] = ..., automatic: _Optional[bool] = ...) -> None: ...
+
+class OperationError(_message.Message):
+    __slots__ = ("code", "message", "reason", "retry_delay")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    RETRY_DELAY_FIELD_NUMBER: _ClassVar[int]
+    code: int
+    message: str
+    reason: str
+    retry_delay: _duration_pb2.Duration
+    def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ..., retry_delay: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class GetOperationRequest(_message.Message):
+    __slots__ = ("tenant", "name")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    name: str
+    def __init__(self, tenant: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class GetOperationResponse(_message.Message):
+    __slots__ = ("operation",)
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    operation: Operation
+    def __init__(self, operation: _Optional[_Union[Operation, _Mapping]] = ...) -> None: ...
+
+class WatchOperationRequest(_message.Message):
+    __slots__ = ("tenant", "name")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    name: str
+    def __init__(self, tenant: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class WatchOperationResponse(_message.Message):
+    __slots__ = ("operation",)
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    operation: Operation
+    def __init__(self, operation: _Optional[_Union[Operation, _Mapping]] = ...) -> None: ...
+
+class CancelOperationRequest(_message.Message):
+    __slots__ = ("tenant", "name")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    name: str
+    def __init__(self, tenant: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class CancelOperationResponse(_message.Message):
+    __slots__ = ("operation",)
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    operation: Operation
+    def __init__(self, operation: _Optional[_Union[Operation, _Mapping]] = ...) -> None: ...
+
+class ListOperationsRequest(_message.Message):
+    __slots__ = ("tenant", "page_size", "page_token")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    page_size: int
+    page_token: str
+    def __init__(self, tenant: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListOperationsResponse(_message.Message):
+    __slots__ = ("operations", "next_page_token")
+    OPERATIONS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    operations: _containers.RepeatedCompositeFieldContainer[Operation]
+    next_page_token: str
+    def __init__(self, operations: _Optional[_Iterable[_Union[Operation, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...

@@ -155,6 +155,31 @@ class MemoryServiceStub:
                 request_serializer=celestial_dot_v1_dot_memory__pb2.ReflectRequest.SerializeToString,
                 response_deserializer=celestial_dot_v1_dot_memory__pb2.ReflectResponse.FromString,
                 _registered_method=True)
+        self.StartReflection = channel.unary_unary(
+                '/celestial.v1.MemoryService/StartReflection',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.StartReflectionRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.StartReflectionResponse.FromString,
+                _registered_method=True)
+        self.GetOperation = channel.unary_unary(
+                '/celestial.v1.MemoryService/GetOperation',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.GetOperationRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.GetOperationResponse.FromString,
+                _registered_method=True)
+        self.WatchOperation = channel.unary_stream(
+                '/celestial.v1.MemoryService/WatchOperation',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.WatchOperationRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.WatchOperationResponse.FromString,
+                _registered_method=True)
+        self.CancelOperation = channel.unary_unary(
+                '/celestial.v1.MemoryService/CancelOperation',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.CancelOperationRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.CancelOperationResponse.FromString,
+                _registered_method=True)
+        self.ListOperations = channel.unary_unary(
+                '/celestial.v1.MemoryService/ListOperations',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.ListOperationsRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.ListOperationsResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -379,6 +404,53 @@ class MemoryServiceServicer:
         (its profile's, see Entities). dry_run answers what it
         would write without writing. FAILED_PRECONDITION when the server has no model configured
         (CELESTIAL_LLM_BASE_URL, CELESTIAL_LLM_MODEL); UNAVAILABLE when the model fails.
+        The reflection runs as an operation (see StartReflection) that this call waits for, so a
+        short deadline may pass before it ends: StartReflection answers at once instead.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StartReflection(self, request, context):
+        """Starts a reflection (Reflect's work) as a long-running operation and answers at once with
+        the operation (AIP-151): poll it with GetOperation, watch it with WatchOperation, stop it
+        with CancelOperation. A bad request, no model, or four reflections of the tenant already
+        running are refused here, before anything starts; the model's failures, the tenant's model
+        budget spent (RESOURCE_EXHAUSTED) and cancellation end the operation with its error. Needs
+        the write role.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetOperation(self, request, context):
+        """One of the tenant's operations as it is now; NOT_FOUND when the tenant has none of that
+        name (another tenant's included). Needs the read role.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WatchOperation(self, request, context):
+        """The operation as it is now, then each time it changes, until it is done (the last message
+        has done set). A stream also ends after the server's longest stream time; watch again.
+        Needs the read role.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelOperation(self, request, context):
+        """Asks an operation to stop. One not yet writing ends at once, with the error CANCELLED;
+        one writing its results completes (cancel_requested tells the attempt), and one done
+        stays as it was. Answers the operation after the attempt. Needs the write role.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListOperations(self, request, context):
+        """The tenant's operations, newest first, kept a week after they end. Needs the read role.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -506,6 +578,31 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.Reflect,
                     request_deserializer=celestial_dot_v1_dot_memory__pb2.ReflectRequest.FromString,
                     response_serializer=celestial_dot_v1_dot_memory__pb2.ReflectResponse.SerializeToString,
+            ),
+            'StartReflection': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartReflection,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.StartReflectionRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.StartReflectionResponse.SerializeToString,
+            ),
+            'GetOperation': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetOperation,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.GetOperationRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.GetOperationResponse.SerializeToString,
+            ),
+            'WatchOperation': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchOperation,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.WatchOperationRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.WatchOperationResponse.SerializeToString,
+            ),
+            'CancelOperation': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelOperation,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.CancelOperationRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.CancelOperationResponse.SerializeToString,
+            ),
+            'ListOperations': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListOperations,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.ListOperationsRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.ListOperationsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1157,6 +1254,141 @@ class MemoryService:
             '/celestial.v1.MemoryService/Reflect',
             celestial_dot_v1_dot_memory__pb2.ReflectRequest.SerializeToString,
             celestial_dot_v1_dot_memory__pb2.ReflectResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartReflection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/celestial.v1.MemoryService/StartReflection',
+            celestial_dot_v1_dot_memory__pb2.StartReflectionRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.StartReflectionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetOperation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/celestial.v1.MemoryService/GetOperation',
+            celestial_dot_v1_dot_memory__pb2.GetOperationRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.GetOperationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchOperation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/celestial.v1.MemoryService/WatchOperation',
+            celestial_dot_v1_dot_memory__pb2.WatchOperationRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.WatchOperationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelOperation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/celestial.v1.MemoryService/CancelOperation',
+            celestial_dot_v1_dot_memory__pb2.CancelOperationRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.CancelOperationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListOperations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/celestial.v1.MemoryService/ListOperations',
+            celestial_dot_v1_dot_memory__pb2.ListOperationsRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.ListOperationsResponse.FromString,
             options,
             channel_credentials,
             insecure,

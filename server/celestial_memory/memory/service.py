@@ -57,7 +57,7 @@ from celestial_memory.observability import metrics
 from celestial_memory.ranking import learned, tuning
 from celestial_memory.recall.candidates import RecallCandidates
 from celestial_memory.recall.retrieval import Retrieval, zone_order
-from celestial_memory.reflection.reflector import Reflection, Reflector
+from celestial_memory.reflection.operations import reflections
 from celestial_memory.store.payload import ARCHIVE_ZONE
 from celestial_memory.store.repository import MemoryRepository
 from celestial_memory.understanding.chat import ChatModel
@@ -110,8 +110,10 @@ class MemoryService:
         self.understanding = understanding
         if understanding is not None:
             understanding.keep_facts_with(self.storing, self.relations)
-        # Reflection (reflection/): refused without a model.
-        self.reflection = Reflector(settings, store, self.storing, self.relations, clock, model)
+        # Reflections (reflection/), long-running operations: refused without a model.
+        budgets = understanding.budgets if understanding is not None else None  # one per tenant
+        self.reflection = reflections(settings, store, self.storing, self.relations, clock, model,
+                                      budgets, self._flush)
         self._model = model
         self.editing = Editing(settings, store, embedder, self.retrieval, self.fn, self.zones,
                                clock, self.placement)
@@ -120,6 +122,7 @@ class MemoryService:
     def close(self) -> None:
         """Write pending reinforcements, then flush and close the store (and an evaluator that
         holds connections)."""
+        self.reflection.close()  # its workers write: they end first
         self.placement.close()
         self.store.close()
         if callable(close := getattr(self._evaluator, "close", None)):
@@ -329,13 +332,6 @@ class MemoryService:
 
     def entity_list(self, tenant: str) -> list[EntityCount]:
         return self.entities.listed(tenant)
-
-    def reflect(self, tenant: str, dry_run: bool = False, window: int = 0,
-                entities: Sequence[str] = ()) -> Reflection:
-        """Insights about the entities of the tenant's recent memories, by the model
-        (reflection/); FailedPrecondition without one."""
-        self._flush(tenant)
-        return self.reflection.reflect(tenant, dry_run, window, entities)
 
     def entity_profile(self, tenant: str, entity: str) -> EntityProfile:
         self._flush(tenant)  # its most recalled, counted as recalls have left them

@@ -14,24 +14,28 @@ memory per entity (its id derived from the entity, written again by every reflec
 the entity's profile shows. Insights are written through the Store path (memory/storing.py), so they
 are placed, scored and found like any memory; they never merge into another as a repeat.
 
-Without a model there is no reflection: Reflect is refused, never faked. The automatic trigger
-counts each tenant's new memories and runs a reflection off the request path once a tenant has
-``reflect_after`` more (the server's loop, api/grpc/server.py); the counts live in memory, so a
-restart starts them again.
+Without a model there is no reflection: Reflect is refused, never faked. A reflection runs as
+a long-running operation, step by step (reflection/operations.py): ``plan`` reads and groups,
+``ask`` is one model call, ``keep`` takes what it answered, ``write`` stores it. The automatic
+trigger is reflection/trigger.py.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from celestial_memory.clock import Clock
 from celestial_memory.config import Settings
 from celestial_memory.domain.memory_types import INSIGHT
 from celestial_memory.domain.models import Memory, MemoryFilter
+from celestial_memory.domain.operations import (
+    EntitySummary,
+    Insight,
+    Reflection,
+    ReflectionAsked,
+)
 from celestial_memory.domain.requests import MemoryWriter, NewMemory, derived_id
 from celestial_memory.errors import FailedPrecondition, InvalidArgument, ModelUnavailable
 from celestial_memory.graph.entity_index import entity_id, summary_id
@@ -43,6 +47,8 @@ from celestial_memory.understanding.chat import ChatModel, ModelError
 
 log = logging.getLogger(__name__)
 
+__all__ = ["EntitySummary", "Insight", "Plan", "Reflection", "Reflector"]
+
 INSIGHT_TAG = "insight"  # every memory Reflect writes carries it
 SUMMARY_TAG = "entity-summary"  # and an entity's summary this one too
 # Metadata of what Reflect writes: what it is and which entity it is about.
@@ -53,86 +59,42 @@ TOPIC = "tag"  # a topic group's id is "tag:<tag>"
 RESERVED_TAGS = frozenset({INSIGHT_TAG, SUMMARY_TAG})  # Reflect's own, not topics
 
 
-@dataclass(frozen=True, slots=True)
-class Insight:
-    id: str
-    content: str
-    entity: str
-    sources: list[str]
-    created: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class EntitySummary:
-    entity: str
-    summary: str
-    id: str
-    sources: list[str]
-
-
 @dataclass(slots=True)
-class Reflection:
-    dry_run: bool
-    read: int = 0  # memories of the window
-    calls: int = 0
-    tokens: int = 0
-    insights: list[Insight] = field(default_factory=list)
-    summaries: list[EntitySummary] = field(default_factory=list)
+class Plan:
+    """What one reflection reads and asks about: the groups, a model call per chunk."""
+
+    read: int  # memories of the window
+    chunks: list[list[Group]]
 
 
 class Reflector:
     def __init__(self, settings: Settings, store: MemoryRepository, storing: MemoryWriter,
-                 relations: Relations, clock: Clock, model: ChatModel | None) -> None:
+                 relations: Relations, model: ChatModel | None) -> None:
         self._s, self._store, self._storing = settings, store, storing
-        self._relations, self._clock, self._model = relations, clock, model
-        self._new: dict[str, int] = defaultdict(int)  # new memories since the last reflection
-        self._lock = threading.Lock()
+        self._relations, self._model = relations, model
 
-    # -- the automatic trigger ----------------------------------------------------------------
-
-    def noted(self, tenant: str, created: int) -> None:
-        """``created`` new memories of ``tenant`` were stored (the trigger's count)."""
-        if self._model is not None and self._s.reflect_after and created:
-            with self._lock:
-                self._new[tenant] += created
-
-    def take_due(self) -> list[str]:
-        """The tenants with ``reflect_after`` new memories or more since their last reflection,
-        their counts started again."""
-        with self._lock:
-            due = sorted(t for t, n in self._new.items() if n >= self._s.reflect_after)
-            for t in due:
-                del self._new[t]
-        return due
-
-    # -- a reflection -------------------------------------------------------------------------
-
-    def reflect(self, tenant: str, dry_run: bool = False, window: int = 0,
-                entities: Sequence[str] = ()) -> Reflection:
-        s = self._s
+    def check(self, dry_run: bool, window: int, entities: Sequence[str]) -> ReflectionAsked:
+        """A request, validated before anything starts: InvalidArgument, or FailedPrecondition
+        without a model."""
         if not 0 <= window <= MAX_WINDOW:
             raise InvalidArgument("window", f"must be 0 to {MAX_WINDOW}, got {window}")
         if len(entities) > MAX_ASKED:
             raise InvalidArgument("entities", f"more than {MAX_ASKED}")
-        asked = list(dict.fromkeys(e if e.startswith(f"{TOPIC}:") and len(e) <= 128 and e[4:]
-                                   else entity_id(e, "entities") for e in entities))
+        asked = tuple(dict.fromkeys(e if e.startswith(f"{TOPIC}:") and len(e) <= 128 and e[4:]
+                                    else entity_id(e, "entities") for e in entities))
         if self._model is None:
             raise FailedPrecondition("reflection needs a model: set CELESTIAL_LLM_BASE_URL and "
                                      "CELESTIAL_LLM_MODEL")
-        recent, _ = self._store.recent_page(tenant, MemoryFilter(), window or s.reflect_window,
-                                            None)
+        return ReflectionAsked(dry_run, window, asked)
+
+    def plan(self, tenant: str, asked: ReflectionAsked) -> Plan:
+        """Read the window and group it: the model calls the reflection will make."""
+        recent, _ = self._store.recent_page(tenant, MemoryFilter(),
+                                            asked.window or self._s.reflect_window, None)
         recent = [m for m in recent if m.memory_type != INSIGHT and INSIGHT_TAG not in m.tags]
-        out = Reflection(dry_run, read=len(recent))
-        groups = self._groups(recent, asked)
-        step = s.reflect_entities_per_call
-        for start in range(0, len(groups), step):
-            chunk = groups[start:start + step]
-            found = self._ask(chunk, out)
-            for g, r in zip(chunk, found, strict=True):
-                self._keep(tenant, g, r, out)
-        if not dry_run:
-            self._write(tenant, out)
-        return out
+        groups = self._groups(recent, asked.entities)
+        step = self._s.reflect_entities_per_call
+        return Plan(len(recent), [groups[i:i + step] for i in range(0, len(groups), step)])
 
     def _groups(self, recent: Sequence[Memory], asked: Sequence[str]) -> list[Group]:
         """The entities and topics to reflect on, largest in the window first (ties by id),
@@ -150,22 +112,23 @@ class Reflector:
                         key=lambda e: (-len(by[e]), e))
         return [Group(e, by[e]) for e in ranked[:self._s.reflect_max_entities]]
 
-    def _ask(self, groups: Sequence[Group], out: Reflection) -> list[Reflected]:
+    def ask(self, groups: Sequence[Group]) -> tuple[list[Reflected], int]:
+        """One model call about ``groups``: what it answered of each, and the tokens it cost;
+        ModelUnavailable when it failed."""
         assert self._model is not None
         k = self._s.reflect_max_insights
         try:
             answer = self._model.ask(prompt(k), body(groups), json_answer=True)
-            out.calls += 1
-            out.tokens += answer.tokens
             found = parse(answer.text, groups, k)
         except ModelError as e:
             metrics.MODEL_CALLS.labels("reflect", "failed").inc()
             raise ModelUnavailable(f"the model failed to reflect: {e}", 5.0) from e
         metrics.MODEL_CALLS.labels("reflect", "ok").inc()
         metrics.MODEL_TOKENS.labels("reflect").inc(answer.tokens)
-        return found
+        return found, answer.tokens
 
-    def _keep(self, tenant: str, g: Group, r: Reflected, out: Reflection) -> None:
+    def keep(self, tenant: str, g: Group, r: Reflected, out: Reflection) -> None:
+        """What the model said of ``g``, as insights and a summary of ``out``."""
         cap = self._s.max_content_chars  # what a Store of them accepts
         for t in r.insights:
             text = t.text[:cap]
@@ -176,7 +139,7 @@ class Reflector:
                                                summary_id(tenant, g.entity),
                                                [m.id for m in g.memories[:MAX_SHOWN]]))
 
-    def _write(self, tenant: str, out: Reflection) -> None:
+    def write(self, tenant: str, out: Reflection) -> None:
         """The insights (create-only: one stored before stays as it is) and the summaries
         (written again), then their derived_from relations."""
         def item(mid: str, text: str, entity: str, kind: str) -> NewMemory:

@@ -38,6 +38,7 @@ from celestial_memory.store.engine import (
 )
 from celestial_memory.store.graph_store import GraphStore
 from celestial_memory.store.ledger_records import LedgerRecords
+from celestial_memory.store.operations_store import OperationsStore
 from celestial_memory.store.pages import readable
 from celestial_memory.store.payload import (
     ARCHIVE_ZONE,
@@ -117,6 +118,7 @@ class MemoryRepository(LedgerRecords):
         self.dimension = engine.dimension
         self.graph = GraphStore(engine)  # relations and entities (graph/)
         self.understanding = UnderstandingStore(engine)  # the model's queue (understanding/)
+        self.operations = OperationsStore(engine)  # long-running operations (reflection/)
 
     # -- memories ----------------------------------------------------------------------------
 

@@ -14,9 +14,7 @@ tokens per minute: past it, its memories wait for the next minute and other tena
 from __future__ import annotations
 
 import logging
-import math
-from collections import defaultdict, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from celestial_memory.clock import Clock
@@ -30,38 +28,13 @@ from celestial_memory.graph.relations import EXTRACTED_FROM, Relations
 from celestial_memory.observability import metrics
 from celestial_memory.store.repository import MemoryRepository
 from celestial_memory.store.understanding_store import Waiting
+from celestial_memory.understanding.budget import Budget, ModelBudgets
 from celestial_memory.understanding.chat import ModelError
 from celestial_memory.understanding.extraction import LlmExtractor, Understood
 
 log = logging.getLogger(__name__)
 
-WINDOW_S = 60.0  # the budget's window
 CALLS_PER_PASS = 8  # model calls one pass may make (then the loop comes back at once)
-
-
-@dataclass(slots=True)
-class Budget:
-    """One tenant's calls and tokens in the last minute."""
-
-    spent: deque[tuple[float, int]] = field(default_factory=deque)
-
-    def _forget(self, now: float) -> None:
-        while self.spent and self.spent[0][0] <= now - WINDOW_S:
-            self.spent.popleft()
-
-    def allows(self, now: float, calls: float, tokens: int) -> bool:
-        self._forget(now)
-        return len(self.spent) < calls and sum(t for _, t in self.spent) < tokens
-
-    def used(self, now: float) -> int:
-        self._forget(now)
-        return len(self.spent)
-
-    def calls_left(self, now: float, calls: float) -> int:
-        return max(0, math.ceil(calls) - self.used(now))
-
-    def spend(self, now: float, tokens: int) -> None:
-        self.spent.append((now, tokens))
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +49,8 @@ class ExtractionQueue:
     def __init__(self, settings: Settings, store: MemoryRepository, extractor: LlmExtractor,
                  clock: Clock) -> None:
         self._s, self._store, self._extractor, self._clock = settings, store, extractor, clock
-        self._budgets: dict[str, Budget] = defaultdict(Budget)
+        # Each tenant's model budget, shared with reflection (reflection/operations.py).
+        self.budgets = ModelBudgets()
         self._storing: MemoryWriter | None = None
         self._relations: Relations | None = None
 
@@ -97,8 +71,8 @@ class ExtractionQueue:
         due = self._store.understanding.due_tenants(now)
         totals = {"understood": 0, "retried": 0, "given_up": 0, "over_budget": 0}
         calls = 0
-        for tenant in sorted(due, key=lambda t: (self._budgets[t].used(now), t)):
-            budget = self._budgets[tenant]
+        for tenant in sorted(due, key=lambda t: (self.budgets[t].used(now), t)):
+            budget = self.budgets[tenant]
             allowed = min(budget.calls_left(now, s.understand_calls_per_minute),
                           CALLS_PER_PASS - calls)
             if allowed <= 0 or not budget.allows(now, s.understand_calls_per_minute,

@@ -181,6 +181,8 @@ class MemoryServer:
                                  open_without_keys=is_loopback(s.metrics_address)
                                  or s.insecure_no_auth)
             self.ops.start()
+        # Before the first call: no operation a stopped server left is shown as running.
+        await asyncio.to_thread(self.service.reflection.recover)
         await self._server.start()
         if s.http_address:
             self.http = HttpServer(s, s.http_address)
@@ -199,8 +201,8 @@ class MemoryServer:
             self._rebalance_task = asyncio.create_task(self._rebalance_loop(interval))
         if self.service.understanding is not None:
             self._understand_task = asyncio.create_task(self._understand_loop())
-        if self.service.settings.reflect_after and self.service.settings.has_model:
-            self._reflect_task = asyncio.create_task(self._reflect_loop())
+        # Reflections' upkeep: what a stopped server left unfinished, leases, the trigger.
+        self._reflect_task = asyncio.create_task(self._reflect_loop())
         if self.service.settings.optimize_interval_s > 0:
             self._optimize_task = asyncio.create_task(
                 self._optimize_loop(self.service.settings.optimize_interval_s)
@@ -262,15 +264,15 @@ class MemoryServer:
                 await asyncio.sleep(self.service.settings.understand_poll_s)
 
     async def _reflect_loop(self) -> None:
-        # The automatic reflection, off the request path: the tenants that reached
-        # reflect_after new memories, one at a time.
-        reflector = self.service.reflection
+        # Off the request path (reflection/operations.py): an operation a stopped server left
+        # running is ended (at once on the first turn), this server's leases are renewed, and
+        # the tenants that reached reflect_after new memories get an automatic reflection.
+        reflections = self.service.reflection
         while True:
-            for tenant in reflector.take_due():
-                try:
-                    await asyncio.to_thread(self.service.reflect, tenant)
-                except Exception:
-                    log.exception("automatic reflection of %r failed", tenant[:256])
+            try:
+                await asyncio.to_thread(reflections.tend)
+            except Exception:
+                log.exception("reflection upkeep failed")
             await asyncio.sleep(self.service.settings.understand_poll_s)
 
     async def _optimize_loop(self, interval: float) -> None:

@@ -26,6 +26,8 @@ STATUS: dict[type[errors.CelestialError], tuple[grpc.StatusCode, str]] = {
     errors.Unauthenticated: (grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED"),
     errors.ResourceExhausted: (grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED"),
     errors.TooManyCalls: (grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_CALLS"),
+    errors.ModelBudgetSpent: (grpc.StatusCode.RESOURCE_EXHAUSTED, "MODEL_BUDGET"),
+    errors.Interrupted: (grpc.StatusCode.ABORTED, "INTERRUPTED"),
     errors.NotFound: (grpc.StatusCode.NOT_FOUND, "NOT_FOUND"),
     errors.AlreadyExists: (grpc.StatusCode.ALREADY_EXISTS, "ALREADY_EXISTS"),
     errors.PermissionDenied: (grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED"),

@@ -437,6 +437,70 @@ export function storageBackendToJSON(object: StorageBackend): string {
   }
 }
 
+/** How far an operation got. */
+export enum OperationStage {
+  /** OPERATION_STAGE_UNSPECIFIED - Not set; never sent. */
+  OPERATION_STAGE_UNSPECIFIED = 0,
+  /** OPERATION_STAGE_QUEUED - Accepted, waiting for a worker. */
+  OPERATION_STAGE_QUEUED = 1,
+  /** OPERATION_STAGE_READING - Reading the tenant's recent memories. */
+  OPERATION_STAGE_READING = 2,
+  /** OPERATION_STAGE_ASKING_MODEL - Asking the model (model_calls of planned_model_calls made). */
+  OPERATION_STAGE_ASKING_MODEL = 3,
+  /** OPERATION_STAGE_WRITING - Writing insights and summaries: too late to cancel. */
+  OPERATION_STAGE_WRITING = 4,
+  /** OPERATION_STAGE_DONE - Ended: see done, response and error. */
+  OPERATION_STAGE_DONE = 5,
+  UNRECOGNIZED = -1,
+}
+
+export function operationStageFromJSON(object: any): OperationStage {
+  switch (object) {
+    case 0:
+    case "OPERATION_STAGE_UNSPECIFIED":
+      return OperationStage.OPERATION_STAGE_UNSPECIFIED;
+    case 1:
+    case "OPERATION_STAGE_QUEUED":
+      return OperationStage.OPERATION_STAGE_QUEUED;
+    case 2:
+    case "OPERATION_STAGE_READING":
+      return OperationStage.OPERATION_STAGE_READING;
+    case 3:
+    case "OPERATION_STAGE_ASKING_MODEL":
+      return OperationStage.OPERATION_STAGE_ASKING_MODEL;
+    case 4:
+    case "OPERATION_STAGE_WRITING":
+      return OperationStage.OPERATION_STAGE_WRITING;
+    case 5:
+    case "OPERATION_STAGE_DONE":
+      return OperationStage.OPERATION_STAGE_DONE;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return OperationStage.UNRECOGNIZED;
+  }
+}
+
+export function operationStageToJSON(object: OperationStage): string {
+  switch (object) {
+    case OperationStage.OPERATION_STAGE_UNSPECIFIED:
+      return "OPERATION_STAGE_UNSPECIFIED";
+    case OperationStage.OPERATION_STAGE_QUEUED:
+      return "OPERATION_STAGE_QUEUED";
+    case OperationStage.OPERATION_STAGE_READING:
+      return "OPERATION_STAGE_READING";
+    case OperationStage.OPERATION_STAGE_ASKING_MODEL:
+      return "OPERATION_STAGE_ASKING_MODEL";
+    case OperationStage.OPERATION_STAGE_WRITING:
+      return "OPERATION_STAGE_WRITING";
+    case OperationStage.OPERATION_STAGE_DONE:
+      return "OPERATION_STAGE_DONE";
+    case OperationStage.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** The terms of the memory function for one memory at one moment. */
 export interface ScoreBreakdown {
   /** R: recall score, min(1, ln(1+n)/ln(1+cap)), in [0, 1]. */
@@ -1630,6 +1694,163 @@ export interface ReflectResponse {
   modelCalls: number;
   /** Tokens those calls cost, as the model reported them. */
   modelTokens: number;
+}
+
+/** Request of StartReflection. */
+export interface StartReflectionRequest {
+  /** What to reflect on, as Reflect takes it (its tenant is the operation's). */
+  reflection:
+    | ReflectRequest
+    | undefined;
+  /**
+   * An idempotency key: starting again with the same one (within the tenant) answers the
+   * operation the first start made instead of starting another. Empty: every start is new.
+   */
+  requestId: string;
+}
+
+/** Response of StartReflection. */
+export interface StartReflectionResponse {
+  /** The operation started (or, with a request_id used before, the one that start made). */
+  operation: Operation | undefined;
+}
+
+/**
+ * A long-running operation of a tenant, after AIP-151 (google.longrunning.Operation), with a
+ * typed result instead of google.protobuf.Any.
+ */
+export interface Operation {
+  /** "operations/<uuid>": what GetOperation, WatchOperation and CancelOperation take. */
+  name: string;
+  /** What the operation is and how far it got. */
+  metadata:
+    | OperationMetadata
+    | undefined;
+  /** Whether it has ended; then exactly one of response and error is set. */
+  done: boolean;
+  /** What the reflection wrote (or, in a dry run, would write). */
+  response?:
+    | ReflectResponse
+    | undefined;
+  /** Why it ended without a result. */
+  error?: OperationError | undefined;
+}
+
+/** What an operation is and its progress. */
+export interface OperationMetadata {
+  /** The kind of operation: "reflection". */
+  kind: string;
+  /** The tenant it belongs to. */
+  tenant: string;
+  /** How far it got. */
+  stage: OperationStage;
+  /** What the reflection was asked (the request's tenant is the operation's). */
+  request:
+    | ReflectRequest
+    | undefined;
+  /** Memories read (the window, without insights); 0 until read. */
+  memoriesRead: number;
+  /** Model calls made so far. */
+  modelCalls: number;
+  /** Model calls it will make, known once the memories are read. */
+  plannedModelCalls: number;
+  /** Tokens the calls made cost, as the model reported them. */
+  modelTokens: number;
+  /** When it was started. */
+  createTime:
+    | Date
+    | undefined;
+  /** When it last changed. */
+  updateTime:
+    | Date
+    | undefined;
+  /** When it ended; unset until then. */
+  endTime:
+    | Date
+    | undefined;
+  /** Whether a cancel was asked for (one that came too late leaves it set on a result). */
+  cancelRequested: boolean;
+  /** Whether the server's trigger started it (CELESTIAL_REFLECT_AFTER), not a caller. */
+  automatic: boolean;
+}
+
+/** Why an operation ended without a result: what a call doing its work would have failed with. */
+export interface OperationError {
+  /**
+   * The status code, as google.rpc.Code numbers it: 1 CANCELLED (cancelled), 8
+   * RESOURCE_EXHAUSTED (the tenant's model budget), 10 ABORTED (the server stopped or
+   * restarted while it ran: start it again), 14 UNAVAILABLE (the model failed), 13 INTERNAL.
+   */
+  code: number;
+  /** What went wrong, for people. */
+  message: string;
+  /**
+   * A stable identifier to branch on, as ErrorInfo.reason of a failed call: CANCELLED,
+   * MODEL_BUDGET, INTERRUPTED, MODEL_UNAVAILABLE, INTERNAL.
+   */
+  reason: string;
+  /** When starting it again may succeed; unset when no time is known. */
+  retryDelay: Duration | undefined;
+}
+
+/** Request of GetOperation. */
+export interface GetOperationRequest {
+  /** Tenant the operation belongs to. */
+  tenant: string;
+  /** The operation's name ("operations/<uuid>"). */
+  name: string;
+}
+
+/** Response of GetOperation. */
+export interface GetOperationResponse {
+  /** The operation as it is now. */
+  operation: Operation | undefined;
+}
+
+/** Request of WatchOperation. */
+export interface WatchOperationRequest {
+  /** Tenant the operation belongs to. */
+  tenant: string;
+  /** The operation's name ("operations/<uuid>"). */
+  name: string;
+}
+
+/** One message of WatchOperation's stream. */
+export interface WatchOperationResponse {
+  /** The operation as it is now. */
+  operation: Operation | undefined;
+}
+
+/** Request of CancelOperation. */
+export interface CancelOperationRequest {
+  /** Tenant the operation belongs to. */
+  tenant: string;
+  /** The operation's name ("operations/<uuid>"). */
+  name: string;
+}
+
+/** Response of CancelOperation. */
+export interface CancelOperationResponse {
+  /** The operation after the attempt. */
+  operation: Operation | undefined;
+}
+
+/** Request of ListOperations. */
+export interface ListOperationsRequest {
+  /** Tenant whose operations to list. */
+  tenant: string;
+  /** Operations per page: 0 means 20, more than 100 means 100. */
+  pageSize: number;
+  /** A previous response's next_page_token, for the page after it; empty for the first. */
+  pageToken: string;
+}
+
+/** Response of ListOperations. */
+export interface ListOperationsResponse {
+  /** The operations, newest first, as last written. */
+  operations: Operation[];
+  /** The token of the next page; empty on the last page. */
+  nextPageToken: string;
 }
 
 function createBaseScoreBreakdown(): ScoreBreakdown {
@@ -11444,6 +11665,1399 @@ export const ReflectResponse: MessageFns<ReflectResponse> = {
   },
 };
 
+function createBaseStartReflectionRequest(): StartReflectionRequest {
+  return { reflection: undefined, requestId: "" };
+}
+
+export const StartReflectionRequest: MessageFns<StartReflectionRequest> = {
+  encode(message: StartReflectionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.reflection !== undefined) {
+      ReflectRequest.encode(message.reflection, writer.uint32(10).fork()).join();
+    }
+    if (message.requestId !== "") {
+      writer.uint32(18).string(message.requestId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StartReflectionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStartReflectionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.reflection = ReflectRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StartReflectionRequest {
+    return {
+      reflection: isSet(object.reflection) ? ReflectRequest.fromJSON(object.reflection) : undefined,
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+    };
+  },
+
+  toJSON(message: StartReflectionRequest): unknown {
+    const obj: any = {};
+    if (message.reflection !== undefined) {
+      obj.reflection = ReflectRequest.toJSON(message.reflection);
+    }
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StartReflectionRequest>, I>>(base?: I): StartReflectionRequest {
+    return StartReflectionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StartReflectionRequest>, I>>(object: I): StartReflectionRequest {
+    const message = createBaseStartReflectionRequest();
+    message.reflection = (object.reflection !== undefined && object.reflection !== null)
+      ? ReflectRequest.fromPartial(object.reflection)
+      : undefined;
+    message.requestId = object.requestId ?? "";
+    return message;
+  },
+};
+
+function createBaseStartReflectionResponse(): StartReflectionResponse {
+  return { operation: undefined };
+}
+
+export const StartReflectionResponse: MessageFns<StartReflectionResponse> = {
+  encode(message: StartReflectionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.operation !== undefined) {
+      Operation.encode(message.operation, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StartReflectionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStartReflectionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.operation = Operation.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StartReflectionResponse {
+    return { operation: isSet(object.operation) ? Operation.fromJSON(object.operation) : undefined };
+  },
+
+  toJSON(message: StartReflectionResponse): unknown {
+    const obj: any = {};
+    if (message.operation !== undefined) {
+      obj.operation = Operation.toJSON(message.operation);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StartReflectionResponse>, I>>(base?: I): StartReflectionResponse {
+    return StartReflectionResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StartReflectionResponse>, I>>(object: I): StartReflectionResponse {
+    const message = createBaseStartReflectionResponse();
+    message.operation = (object.operation !== undefined && object.operation !== null)
+      ? Operation.fromPartial(object.operation)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseOperation(): Operation {
+  return { name: "", metadata: undefined, done: false, response: undefined, error: undefined };
+}
+
+export const Operation: MessageFns<Operation> = {
+  encode(message: Operation, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.metadata !== undefined) {
+      OperationMetadata.encode(message.metadata, writer.uint32(18).fork()).join();
+    }
+    if (message.done !== false) {
+      writer.uint32(24).bool(message.done);
+    }
+    if (message.response !== undefined) {
+      ReflectResponse.encode(message.response, writer.uint32(34).fork()).join();
+    }
+    if (message.error !== undefined) {
+      OperationError.encode(message.error, writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Operation {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOperation();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.metadata = OperationMetadata.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.done = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.response = ReflectResponse.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.error = OperationError.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Operation {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      metadata: isSet(object.metadata) ? OperationMetadata.fromJSON(object.metadata) : undefined,
+      done: isSet(object.done) ? globalThis.Boolean(object.done) : false,
+      response: isSet(object.response) ? ReflectResponse.fromJSON(object.response) : undefined,
+      error: isSet(object.error) ? OperationError.fromJSON(object.error) : undefined,
+    };
+  },
+
+  toJSON(message: Operation): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.metadata !== undefined) {
+      obj.metadata = OperationMetadata.toJSON(message.metadata);
+    }
+    if (message.done !== false) {
+      obj.done = message.done;
+    }
+    if (message.response !== undefined) {
+      obj.response = ReflectResponse.toJSON(message.response);
+    }
+    if (message.error !== undefined) {
+      obj.error = OperationError.toJSON(message.error);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Operation>, I>>(base?: I): Operation {
+    return Operation.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Operation>, I>>(object: I): Operation {
+    const message = createBaseOperation();
+    message.name = object.name ?? "";
+    message.metadata = (object.metadata !== undefined && object.metadata !== null)
+      ? OperationMetadata.fromPartial(object.metadata)
+      : undefined;
+    message.done = object.done ?? false;
+    message.response = (object.response !== undefined && object.response !== null)
+      ? ReflectResponse.fromPartial(object.response)
+      : undefined;
+    message.error = (object.error !== undefined && object.error !== null)
+      ? OperationError.fromPartial(object.error)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseOperationMetadata(): OperationMetadata {
+  return {
+    kind: "",
+    tenant: "",
+    stage: 0,
+    request: undefined,
+    memoriesRead: 0,
+    modelCalls: 0,
+    plannedModelCalls: 0,
+    modelTokens: 0,
+    createTime: undefined,
+    updateTime: undefined,
+    endTime: undefined,
+    cancelRequested: false,
+    automatic: false,
+  };
+}
+
+export const OperationMetadata: MessageFns<OperationMetadata> = {
+  encode(message: OperationMetadata, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.kind !== "") {
+      writer.uint32(10).string(message.kind);
+    }
+    if (message.tenant !== "") {
+      writer.uint32(18).string(message.tenant);
+    }
+    if (message.stage !== 0) {
+      writer.uint32(24).int32(message.stage);
+    }
+    if (message.request !== undefined) {
+      ReflectRequest.encode(message.request, writer.uint32(34).fork()).join();
+    }
+    if (message.memoriesRead !== 0) {
+      writer.uint32(40).int32(message.memoriesRead);
+    }
+    if (message.modelCalls !== 0) {
+      writer.uint32(48).int32(message.modelCalls);
+    }
+    if (message.plannedModelCalls !== 0) {
+      writer.uint32(56).int32(message.plannedModelCalls);
+    }
+    if (message.modelTokens !== 0) {
+      writer.uint32(64).int64(message.modelTokens);
+    }
+    if (message.createTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.createTime), writer.uint32(74).fork()).join();
+    }
+    if (message.updateTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.updateTime), writer.uint32(82).fork()).join();
+    }
+    if (message.endTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.endTime), writer.uint32(90).fork()).join();
+    }
+    if (message.cancelRequested !== false) {
+      writer.uint32(96).bool(message.cancelRequested);
+    }
+    if (message.automatic !== false) {
+      writer.uint32(104).bool(message.automatic);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OperationMetadata {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOperationMetadata();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.tenant = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.stage = reader.int32() as any;
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.request = ReflectRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.memoriesRead = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.modelCalls = reader.int32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.plannedModelCalls = reader.int32();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.modelTokens = longToNumber(reader.int64());
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.createTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.updateTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.endTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.cancelRequested = reader.bool();
+            continue;
+          }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.automatic = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OperationMetadata {
+    return {
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      tenant: isSet(object.tenant) ? globalThis.String(object.tenant) : "",
+      stage: isSet(object.stage) ? operationStageFromJSON(object.stage) : 0,
+      request: isSet(object.request) ? ReflectRequest.fromJSON(object.request) : undefined,
+      memoriesRead: isSet(object.memoriesRead)
+        ? globalThis.Number(object.memoriesRead)
+        : isSet(object.memories_read)
+        ? globalThis.Number(object.memories_read)
+        : 0,
+      modelCalls: isSet(object.modelCalls)
+        ? globalThis.Number(object.modelCalls)
+        : isSet(object.model_calls)
+        ? globalThis.Number(object.model_calls)
+        : 0,
+      plannedModelCalls: isSet(object.plannedModelCalls)
+        ? globalThis.Number(object.plannedModelCalls)
+        : isSet(object.planned_model_calls)
+        ? globalThis.Number(object.planned_model_calls)
+        : 0,
+      modelTokens: isSet(object.modelTokens)
+        ? globalThis.Number(object.modelTokens)
+        : isSet(object.model_tokens)
+        ? globalThis.Number(object.model_tokens)
+        : 0,
+      createTime: isSet(object.createTime)
+        ? fromJsonTimestamp(object.createTime)
+        : isSet(object.create_time)
+        ? fromJsonTimestamp(object.create_time)
+        : undefined,
+      updateTime: isSet(object.updateTime)
+        ? fromJsonTimestamp(object.updateTime)
+        : isSet(object.update_time)
+        ? fromJsonTimestamp(object.update_time)
+        : undefined,
+      endTime: isSet(object.endTime)
+        ? fromJsonTimestamp(object.endTime)
+        : isSet(object.end_time)
+        ? fromJsonTimestamp(object.end_time)
+        : undefined,
+      cancelRequested: isSet(object.cancelRequested)
+        ? globalThis.Boolean(object.cancelRequested)
+        : isSet(object.cancel_requested)
+        ? globalThis.Boolean(object.cancel_requested)
+        : false,
+      automatic: isSet(object.automatic) ? globalThis.Boolean(object.automatic) : false,
+    };
+  },
+
+  toJSON(message: OperationMetadata): unknown {
+    const obj: any = {};
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.tenant !== "") {
+      obj.tenant = message.tenant;
+    }
+    if (message.stage !== 0) {
+      obj.stage = operationStageToJSON(message.stage);
+    }
+    if (message.request !== undefined) {
+      obj.request = ReflectRequest.toJSON(message.request);
+    }
+    if (message.memoriesRead !== 0) {
+      obj.memoriesRead = Math.round(message.memoriesRead);
+    }
+    if (message.modelCalls !== 0) {
+      obj.modelCalls = Math.round(message.modelCalls);
+    }
+    if (message.plannedModelCalls !== 0) {
+      obj.plannedModelCalls = Math.round(message.plannedModelCalls);
+    }
+    if (message.modelTokens !== 0) {
+      obj.modelTokens = Math.round(message.modelTokens);
+    }
+    if (message.createTime !== undefined) {
+      obj.createTime = message.createTime.toISOString();
+    }
+    if (message.updateTime !== undefined) {
+      obj.updateTime = message.updateTime.toISOString();
+    }
+    if (message.endTime !== undefined) {
+      obj.endTime = message.endTime.toISOString();
+    }
+    if (message.cancelRequested !== false) {
+      obj.cancelRequested = message.cancelRequested;
+    }
+    if (message.automatic !== false) {
+      obj.automatic = message.automatic;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<OperationMetadata>, I>>(base?: I): OperationMetadata {
+    return OperationMetadata.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OperationMetadata>, I>>(object: I): OperationMetadata {
+    const message = createBaseOperationMetadata();
+    message.kind = object.kind ?? "";
+    message.tenant = object.tenant ?? "";
+    message.stage = object.stage ?? 0;
+    message.request = (object.request !== undefined && object.request !== null)
+      ? ReflectRequest.fromPartial(object.request)
+      : undefined;
+    message.memoriesRead = object.memoriesRead ?? 0;
+    message.modelCalls = object.modelCalls ?? 0;
+    message.plannedModelCalls = object.plannedModelCalls ?? 0;
+    message.modelTokens = object.modelTokens ?? 0;
+    message.createTime = object.createTime ?? undefined;
+    message.updateTime = object.updateTime ?? undefined;
+    message.endTime = object.endTime ?? undefined;
+    message.cancelRequested = object.cancelRequested ?? false;
+    message.automatic = object.automatic ?? false;
+    return message;
+  },
+};
+
+function createBaseOperationError(): OperationError {
+  return { code: 0, message: "", reason: "", retryDelay: undefined };
+}
+
+export const OperationError: MessageFns<OperationError> = {
+  encode(message: OperationError, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.code !== 0) {
+      writer.uint32(8).int32(message.code);
+    }
+    if (message.message !== "") {
+      writer.uint32(18).string(message.message);
+    }
+    if (message.reason !== "") {
+      writer.uint32(26).string(message.reason);
+    }
+    if (message.retryDelay !== undefined) {
+      Duration.encode(message.retryDelay, writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OperationError {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOperationError();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.code = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.retryDelay = Duration.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OperationError {
+    return {
+      code: isSet(object.code) ? globalThis.Number(object.code) : 0,
+      message: isSet(object.message) ? globalThis.String(object.message) : "",
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+      retryDelay: isSet(object.retryDelay)
+        ? Duration.fromJSON(object.retryDelay)
+        : isSet(object.retry_delay)
+        ? Duration.fromJSON(object.retry_delay)
+        : undefined,
+    };
+  },
+
+  toJSON(message: OperationError): unknown {
+    const obj: any = {};
+    if (message.code !== 0) {
+      obj.code = Math.round(message.code);
+    }
+    if (message.message !== "") {
+      obj.message = message.message;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    if (message.retryDelay !== undefined) {
+      obj.retryDelay = Duration.toJSON(message.retryDelay);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<OperationError>, I>>(base?: I): OperationError {
+    return OperationError.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OperationError>, I>>(object: I): OperationError {
+    const message = createBaseOperationError();
+    message.code = object.code ?? 0;
+    message.message = object.message ?? "";
+    message.reason = object.reason ?? "";
+    message.retryDelay = (object.retryDelay !== undefined && object.retryDelay !== null)
+      ? Duration.fromPartial(object.retryDelay)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseGetOperationRequest(): GetOperationRequest {
+  return { tenant: "", name: "" };
+}
+
+export const GetOperationRequest: MessageFns<GetOperationRequest> = {
+  encode(message: GetOperationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenant !== "") {
+      writer.uint32(10).string(message.tenant);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetOperationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetOperationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenant = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetOperationRequest {
+    return {
+      tenant: isSet(object.tenant) ? globalThis.String(object.tenant) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+    };
+  },
+
+  toJSON(message: GetOperationRequest): unknown {
+    const obj: any = {};
+    if (message.tenant !== "") {
+      obj.tenant = message.tenant;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetOperationRequest>, I>>(base?: I): GetOperationRequest {
+    return GetOperationRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetOperationRequest>, I>>(object: I): GetOperationRequest {
+    const message = createBaseGetOperationRequest();
+    message.tenant = object.tenant ?? "";
+    message.name = object.name ?? "";
+    return message;
+  },
+};
+
+function createBaseGetOperationResponse(): GetOperationResponse {
+  return { operation: undefined };
+}
+
+export const GetOperationResponse: MessageFns<GetOperationResponse> = {
+  encode(message: GetOperationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.operation !== undefined) {
+      Operation.encode(message.operation, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetOperationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetOperationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.operation = Operation.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetOperationResponse {
+    return { operation: isSet(object.operation) ? Operation.fromJSON(object.operation) : undefined };
+  },
+
+  toJSON(message: GetOperationResponse): unknown {
+    const obj: any = {};
+    if (message.operation !== undefined) {
+      obj.operation = Operation.toJSON(message.operation);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetOperationResponse>, I>>(base?: I): GetOperationResponse {
+    return GetOperationResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetOperationResponse>, I>>(object: I): GetOperationResponse {
+    const message = createBaseGetOperationResponse();
+    message.operation = (object.operation !== undefined && object.operation !== null)
+      ? Operation.fromPartial(object.operation)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseWatchOperationRequest(): WatchOperationRequest {
+  return { tenant: "", name: "" };
+}
+
+export const WatchOperationRequest: MessageFns<WatchOperationRequest> = {
+  encode(message: WatchOperationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenant !== "") {
+      writer.uint32(10).string(message.tenant);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WatchOperationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWatchOperationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenant = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): WatchOperationRequest {
+    return {
+      tenant: isSet(object.tenant) ? globalThis.String(object.tenant) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+    };
+  },
+
+  toJSON(message: WatchOperationRequest): unknown {
+    const obj: any = {};
+    if (message.tenant !== "") {
+      obj.tenant = message.tenant;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<WatchOperationRequest>, I>>(base?: I): WatchOperationRequest {
+    return WatchOperationRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WatchOperationRequest>, I>>(object: I): WatchOperationRequest {
+    const message = createBaseWatchOperationRequest();
+    message.tenant = object.tenant ?? "";
+    message.name = object.name ?? "";
+    return message;
+  },
+};
+
+function createBaseWatchOperationResponse(): WatchOperationResponse {
+  return { operation: undefined };
+}
+
+export const WatchOperationResponse: MessageFns<WatchOperationResponse> = {
+  encode(message: WatchOperationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.operation !== undefined) {
+      Operation.encode(message.operation, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WatchOperationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWatchOperationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.operation = Operation.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): WatchOperationResponse {
+    return { operation: isSet(object.operation) ? Operation.fromJSON(object.operation) : undefined };
+  },
+
+  toJSON(message: WatchOperationResponse): unknown {
+    const obj: any = {};
+    if (message.operation !== undefined) {
+      obj.operation = Operation.toJSON(message.operation);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<WatchOperationResponse>, I>>(base?: I): WatchOperationResponse {
+    return WatchOperationResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WatchOperationResponse>, I>>(object: I): WatchOperationResponse {
+    const message = createBaseWatchOperationResponse();
+    message.operation = (object.operation !== undefined && object.operation !== null)
+      ? Operation.fromPartial(object.operation)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseCancelOperationRequest(): CancelOperationRequest {
+  return { tenant: "", name: "" };
+}
+
+export const CancelOperationRequest: MessageFns<CancelOperationRequest> = {
+  encode(message: CancelOperationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenant !== "") {
+      writer.uint32(10).string(message.tenant);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CancelOperationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCancelOperationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenant = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CancelOperationRequest {
+    return {
+      tenant: isSet(object.tenant) ? globalThis.String(object.tenant) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+    };
+  },
+
+  toJSON(message: CancelOperationRequest): unknown {
+    const obj: any = {};
+    if (message.tenant !== "") {
+      obj.tenant = message.tenant;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CancelOperationRequest>, I>>(base?: I): CancelOperationRequest {
+    return CancelOperationRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CancelOperationRequest>, I>>(object: I): CancelOperationRequest {
+    const message = createBaseCancelOperationRequest();
+    message.tenant = object.tenant ?? "";
+    message.name = object.name ?? "";
+    return message;
+  },
+};
+
+function createBaseCancelOperationResponse(): CancelOperationResponse {
+  return { operation: undefined };
+}
+
+export const CancelOperationResponse: MessageFns<CancelOperationResponse> = {
+  encode(message: CancelOperationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.operation !== undefined) {
+      Operation.encode(message.operation, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CancelOperationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCancelOperationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.operation = Operation.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CancelOperationResponse {
+    return { operation: isSet(object.operation) ? Operation.fromJSON(object.operation) : undefined };
+  },
+
+  toJSON(message: CancelOperationResponse): unknown {
+    const obj: any = {};
+    if (message.operation !== undefined) {
+      obj.operation = Operation.toJSON(message.operation);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CancelOperationResponse>, I>>(base?: I): CancelOperationResponse {
+    return CancelOperationResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CancelOperationResponse>, I>>(object: I): CancelOperationResponse {
+    const message = createBaseCancelOperationResponse();
+    message.operation = (object.operation !== undefined && object.operation !== null)
+      ? Operation.fromPartial(object.operation)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseListOperationsRequest(): ListOperationsRequest {
+  return { tenant: "", pageSize: 0, pageToken: "" };
+}
+
+export const ListOperationsRequest: MessageFns<ListOperationsRequest> = {
+  encode(message: ListOperationsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenant !== "") {
+      writer.uint32(10).string(message.tenant);
+    }
+    if (message.pageSize !== 0) {
+      writer.uint32(16).int32(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(26).string(message.pageToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListOperationsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListOperationsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenant = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.pageSize = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListOperationsRequest {
+    return {
+      tenant: isSet(object.tenant) ? globalThis.String(object.tenant) : "",
+      pageSize: isSet(object.pageSize)
+        ? globalThis.Number(object.pageSize)
+        : isSet(object.page_size)
+        ? globalThis.Number(object.page_size)
+        : 0,
+      pageToken: isSet(object.pageToken)
+        ? globalThis.String(object.pageToken)
+        : isSet(object.page_token)
+        ? globalThis.String(object.page_token)
+        : "",
+    };
+  },
+
+  toJSON(message: ListOperationsRequest): unknown {
+    const obj: any = {};
+    if (message.tenant !== "") {
+      obj.tenant = message.tenant;
+    }
+    if (message.pageSize !== 0) {
+      obj.pageSize = Math.round(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      obj.pageToken = message.pageToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListOperationsRequest>, I>>(base?: I): ListOperationsRequest {
+    return ListOperationsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListOperationsRequest>, I>>(object: I): ListOperationsRequest {
+    const message = createBaseListOperationsRequest();
+    message.tenant = object.tenant ?? "";
+    message.pageSize = object.pageSize ?? 0;
+    message.pageToken = object.pageToken ?? "";
+    return message;
+  },
+};
+
+function createBaseListOperationsResponse(): ListOperationsResponse {
+  return { operations: [], nextPageToken: "" };
+}
+
+export const ListOperationsResponse: MessageFns<ListOperationsResponse> = {
+  encode(message: ListOperationsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.operations) {
+      Operation.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(18).string(message.nextPageToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListOperationsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListOperationsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.operations.push(Operation.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListOperationsResponse {
+    return {
+      operations: globalThis.Array.isArray(object?.operations)
+        ? object.operations.map((e: any) => Operation.fromJSON(e))
+        : [],
+      nextPageToken: isSet(object.nextPageToken)
+        ? globalThis.String(object.nextPageToken)
+        : isSet(object.next_page_token)
+        ? globalThis.String(object.next_page_token)
+        : "",
+    };
+  },
+
+  toJSON(message: ListOperationsResponse): unknown {
+    const obj: any = {};
+    if (message.operations?.length) {
+      obj.operations = message.operations.map((e) => Operation.toJSON(e));
+    }
+    if (message.nextPageToken !== "") {
+      obj.nextPageToken = message.nextPageToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListOperationsResponse>, I>>(base?: I): ListOperationsResponse {
+    return ListOperationsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListOperationsResponse>, I>>(object: I): ListOperationsResponse {
+    const message = createBaseListOperationsResponse();
+    message.operations = object.operations?.map((e) => Operation.fromPartial(e)) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
+    return message;
+  },
+};
+
 /** The memory service. */
 export type MemoryServiceService = typeof MemoryServiceService;
 export const MemoryServiceService = {
@@ -11776,6 +13390,8 @@ export const MemoryServiceService = {
    * (its profile's, see Entities). dry_run answers what it
    * would write without writing. FAILED_PRECONDITION when the server has no model configured
    * (CELESTIAL_LLM_BASE_URL, CELESTIAL_LLM_MODEL); UNAVAILABLE when the model fails.
+   * The reflection runs as an operation (see StartReflection) that this call waits for, so a
+   * short deadline may pass before it ends: StartReflection answers at once instead.
    */
   reflect: {
     path: "/celestial.v1.MemoryService/Reflect" as const,
@@ -11785,6 +13401,83 @@ export const MemoryServiceService = {
     requestDeserialize: (value: Buffer): ReflectRequest => ReflectRequest.decode(value),
     responseSerialize: (value: ReflectResponse): Buffer => Buffer.from(ReflectResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ReflectResponse => ReflectResponse.decode(value),
+  },
+  /**
+   * Starts a reflection (Reflect's work) as a long-running operation and answers at once with
+   * the operation (AIP-151): poll it with GetOperation, watch it with WatchOperation, stop it
+   * with CancelOperation. A bad request, no model, or four reflections of the tenant already
+   * running are refused here, before anything starts; the model's failures, the tenant's model
+   * budget spent (RESOURCE_EXHAUSTED) and cancellation end the operation with its error. Needs
+   * the write role.
+   */
+  startReflection: {
+    path: "/celestial.v1.MemoryService/StartReflection" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: StartReflectionRequest): Buffer =>
+      Buffer.from(StartReflectionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): StartReflectionRequest => StartReflectionRequest.decode(value),
+    responseSerialize: (value: StartReflectionResponse): Buffer =>
+      Buffer.from(StartReflectionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): StartReflectionResponse => StartReflectionResponse.decode(value),
+  },
+  /**
+   * One of the tenant's operations as it is now; NOT_FOUND when the tenant has none of that
+   * name (another tenant's included). Needs the read role.
+   */
+  getOperation: {
+    path: "/celestial.v1.MemoryService/GetOperation" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetOperationRequest): Buffer => Buffer.from(GetOperationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetOperationRequest => GetOperationRequest.decode(value),
+    responseSerialize: (value: GetOperationResponse): Buffer =>
+      Buffer.from(GetOperationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetOperationResponse => GetOperationResponse.decode(value),
+  },
+  /**
+   * The operation as it is now, then each time it changes, until it is done (the last message
+   * has done set). A stream also ends after the server's longest stream time; watch again.
+   * Needs the read role.
+   */
+  watchOperation: {
+    path: "/celestial.v1.MemoryService/WatchOperation" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: WatchOperationRequest): Buffer =>
+      Buffer.from(WatchOperationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): WatchOperationRequest => WatchOperationRequest.decode(value),
+    responseSerialize: (value: WatchOperationResponse): Buffer =>
+      Buffer.from(WatchOperationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): WatchOperationResponse => WatchOperationResponse.decode(value),
+  },
+  /**
+   * Asks an operation to stop. One not yet writing ends at once, with the error CANCELLED;
+   * one writing its results completes (cancel_requested tells the attempt), and one done
+   * stays as it was. Answers the operation after the attempt. Needs the write role.
+   */
+  cancelOperation: {
+    path: "/celestial.v1.MemoryService/CancelOperation" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CancelOperationRequest): Buffer =>
+      Buffer.from(CancelOperationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CancelOperationRequest => CancelOperationRequest.decode(value),
+    responseSerialize: (value: CancelOperationResponse): Buffer =>
+      Buffer.from(CancelOperationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CancelOperationResponse => CancelOperationResponse.decode(value),
+  },
+  /** The tenant's operations, newest first, kept a week after they end. Needs the read role. */
+  listOperations: {
+    path: "/celestial.v1.MemoryService/ListOperations" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListOperationsRequest): Buffer =>
+      Buffer.from(ListOperationsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListOperationsRequest => ListOperationsRequest.decode(value),
+    responseSerialize: (value: ListOperationsResponse): Buffer =>
+      Buffer.from(ListOperationsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListOperationsResponse => ListOperationsResponse.decode(value),
   },
 } as const;
 
@@ -11932,8 +13625,38 @@ export interface MemoryServiceServer extends UntypedServiceImplementation {
    * (its profile's, see Entities). dry_run answers what it
    * would write without writing. FAILED_PRECONDITION when the server has no model configured
    * (CELESTIAL_LLM_BASE_URL, CELESTIAL_LLM_MODEL); UNAVAILABLE when the model fails.
+   * The reflection runs as an operation (see StartReflection) that this call waits for, so a
+   * short deadline may pass before it ends: StartReflection answers at once instead.
    */
   reflect: handleUnaryCall<ReflectRequest, ReflectResponse>;
+  /**
+   * Starts a reflection (Reflect's work) as a long-running operation and answers at once with
+   * the operation (AIP-151): poll it with GetOperation, watch it with WatchOperation, stop it
+   * with CancelOperation. A bad request, no model, or four reflections of the tenant already
+   * running are refused here, before anything starts; the model's failures, the tenant's model
+   * budget spent (RESOURCE_EXHAUSTED) and cancellation end the operation with its error. Needs
+   * the write role.
+   */
+  startReflection: handleUnaryCall<StartReflectionRequest, StartReflectionResponse>;
+  /**
+   * One of the tenant's operations as it is now; NOT_FOUND when the tenant has none of that
+   * name (another tenant's included). Needs the read role.
+   */
+  getOperation: handleUnaryCall<GetOperationRequest, GetOperationResponse>;
+  /**
+   * The operation as it is now, then each time it changes, until it is done (the last message
+   * has done set). A stream also ends after the server's longest stream time; watch again.
+   * Needs the read role.
+   */
+  watchOperation: handleServerStreamingCall<WatchOperationRequest, WatchOperationResponse>;
+  /**
+   * Asks an operation to stop. One not yet writing ends at once, with the error CANCELLED;
+   * one writing its results completes (cancel_requested tells the attempt), and one done
+   * stays as it was. Answers the operation after the attempt. Needs the write role.
+   */
+  cancelOperation: handleUnaryCall<CancelOperationRequest, CancelOperationResponse>;
+  /** The tenant's operations, newest first, kept a week after they end. Needs the read role. */
+  listOperations: handleUnaryCall<ListOperationsRequest, ListOperationsResponse>;
 }
 
 export interface MemoryServiceClient extends Client {
@@ -12389,6 +14112,8 @@ export interface MemoryServiceClient extends Client {
    * (its profile's, see Entities). dry_run answers what it
    * would write without writing. FAILED_PRECONDITION when the server has no model configured
    * (CELESTIAL_LLM_BASE_URL, CELESTIAL_LLM_MODEL); UNAVAILABLE when the model fails.
+   * The reflection runs as an operation (see StartReflection) that this call waits for, so a
+   * short deadline may pass before it ends: StartReflection answers at once instead.
    */
   reflect(
     request: ReflectRequest,
@@ -12404,6 +14129,98 @@ export interface MemoryServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ReflectResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Starts a reflection (Reflect's work) as a long-running operation and answers at once with
+   * the operation (AIP-151): poll it with GetOperation, watch it with WatchOperation, stop it
+   * with CancelOperation. A bad request, no model, or four reflections of the tenant already
+   * running are refused here, before anything starts; the model's failures, the tenant's model
+   * budget spent (RESOURCE_EXHAUSTED) and cancellation end the operation with its error. Needs
+   * the write role.
+   */
+  startReflection(
+    request: StartReflectionRequest,
+    callback: (error: ServiceError | null, response: StartReflectionResponse) => void,
+  ): ClientUnaryCall;
+  startReflection(
+    request: StartReflectionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: StartReflectionResponse) => void,
+  ): ClientUnaryCall;
+  startReflection(
+    request: StartReflectionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: StartReflectionResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * One of the tenant's operations as it is now; NOT_FOUND when the tenant has none of that
+   * name (another tenant's included). Needs the read role.
+   */
+  getOperation(
+    request: GetOperationRequest,
+    callback: (error: ServiceError | null, response: GetOperationResponse) => void,
+  ): ClientUnaryCall;
+  getOperation(
+    request: GetOperationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetOperationResponse) => void,
+  ): ClientUnaryCall;
+  getOperation(
+    request: GetOperationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetOperationResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The operation as it is now, then each time it changes, until it is done (the last message
+   * has done set). A stream also ends after the server's longest stream time; watch again.
+   * Needs the read role.
+   */
+  watchOperation(
+    request: WatchOperationRequest,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<WatchOperationResponse>;
+  watchOperation(
+    request: WatchOperationRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<WatchOperationResponse>;
+  /**
+   * Asks an operation to stop. One not yet writing ends at once, with the error CANCELLED;
+   * one writing its results completes (cancel_requested tells the attempt), and one done
+   * stays as it was. Answers the operation after the attempt. Needs the write role.
+   */
+  cancelOperation(
+    request: CancelOperationRequest,
+    callback: (error: ServiceError | null, response: CancelOperationResponse) => void,
+  ): ClientUnaryCall;
+  cancelOperation(
+    request: CancelOperationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CancelOperationResponse) => void,
+  ): ClientUnaryCall;
+  cancelOperation(
+    request: CancelOperationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CancelOperationResponse) => void,
+  ): ClientUnaryCall;
+  /** The tenant's operations, newest first, kept a week after they end. Needs the read role. */
+  listOperations(
+    request: ListOperationsRequest,
+    callback: (error: ServiceError | null, response: ListOperationsResponse) => void,
+  ): ClientUnaryCall;
+  listOperations(
+    request: ListOperationsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListOperationsResponse) => void,
+  ): ClientUnaryCall;
+  listOperations(
+    request: ListOperationsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListOperationsResponse) => void,
   ): ClientUnaryCall;
 }
 

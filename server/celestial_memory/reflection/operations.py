@@ -1,0 +1,364 @@
+"""Reflections as long-running operations (AIP-151): a caller starts one and gets its name at
+once, then polls, watches or cancels it; the work runs on a small pool of worker threads,
+never inside the call that started it, so no client deadline bounds two slow model calls.
+
+Every step is written to the operation's record (store/operations_store.py) before the next
+begins: the stage, the memories read, the model calls made and planned, the tokens. A record
+this process holds carries its holder and a lease it renews (``tend``). On restart, an
+operation some other holder left unfinished is ended with an Interrupted error ("start it
+again"), never left running or lost: at once where the store is this process's alone (Qdrant
+Edge, a local qdrant-client), once its holder's lease ran out where replicas share it. It is
+not resumed: its model calls would be paid a second time, which the caller, not the server,
+should decide.
+
+Each model call is charged to the tenant's model budget, the one the extraction queue spends
+(understanding/budget.py). A reflection that would go over it ends at once with
+ModelBudgetSpent (RESOURCE_EXHAUSTED, with when to try again) rather than waiting: a waiting
+reflection would hold one of the few workers for up to a minute while other tenants' wait,
+and a caller told "retry in N s" can choose. Before its first call the whole plan must fit;
+each call is checked again (the queue spends the same budget meanwhile).
+
+A cancel ends an operation at once, before its writes: the model call in flight is let finish
+(a blocking HTTP call cannot be interrupted) and its answer dropped. Once writing, it is too
+late: the cancel is recorded and the reflection completes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+
+from celestial_memory.clock import Clock
+from celestial_memory.config import Settings
+from celestial_memory.domain.operations import (
+    Failure,
+    Operation,
+    Reflection,
+    ReflectionAsked,
+    Stage,
+    operation_id,
+    operation_name,
+)
+from celestial_memory.domain.paging import Cursor
+from celestial_memory.domain.requests import MemoryWriter
+from celestial_memory.errors import (
+    CelestialError,
+    Interrupted,
+    ModelBudgetSpent,
+    NotFound,
+    RetryLater,
+    TooManyCalls,
+)
+from celestial_memory.graph.relations import Relations
+from celestial_memory.reflection.reflector import Reflector
+from celestial_memory.reflection.trigger import ReflectionTrigger
+from celestial_memory.store.operations_store import OperationsStore
+from celestial_memory.store.repository import MemoryRepository
+from celestial_memory.understanding.budget import ModelBudgets
+from celestial_memory.understanding.chat import ChatModel
+
+log = logging.getLogger(__name__)
+
+MAX_RUNNING = 2  # reflections running at once, server-wide (each holds a thread through its calls)
+MAX_ACTIVE = 4  # a tenant's queued and running reflections
+LEASE_S = 30.0  # a holder's lease on its running operations, renewed every third of it
+KEEP_S = 7 * 86400.0  # how long an ended operation can still be read
+RESTARTED = "the server restarted while this operation ran; start it again"
+STOPPED = "the server stopped while this operation ran; start it again"
+
+
+class _Ended(Exception):
+    """The operation ended while its worker was still at it (a cancel, a stop)."""
+
+
+@dataclass(slots=True)
+class _Live:
+    """An operation this process runs: its state, changed under ``lock``, and a counter each
+    change moves (what watchers wait on)."""
+
+    op: Operation
+    version: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    ended: threading.Event = field(default_factory=threading.Event)
+
+
+class ReflectionOperations:
+    def __init__(self, settings: Settings, records: OperationsStore, reflector: Reflector,
+                 budgets: ModelBudgets, clock: Clock, flush: Callable[[str], None],
+                 exclusive: bool, has_model: bool) -> None:
+        """``exclusive``: no other process uses the store (its unfinished operations are a
+        stopped server's); ``flush``: a tenant's pending reinforcements, written before a
+        reflection reads."""
+        self._s, self._records, self._reflector = settings, records, reflector
+        self._budgets, self._clock, self._flush = budgets, clock, flush
+        self._exclusive = exclusive
+        self.trigger = ReflectionTrigger(settings, records, has_model)
+        self.holder = str(uuid.uuid4())  # this process, as the store knows it
+        self._live: dict[str, _Live] = {}
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(MAX_RUNNING, thread_name_prefix="reflection")
+        self._closed = False
+        self._renewed = self._recovered = self._forgotten = float("-inf")
+
+    # -- starting, reading, cancelling ------------------------------------------------------
+
+    def start(self, tenant: str, dry_run: bool = True, window: int = 0,
+              entities: tuple[str, ...] | list[str] = (), request_id: str = "",
+              automatic: bool = False, trigger_count: int = 0) -> Operation:
+        """A new reflection, queued; with a ``request_id`` already used by the tenant, the
+        operation that start made. Refused at once (nothing started) when the request is
+        invalid, there is no model, or the tenant has MAX_ACTIVE running."""
+        asked = self._reflector.check(dry_run, window, list(entities))
+        name = operation_name(tenant, request_id)
+        with self._lock:
+            if self._closed:
+                raise Interrupted(STOPPED)
+            if (live := self._live.get(name)) is not None:
+                return self._copy(live)
+            if request_id and (held := self._records.read(tenant, operation_id(name) or "")):
+                return held
+            if sum(v.op.tenant == tenant for v in self._live.values()) >= MAX_ACTIVE:
+                raise TooManyCalls(f"a tenant runs at most {MAX_ACTIVE} reflections at once; "
+                                   "wait for one to end or cancel one", 5.0)
+            now = self._clock.now()
+            op = Operation(name, tenant, asked, now, now, automatic=automatic,
+                           trigger_count=trigger_count)
+            self._records.create(op, self.holder, now + LEASE_S)
+            live = self._live[name] = _Live(op)
+            self._pool.submit(self._work, live)
+            return self._copy(live)
+
+    def get(self, tenant: str, name: str) -> tuple[Operation, int | None]:
+        """The operation and, while this process runs it, its change counter; NotFound when
+        the tenant has no operation of that name."""
+        if (seen := self.peek(tenant, name)) is not None:
+            return seen
+        op_id = operation_id(name)
+        op = self._records.read(tenant, op_id) if op_id else None
+        if op is None:
+            raise NotFound(f"no operation {name[:100]!r}")
+        return op, None
+
+    def peek(self, tenant: str, name: str) -> tuple[Operation, int] | None:
+        """The operation as this process runs it, without reading the store (a watch asks
+        often); None when it does not run it (any more)."""
+        live = self._live.get(name)
+        if live is None or live.op.tenant != tenant:
+            return None
+        with live.lock:
+            return replace(live.op), live.version
+
+    def page(self, tenant: str, size: int,
+             cursor: Cursor | None) -> tuple[list[Operation], bool]:
+        """The tenant's operations, newest first (as last written), and whether more follow."""
+        return self._records.page(tenant, size, cursor)
+
+    def cancel(self, tenant: str, name: str) -> Operation:
+        """End the operation with Cancelled unless it is writing or done; either way, the
+        operation after the attempt."""
+        live = self._live.get(name)
+        if live is None or live.op.tenant != tenant:
+            return self.get(tenant, name)[0]  # done (as it was), or NotFound
+        with live.lock:
+            if not live.op.done:
+                live.op.cancel_requested = True
+                if live.op.stage < Stage.WRITING:
+                    self._end(live, failure=Failure("Cancelled", "cancelled by the caller"))
+                else:
+                    self._save(live)
+            return replace(live.op)
+
+    def wait(self, tenant: str, name: str, timeout_s: float | None = None) -> Operation:
+        """The operation once it has ended (or as it is after ``timeout_s``)."""
+        live = self._live.get(name)
+        if live is not None and live.op.tenant == tenant:
+            live.ended.wait(timeout_s)
+        return self.get(tenant, name)[0]
+
+    # -- the work ---------------------------------------------------------------------------
+
+    def _work(self, live: _Live) -> None:
+        op = live.op
+        tenant, asked = op.tenant, op.asked
+        try:
+            self._update(live, stage=Stage.READING)
+            self._flush(tenant)
+            plan = self._reflector.plan(tenant, asked)
+            self._update(live, stage=Stage.ASKING_MODEL, read=plan.read,
+                         planned_calls=len(plan.chunks))
+            out = Reflection(asked.dry_run, read=plan.read)
+            budget = self._budgets[tenant]
+            calls_left = budget.calls_left(self._clock.now(), self._s.understand_calls_per_minute)
+            if calls_left < len(plan.chunks):
+                raise self._spent(tenant, f"this reflection makes {len(plan.chunks)} model "
+                                          "calls; the tenant has fewer left this minute")
+            for chunk in plan.chunks:
+                self._update(live)  # a cancel stops it here, before the next call
+                now = self._clock.now()
+                if not budget.allows(now, self._s.understand_calls_per_minute,
+                                     self._s.understand_tokens_per_minute):
+                    raise self._spent(tenant, "the tenant spent its model calls or tokens of "
+                                              "the minute")
+                try:
+                    found, tokens = self._reflector.ask(chunk)
+                except CelestialError:
+                    budget.spend(now, 0)  # a failed call is a call
+                    raise
+                budget.spend(now, tokens)
+                out.calls, out.tokens = out.calls + 1, out.tokens + tokens
+                self._update(live, calls=out.calls, tokens=out.tokens)
+                for g, r in zip(chunk, found, strict=True):
+                    self._reflector.keep(tenant, g, r, out)
+            self._update(live, stage=Stage.WRITING)  # from here a cancel no longer stops it
+            if not asked.dry_run:
+                self._reflector.write(tenant, out)
+            with live.lock:
+                self._end(live, result=out)
+        except _Ended:
+            pass
+        except CelestialError as e:
+            retry = e.retry_after_s if isinstance(e, RetryLater) else 0.0
+            self._end_unless_ended(live, Failure(type(e).__name__, str(e), retry))
+        except Exception:  # a fault of this code: the operation says so, the log says what
+            log.exception("reflection %s of %r failed", op.name, tenant[:256])
+            self._end_unless_ended(live, Failure("CelestialError", "internal error"))
+        finally:
+            self._settled(live)
+
+    def _spent(self, tenant: str, why: str) -> ModelBudgetSpent:
+        wait = self._budgets[tenant].free_in(self._clock.now())
+        return ModelBudgetSpent(f"model budget: {why} (CELESTIAL_UNDERSTAND_CALLS_PER_MINUTE, "
+                                "CELESTIAL_UNDERSTAND_TOKENS_PER_MINUTE)", max(wait, 1.0))
+
+    def _update(self, live: _Live, stage: Stage | None = None, **counts: int) -> None:
+        """Record a step; _Ended when the operation ended meanwhile."""
+        with live.lock:
+            if live.op.done:
+                raise _Ended
+            if stage is not None:
+                live.op.stage = stage
+            for k, v in counts.items():
+                setattr(live.op, k, v)
+            if stage is not None or counts:
+                self._save(live)
+
+    def _end_unless_ended(self, live: _Live, failure: Failure) -> None:
+        with live.lock:
+            if not live.op.done:
+                self._end(live, failure=failure)
+
+    def _end(self, live: _Live, result: Reflection | None = None,
+             failure: Failure | None = None) -> None:
+        """Under ``live.lock``: the operation is done, with its result or why not."""
+        op = live.op
+        op.stage, op.result, op.failure = Stage.DONE, result, failure
+        op.ended_at = self._clock.now()
+        self._save(live)
+        live.ended.set()
+
+    def _save(self, live: _Live) -> None:
+        """Under ``live.lock``: the record as the operation now is."""
+        op = live.op
+        op.updated_at = self._clock.now()
+        live.version += 1
+        self._records.write(op, self.holder, op.updated_at + (KEEP_S if op.done else LEASE_S))
+
+    def _settled(self, live: _Live) -> None:
+        """The worker is through with ``live``: an automatic one that a stop did not
+        interrupt settles the trigger's count (before it leaves the live set, so the trigger
+        cannot start another on the old count), and it leaves the live set."""
+        failure = live.op.failure
+        if live.op.automatic and not (failure and failure.error == Interrupted.__name__):
+            try:
+                self.trigger.settle(live.op.tenant, live.op.trigger_count)
+            except CelestialError:
+                log.exception("settling the reflection trigger of %r failed",
+                              live.op.tenant[:256])
+        with self._lock:
+            self._live.pop(live.op.name, None)
+
+    @staticmethod
+    def _copy(live: _Live) -> Operation:
+        with live.lock:
+            return replace(live.op)
+
+    # -- upkeep: the trigger, leases, what a stopped server left --------------------------------
+
+    def noted(self, tenant: str, created: int) -> None:
+        self.trigger.noted(tenant, created)
+
+    def tend(self) -> list[Operation]:
+        """One turn of the server's loop: renew this process's leases, end what other holders
+        left unfinished, forget old records, and start the automatic reflections due (those
+        started are returned)."""
+        now = self._clock.now()
+        if now - self._renewed >= LEASE_S / 3:
+            self._renewed = now
+            with self._lock:
+                mine = [v.op.id for v in self._live.values()]
+            self._records.renew(mine, self.holder, now + LEASE_S)
+        if now - self._recovered >= LEASE_S / 3:
+            self._recovered = now
+            self.recover()
+        if now - self._forgotten >= 3600.0:
+            self._forgotten = now
+            self._records.forget_ended(now)
+        started = []
+        with self._lock:
+            busy = {v.op.tenant for v in self._live.values() if v.op.automatic}
+        for tenant, count in self.trigger.due().items():
+            if tenant in busy:
+                continue
+            try:
+                started.append(self.start(tenant, dry_run=False, automatic=True,
+                                          trigger_count=count))
+            except CelestialError as e:
+                log.warning("automatic reflection of %r not started: %s", tenant[:256], e)
+        return started
+
+    def recover(self) -> int:
+        """End, with Interrupted, the operations other holders left unfinished (a stopped
+        server's, or with a shared store, a holder whose lease ran out); how many."""
+        now = self._clock.now()
+        ended = 0
+        for op, holder, expires_at in self._records.unfinished():
+            if holder == self.holder or not (self._exclusive or expires_at < now):
+                continue
+            op.stage, op.failure, op.ended_at = Stage.DONE, Failure(Interrupted.__name__,
+                                                                    RESTARTED, 1.0), now
+            op.updated_at = now
+            self._records.write(op, self.holder, now + KEEP_S)
+            ended += 1
+            log.warning("reflection %s of %r ended: %s", op.name, op.tenant[:256], RESTARTED)
+        return ended
+
+    def close(self) -> None:
+        """End what runs with Interrupted (an automatic one is due again after the restart)
+        and wait for the workers: a model call in flight may take up to llm_timeout_s."""
+        with self._lock:
+            self._closed = True
+            running = list(self._live.values())
+        for live in running:
+            self._end_unless_ended(live, Failure(Interrupted.__name__, STOPPED, 1.0))
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def reflect(self, tenant: str, asked: ReflectionAsked) -> Operation:
+        """Start a reflection and wait for it to end (for callers in this process)."""
+        op = self.start(tenant, asked.dry_run, asked.window, asked.entities)
+        return self.wait(tenant, op.name)
+
+
+def reflections(settings: Settings, store: MemoryRepository, storing: MemoryWriter,
+                relations: Relations, clock: Clock, model: ChatModel | None,
+                budgets: ModelBudgets | None, flush: Callable[[str], None]) -> ReflectionOperations:
+    """The service's reflections: ``budgets`` are the extraction queue's when it runs (one
+    budget per tenant for both), new ones otherwise."""
+    reflector = Reflector(settings, store, storing, relations, model)
+    # A store only this process opens: what it finds unfinished, a stopped server left.
+    exclusive = store.backend_name in ("edge", "qdrant-local")
+    return ReflectionOperations(settings, store.operations, reflector, budgets or ModelBudgets(),
+                                clock, flush, exclusive, model is not None)

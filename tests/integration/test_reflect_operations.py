@@ -1,0 +1,192 @@
+"""Reflection as a long-running operation, against a scripted model that stalls for as long as
+the test holds it: a client with a short deadline starts one and gets it back at once; polling
+and watching see its progress and its end; a cancel ends it and its late answer writes nothing;
+another tenant cannot see it; the list pages; the tenant's model budget, shared with the
+extraction queue, ends one with RESOURCE_EXHAUSTED; and the Connect port serves the new calls."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from celestial_client import NotFoundError, Operation, ResourceExhaustedError
+from celestial_client.cli import main
+from celestial_client.v1 import memory_pb2 as pb
+from celestial_memory.clock import ManualClock
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
+
+from tests.integration.conftest import stub_over
+from tests.integration.test_reflection import ALICE, BOB, STORIES, scripted, serving
+from tests.scripted_model import ScriptedModel
+
+STAGES = ["queued", "reading", "asking_model", "writing", "done"]
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModel]:
+    m = ScriptedModel(scripted)
+    yield m
+    m.close()
+
+
+async def until(ready: Callable[[], bool], what: str) -> None:
+    """Wait for what runs off the request path (a bound, not a timing claim)."""
+    for _ in range(2400):
+        if ready():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"gave up waiting for {what}")
+
+
+async def test_a_stalled_reflection_is_started_polled_watched_and_cancelled(
+        tmp_path: Path, backend_kind: str, embedder: SentenceTransformerEmbedder,
+        clock: ManualClock, model: ScriptedModel) -> None:
+    async with serving(tmp_path, backend_kind, embedder, clock, model) as (srv, c):
+        for t in [*STORIES, "Dave fixed the fence", "Dave painted the fence"]:
+            await c.store(t)
+        model.hold()  # every model call stalls until released
+        quick = c.with_options(timeout=3.0)  # far shorter than the stalled call
+        op = await quick.start_reflection(dry_run=False, entities=[ALICE, BOB])
+        assert op.name.startswith("operations/") and op.kind == "reflection" and not op.done
+        await until(lambda: len(model.requests) == 1, "the model call")
+        seen = await quick.get_operation(op.name)
+        assert (seen.stage, seen.done, seen.memories_read, seen.planned_model_calls,
+                seen.model_calls) == ("asking_model", False, 8, 1, 0)
+
+        watched: list[Operation] = []
+
+        async def watch() -> None:
+            async for o in c.watch_operation(op.name):
+                watched.append(o)
+
+        task = asyncio.create_task(watch())
+        await until(lambda: bool(watched), "the watch's first message")
+        model.release()
+        await task
+        last = watched[-1]
+        assert last.done and last.error is None and last.ended_at is not None
+        assert (last.model_calls, last.model_tokens) == (1, 100)
+        assert last.result is not None
+        assert [s.entity for s in last.result.summaries] == [ALICE, BOB]
+        assert [i.created for i in last.result.insights] == [True, True]
+        stages = [STAGES.index(o.stage) for o in watched]
+        assert stages == sorted(stages) and stages[0] == STAGES.index("asking_model")
+        assert len(await c.recent(100, tags_any=["insight"])) == 4  # two insights, two summaries
+        kept = await c.get_operation(op.name)  # as the store keeps it
+        assert (kept.done, kept.result, kept.model_calls) == (True, last.result, 1)
+
+        other = c.with_options(tenant="someone-else")
+        for call in (other.get_operation, other.cancel_operation):
+            with pytest.raises(NotFoundError):
+                await call(op.name)
+        with pytest.raises(NotFoundError):
+            await c.get_operation("operations/not-one")
+
+        # A cancel ends it at once; the stalled answer, when it comes, is dropped.
+        model.hold()
+        clock.advance(1)  # the list is newest first
+        second = await quick.start_reflection(dry_run=False, entities=["name:dave"])
+        await until(lambda: len(model.requests) == 2, "the second model call")
+        cancelled = await quick.cancel_operation(second.name)
+        assert cancelled.done and cancelled.cancel_requested and cancelled.result is None
+        assert cancelled.error is not None and cancelled.error.code == "CANCELLED"
+        model.release()
+        await until(lambda: srv.service.reflection.peek("it", second.name) is None,
+                    "the cancelled reflection's worker")
+        assert (await c.get_operation(second.name)).error == cancelled.error
+        assert len(await c.recent(100, tags_any=["insight"])) == 4  # nothing about Dave
+        again = await c.cancel_operation(op.name)  # done: as it was
+        assert again.error is None and not again.cancel_requested
+
+        listed, token = [], ""
+        for _ in range(3):  # a page at a time: the last may be empty ("more may follow")
+            page = await c.list_operations(page_size=1, page_token=token)
+            listed += [o.name for o in page.items]
+            if not (token := page.next_page_token):
+                break
+        assert listed == [second.name, op.name] and not token
+
+
+async def test_a_start_is_refused_at_once_when_it_cannot_run(
+        tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock,
+        model: ScriptedModel) -> None:
+    async with serving(tmp_path, "edge", embedder, clock, None) as (_, c):
+        with pytest.raises(Exception, match="needs a model"):
+            await c.start_reflection()
+    async with serving(tmp_path / "m", "edge", embedder, clock, model) as (_, c):
+        with pytest.raises(Exception, match="window"):
+            await c.start_reflection(window=100_000)
+        # The same request id, the same operation: a retried start starts one reflection.
+        a = await c.start_reflection(request_id="once")
+        b = await c.start_reflection(request_id="once")
+        assert a.name == b.name and (await c.list_operations()).items[0].name == a.name
+        assert len((await c.list_operations()).items) == 1
+
+
+async def test_the_model_budget_is_the_extraction_queues(
+        tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock,
+        model: ScriptedModel) -> None:
+    # Two calls a minute for the tenant: the queue's one, then one reflection; the clock
+    # stands still, so the minute never ends.
+    async with serving(tmp_path, "edge", embedder, clock, model, extractor="llm",
+                       understand_calls_per_minute=2, http_address="127.0.0.1:0") as (srv, c):
+        await c.store_batch(STORIES)  # one write: the queue asks about them in one call
+        queue = srv.service.understanding
+        assert queue is not None
+        await until(lambda: queue.waiting() == 0, "the extraction queue")
+        assert len(model.requests) == 1
+        assert (await c.reflect()).model_calls == 1
+        asked = len(model.requests)
+        with pytest.raises(ResourceExhaustedError) as refused:
+            await c.reflect()
+        assert refused.value.reason == "MODEL_BUDGET" and (refused.value.retry_after or 0) > 0
+        started = await c.start_reflection()
+        op = [o async for o in c.watch_operation(started.name)][-1]
+        assert op.error is not None and op.error.code == "RESOURCE_EXHAUSTED"
+        assert op.model_calls == 0 and len(model.requests) == asked  # no call was made
+
+        # The Connect port serves the operations too, the watch's stream included.
+        async with stub_over("connect", srv) as stub:
+            got = await stub.GetOperation(pb.GetOperationRequest(tenant="it", name=op.name))
+            assert got.operation.error.reason == "MODEL_BUDGET"
+            watched = [w async for w in stub.WatchOperation(
+                pb.WatchOperationRequest(tenant="it", name=op.name))]
+            assert [w.operation.done for w in watched] == [True]
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await stub.Reflect(pb.ReflectRequest(tenant="it"))
+            assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+async def test_the_cli_follows_a_reflection_and_its_operations(
+        tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock,
+        model: ScriptedModel, capsys: pytest.CaptureFixture[str]) -> None:
+    async with serving(tmp_path, "edge", embedder, clock, model) as (srv, c):
+        for t in STORIES:
+            await c.store(t)
+        base = ["--target", f"127.0.0.1:{srv.port}", "--tenant", "it"]
+        assert await asyncio.to_thread(main, [*base, "reflect", "--apply"]) == 0
+        out, err = capsys.readouterr()
+        assert "wrote 2 insights and 2 entity summaries" in out
+        assert ": asking model" in err or ": done" in err  # progress, on stderr
+        assert err.rstrip().endswith("1/1 model calls, 100 tokens")
+
+        assert await asyncio.to_thread(main, [*base, "reflect", "--no-wait", "--json"]) == 0
+        started = json.loads(capsys.readouterr().out)["operation"]
+        name = started["name"]
+        assert name.startswith("operations/") and started["dry_run"]
+        assert await asyncio.to_thread(main, [*base, "operation", "watch", name, "--json"]) == 0
+        watched = json.loads(capsys.readouterr().out)["operation"]
+        assert watched["done"] and watched["result"]["model_calls"] == 1
+        assert await asyncio.to_thread(main, [*base, "operation", "get", name]) == 0
+        assert f"{name}  reflection  done" in capsys.readouterr().out
+        assert await asyncio.to_thread(main, [*base, "operation", "cancel", name, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["operation"]["error"] is None  # done: kept
+        assert await asyncio.to_thread(main, [*base, "operation", "list", "--json"]) == 0
+        assert len(json.loads(capsys.readouterr().out)["operations"]) == 2
+        assert await asyncio.to_thread(main, [*base, "operation", "get",
+                                              "operations/00000000-0000-4000-8000-000000000000"]) == 3
+        assert "NOT_FOUND" in capsys.readouterr().err
