@@ -9,6 +9,8 @@ Also importable from ``celestial_client`` and ``celestial_client.client``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -146,8 +148,14 @@ class AsyncCelestialClient(_Base):
                       entities: Sequence[str] = ()) -> Reflection:
         started = await self.start_reflection(dry_run, window, entities)
         last = started
-        async for op in self.watch_operation(started.name):
-            last = op
+        try:
+            async for op in self.watch_operation(started.name):
+                last = op
+        except BaseException:  # cancelled, interrupted, an error: stop it, as Reflect does
+            if not last.done:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self.cancel_operation(started.name))
+            raise
         return ops.result(last)
 
     async def start_reflection(self, dry_run: bool = True, window: int = 0,
@@ -161,13 +169,16 @@ class AsyncCelestialClient(_Base):
 
     async def watch_operation(self, name: str) -> AsyncIterator[Operation]:
         req = pb.WatchOperationRequest(tenant=self.tenant, name=name)
+        seen: Operation | None = None
         while True:
             last: Operation | None = None
             call = self._stub.WatchOperation(req, **self._options(None))
             try:
                 async for r in call:
                     last = ops.operation(r.operation)
-                    yield last
+                    if last != seen:  # a reopened stream starts with the state already seen
+                        seen = last
+                        yield last
             except grpc.RpcError as err:
                 raise from_rpc_error(err, self._tls) from None
             if last is None or last.done:

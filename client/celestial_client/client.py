@@ -13,6 +13,7 @@ a request_id, so a retried store creates its memory once.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -186,8 +187,14 @@ class CelestialClient(_Base):
         bounds each call, not the reflection; a failed one raises its error."""
         started = self.start_reflection(dry_run, window, entities)
         last = started
-        for op in self.watch_operation(started.name):
-            last = op
+        try:
+            for op in self.watch_operation(started.name):
+                last = op
+        except BaseException:  # interrupted (Ctrl-C, an error): stop it, as Reflect does
+            if not last.done:
+                with contextlib.suppress(Exception):
+                    self.cancel_operation(started.name)
+            raise
         return ops.result(last)
 
     def start_reflection(self, dry_run: bool = True, window: int = 0,
@@ -208,12 +215,15 @@ class CelestialClient(_Base):
         """The operation now, then each time it changes, until it is done (the last one
         yielded). A stream has no deadline; one the server ends first is opened again."""
         req = pb.WatchOperationRequest(tenant=self.tenant, name=name)
+        seen: Operation | None = None
         while True:
             last: Operation | None = None
             try:
                 for r in self._stub.WatchOperation(req, **self._options(None)):
                     last = ops.operation(r.operation)
-                    yield last
+                    if last != seen:  # a reopened stream starts with the state already seen
+                        seen = last
+                        yield last
             except grpc.RpcError as err:
                 raise from_rpc_error(err, self._tls) from None
             if last is None or last.done:

@@ -13,7 +13,12 @@ from pathlib import Path
 
 import grpc
 import pytest
-from celestial_client import NotFoundError, Operation, ResourceExhaustedError
+from celestial_client import (
+    InvalidArgumentError,
+    NotFoundError,
+    Operation,
+    ResourceExhaustedError,
+)
 from celestial_client.cli import main
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_memory.clock import ManualClock
@@ -190,3 +195,52 @@ async def test_the_cli_follows_a_reflection_and_its_operations(
         assert await asyncio.to_thread(main, [*base, "operation", "get",
                                               "operations/00000000-0000-4000-8000-000000000000"]) == 3
         assert "NOT_FOUND" in capsys.readouterr().err
+
+
+async def test_names_places_request_ids_and_a_stop_under_a_stalled_model(
+        tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock,
+        model: ScriptedModel) -> None:
+    async with serving(tmp_path, "edge", embedder, clock, model, llm_timeout_s=120) as (srv, c):
+        for t in STORIES:
+            await c.store(t)
+        model.hold()  # both workers stall in a model call; the rest queue
+        started = [await c.start_reflection(dry_run=False) for _ in range(4)]
+        with pytest.raises(ResourceExhaustedError):  # a tenant's four at once
+            await c.start_reflection()
+        # Another spelling of a name's UUID names no operation, for every call alike.
+        other_spelling = "operations/" + started[0].name.removeprefix("operations/").upper()
+        for call in (c.get_operation, c.cancel_operation):
+            with pytest.raises(NotFoundError):
+                await call(other_spelling)
+        assert not (await c.get_operation(started[0].name)).done
+        # A cancelled one gives its place back at once, its worker busy or not.
+        assert (await c.cancel_operation(started[3].name)).done
+        await c.start_reflection()
+        # A request id names one request: asked again for another reflection, it is refused.
+        b = c.with_options(tenant="b")
+        first = await b.start_reflection(request_id="r1")
+        assert (await b.start_reflection(request_id="r1")).name == first.name
+        with pytest.raises(InvalidArgumentError, match="request_id"):
+            await b.start_reflection(request_id="r1", dry_run=False)
+        with pytest.raises(InvalidArgumentError, match="request_id"):
+            await b.start_reflection(request_id="x" * 300)
+        # A caller that gives up on reflect() stops its reflection (as Reflect's caller does).
+        waiting = asyncio.create_task(c.with_options(tenant="w").reflect(dry_run=False))
+        await until(lambda: any(v.op.tenant == "w" for v in
+                                list(srv.service.reflection._live.values())),
+                    "the waiting caller's reflection")
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        gone = (await c.with_options(tenant="w").list_operations()).items
+        assert [o.error.code if o.error else None for o in gone] == ["CANCELLED"]
+        # A stop ends what runs without waiting for the stalled calls (120 s each).
+        await until(lambda: len(model.requests) == 2, "the two workers' model calls")
+        reflection = srv.service.reflection
+        await asyncio.to_thread(reflection.close)
+        assert all(t.is_alive() for t in reflection._workers)  # still in their model calls
+        ended = [await c.get_operation(o.name) for o in started]
+        assert all(o.done and o.error for o in ended)
+        assert [o.error.code for o in ended if o.error] == ["ABORTED"] * 3 + ["CANCELLED"]
+        assert {o.error.reason for o in ended[:3] if o.error} == {"INTERRUPTED"}
+        model.release()

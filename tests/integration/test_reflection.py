@@ -76,7 +76,7 @@ async def serving(tmp_path: Path, backend_kind: str, embedder: SentenceTransform
     llm = {"llm_base_url": model.url, "llm_model": "scripted", "llm_timeout_s": 5.0} if model \
         else {}
     settings = Settings(data_dir=tmp_path, rebalance_interval_s=0, grace_seconds=1,
-                        understand_poll_s=0.05, **llm, **over)
+                        understand_poll_s=0.05, **{**llm, **over})
     service = build_service(settings, embedder=embedder, clock=clock,
                             store=open_backend(backend_kind, tmp_path))
     srv = MemoryServer(service, "127.0.0.1:0")

@@ -7,6 +7,7 @@ them."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Callable, Iterable
 from typing import TextIO
@@ -48,7 +49,12 @@ def run_reflect(args: argparse.Namespace, client: CelestialClient,
                                  entities=args.entity)
     if args.no_wait:
         return Answer(op.name, {"operation": op})
-    op = _followed(client.watch_operation(op.name), progress)
+    try:
+        op = _followed(client.watch_operation(op.name), progress)
+    except KeyboardInterrupt:  # Ctrl-C stops the reflection too, not only the watching
+        with contextlib.suppress(Exception):
+            client.cancel_operation(op.name)
+        raise
     r = result(op)  # a failed reflection raises its error, as a call doing its work would
     return Answer(show_reflection(r), {"reflection": r, "operation": op.name})
 

@@ -117,3 +117,10 @@ def operation_id(name: str) -> str | None:
         return str(uuid.UUID(name.removeprefix(PREFIX)))
     except ValueError:
         return None
+
+
+def canonical_name(name: str) -> str:
+    """The one spelling of an operation's name (its UUID as operation_name writes it), or ""
+    for another spelling of the same UUID: every call then agrees on what a name names."""
+    op_id = operation_id(name)
+    return PREFIX + op_id if op_id and name == PREFIX + op_id else ""

@@ -26,10 +26,10 @@ late: the cancel is recorded and the reflection completes.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from celestial_memory.clock import Clock
@@ -40,6 +40,7 @@ from celestial_memory.domain.operations import (
     Reflection,
     ReflectionAsked,
     Stage,
+    canonical_name,
     operation_id,
     operation_name,
 )
@@ -48,6 +49,7 @@ from celestial_memory.domain.requests import MemoryWriter
 from celestial_memory.errors import (
     CelestialError,
     Interrupted,
+    InvalidArgument,
     ModelBudgetSpent,
     NotFound,
     RetryLater,
@@ -65,6 +67,8 @@ log = logging.getLogger(__name__)
 
 MAX_RUNNING = 2  # reflections running at once, server-wide (each holds a thread through its calls)
 MAX_ACTIVE = 4  # a tenant's queued and running reflections
+MAX_QUEUED = 64  # every tenant's queued and running reflections
+MAX_REQUEST_ID = 256  # characters of a start's request_id
 LEASE_S = 30.0  # a holder's lease on its running operations, renewed every third of it
 KEEP_S = 7 * 86400.0  # how long an ended operation can still be read
 RESTARTED = "the server restarted while this operation ran; start it again"
@@ -100,7 +104,10 @@ class ReflectionOperations:
         self.holder = str(uuid.uuid4())  # this process, as the store knows it
         self._live: dict[str, _Live] = {}
         self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(MAX_RUNNING, thread_name_prefix="reflection")
+        # Daemon workers, started on the first reflection: a stop need not wait for a model
+        # call in flight (close).
+        self._queue: queue.SimpleQueue[_Live | None] = queue.SimpleQueue()
+        self._workers: list[threading.Thread] = []
         self._closed = False
         self._renewed = self._recovered = self._forgotten = float("-inf")
 
@@ -113,23 +120,38 @@ class ReflectionOperations:
         operation that start made. Refused at once (nothing started) when the request is
         invalid, there is no model, or the tenant has MAX_ACTIVE running."""
         asked = self._reflector.check(dry_run, window, list(entities))
+        if len(request_id) > MAX_REQUEST_ID:
+            raise InvalidArgument("request_id", f"longer than {MAX_REQUEST_ID} characters")
         name = operation_name(tenant, request_id)
         with self._lock:
             if self._closed:
                 raise Interrupted(STOPPED)
-            if (live := self._live.get(name)) is not None:
-                return self._copy(live)
-            if request_id and (held := self._records.read(tenant, operation_id(name) or "")):
+            held = self._copy(live) if (live := self._live.get(name)) is not None else (
+                self._records.read(tenant, operation_id(name) or "") if request_id else None)
+            if held is not None:
+                if held.asked != asked:  # a retry asks the same; another request is a mistake
+                    raise InvalidArgument("request_id", "was used by a start that asked for "
+                                          "another reflection")
                 return held
-            if sum(v.op.tenant == tenant for v in self._live.values()) >= MAX_ACTIVE:
+            # Cancelled ones free their place at once (their worker may still wait on a call).
+            active = [v for v in self._live.values() if not v.op.done]
+            if sum(v.op.tenant == tenant for v in active) >= MAX_ACTIVE:
                 raise TooManyCalls(f"a tenant runs at most {MAX_ACTIVE} reflections at once; "
                                    "wait for one to end or cancel one", 5.0)
+            if len(active) >= MAX_QUEUED:
+                raise TooManyCalls(f"the server runs at most {MAX_QUEUED} reflections at once; "
+                                   "try again later", 5.0)
             now = self._clock.now()
             op = Operation(name, tenant, asked, now, now, automatic=automatic,
                            trigger_count=trigger_count)
             self._records.create(op, self.holder, now + LEASE_S)
             live = self._live[name] = _Live(op)
-            self._pool.submit(self._work, live)
+            if not self._workers:
+                self._workers = [threading.Thread(target=self._serve, name=f"reflection-{i}",
+                                                  daemon=True) for i in range(MAX_RUNNING)]
+                for t in self._workers:
+                    t.start()
+            self._queue.put(live)
             return self._copy(live)
 
     def get(self, tenant: str, name: str) -> tuple[Operation, int | None]:
@@ -138,15 +160,16 @@ class ReflectionOperations:
         if (seen := self.peek(tenant, name)) is not None:
             return seen
         op_id = operation_id(name)
-        op = self._records.read(tenant, op_id) if op_id else None
+        op = self._records.read(tenant, op_id) if op_id and name == canonical_name(name) else None
         if op is None:
-            raise NotFound(f"no operation {name[:100]!r}")
+            raise NotFound(f"no operation {name[:100]!r} (names are as StartReflection gave "
+                           "them: operations/ and a lower-case UUID)")
         return op, None
 
     def peek(self, tenant: str, name: str) -> tuple[Operation, int] | None:
         """The operation as this process runs it, without reading the store (a watch asks
         often); None when it does not run it (any more)."""
-        live = self._live.get(name)
+        live = self._live.get(canonical_name(name))
         if live is None or live.op.tenant != tenant:
             return None
         with live.lock:
@@ -160,7 +183,7 @@ class ReflectionOperations:
     def cancel(self, tenant: str, name: str) -> Operation:
         """End the operation with Cancelled unless it is writing or done; either way, the
         operation after the attempt."""
-        live = self._live.get(name)
+        live = self._live.get(canonical_name(name))
         if live is None or live.op.tenant != tenant:
             return self.get(tenant, name)[0]  # done (as it was), or NotFound
         with live.lock:
@@ -174,12 +197,16 @@ class ReflectionOperations:
 
     def wait(self, tenant: str, name: str, timeout_s: float | None = None) -> Operation:
         """The operation once it has ended (or as it is after ``timeout_s``)."""
-        live = self._live.get(name)
+        live = self._live.get(canonical_name(name))
         if live is not None and live.op.tenant == tenant:
             live.ended.wait(timeout_s)
         return self.get(tenant, name)[0]
 
     # -- the work ---------------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        while (live := self._queue.get()) is not None:
+            self._work(live)
 
     def _work(self, live: _Live) -> None:
         op = live.op
@@ -337,14 +364,23 @@ class ReflectionOperations:
         return ended
 
     def close(self) -> None:
-        """End what runs with Interrupted (an automatic one is due again after the restart)
-        and wait for the workers: a model call in flight may take up to llm_timeout_s."""
+        """End what has not begun writing with Interrupted (an automatic one is due again after
+        the restart), let the writes under way finish (they are short), and return without
+        waiting for a model call in flight (up to llm_timeout_s): its worker finds the
+        operation ended and drops the answer without touching the store."""
         with self._lock:
             self._closed = True
             running = list(self._live.values())
         for live in running:
-            self._end_unless_ended(live, Failure(Interrupted.__name__, STOPPED, 1.0))
-        self._pool.shutdown(wait=True, cancel_futures=True)
+            with live.lock:
+                if not live.op.done and live.op.stage < Stage.WRITING:
+                    self._end(live, failure=Failure(Interrupted.__name__, STOPPED, 1.0))
+        for _ in self._workers:
+            self._queue.put(None)
+        for live in running:
+            while not live.ended.wait(0.05):
+                if live.op.stage < Stage.WRITING:  # ended above, or its worker never began
+                    break
 
     def reflect(self, tenant: str, asked: ReflectionAsked) -> Operation:
         """Start a reflection and wait for it to end (for callers in this process)."""
