@@ -1,4 +1,6 @@
-"""The TypeScript client package's own tests (client/typescript, node --test) against a real server."""
+"""The TypeScript client package's own tests (client/typescript, node --test) against a real
+server without a model, and one with a scripted model that stalls on any request about Dave
+until the test ends (the operations' tests cancel those)."""
 
 from __future__ import annotations
 
@@ -6,10 +8,18 @@ import asyncio
 import json
 import os
 import shutil
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from celestial_memory.api.grpc.server import MemoryServer
+from celestial_memory.clock import ManualClock
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
+
+from tests.integration.conftest import running_server
+from tests.integration.test_reflection import scripted
+from tests.scripted_model import ScriptedModel
 
 PACKAGE = Path(__file__).resolve().parents[2] / "client" / "typescript"
 
@@ -48,10 +58,27 @@ async def install_package(build: bool = False) -> None:
         assert code == 0, out
 
 
-async def test_typescript_client_suite(server: MemoryServer) -> None:
+async def test_typescript_client_suite(
+        server: MemoryServer, tmp_path: Path, embedder: SentenceTransformerEmbedder,
+        clock: ManualClock) -> None:
     await install_package()
-    code, out = await run("npm", "test", cwd=PACKAGE, timeout=120,
-                          env={"CELESTIAL_TEST_ADDRESS": f"127.0.0.1:{server.port}"})
+    stall = threading.Event()
+
+    def answer(body: dict[str, Any]) -> str:
+        if "name:dave" in body["messages"][1]["content"]:
+            stall.wait(30)  # until the test cancels it (the server gives up after 5 s)
+        return scripted(body)
+
+    model = ScriptedModel(answer)
+    try:
+        async with running_server(tmp_path / "model", embedder, clock, llm_base_url=model.url,
+                                  llm_model="scripted", llm_timeout_s=5.0) as with_model:
+            code, out = await run("npm", "test", cwd=PACKAGE, timeout=180, env={
+                "CELESTIAL_TEST_ADDRESS": f"127.0.0.1:{server.port}",
+                "CELESTIAL_TEST_MODEL_ADDRESS": f"127.0.0.1:{with_model.port}"})
+    finally:
+        stall.set()
+        model.close()
     assert code == 0, out
     assert "# fail 0" in out and "# SKIP" not in out, out  # the live tests ran
 

@@ -1,16 +1,19 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import { isDeepStrictEqual } from "node:util";
 import {
   type CallOptions,
-  type ChannelCredentials,
   type ChannelOptions,
+  type ClientReadableStream,
   type ClientUnaryCall,
-  credentials as grpcCredentials,
   Metadata,
   type ServiceError,
 } from "@grpc/grpc-js";
+import { type CelestialClientOptions, channelCredentials, type RetryPolicy } from "./connection";
 import * as cv from "./convert";
 import { CelestialError, toCelestialError } from "./errors";
 import * as pb from "./gen/celestial/v1/memory";
+import * as ops from "./operations";
+import type { Operation, OperationPage, StartReflectionOptions } from "./operations";
 import type {
   EntitiesOptions,
   Entity,
@@ -38,79 +41,17 @@ import type {
   UpdateChanges,
 } from "./types";
 
-/** PEM text or its bytes. */
-export type Pem = string | Buffer;
-
-export interface TlsOptions {
-  /** The CA that signed the server's certificate; absent: the system's roots. */
-  ca?: Pem;
-  /** This client's certificate chain, for a server that asks for one (mTLS). */
-  cert?: Pem;
-  /** The private key of `cert`. */
-  key?: Pem;
-  /** The name to check the server's certificate against, when it is not the address's host. */
-  serverName?: string;
-}
-
-export interface RetryPolicy {
-  /** Retries after the first attempt; 0 turns retrying off. */
-  maxRetries: number;
-  /** The first backoff, doubled on each retry (with jitter); default 100. */
-  initialBackoffMs?: number;
-  /** The longest backoff; default 5000. */
-  maxBackoffMs?: number;
-}
-
-export interface CelestialClientOptions {
-  /** host:port of the server (any grpc-js target). */
-  address: string;
-  /** Connect with TLS: true for the system's roots, or the certificates to use. Default: plaintext. */
-  tls?: boolean | TlsOptions;
-  /** Sent as `authorization: Bearer <apiKey>` with every call. */
-  apiKey?: string;
-  /** Tenant named in every call; "" (the default) is the API key's tenant, or "default". */
-  tenant?: string;
-  /** More metadata sent with every call. */
-  metadata?: Metadata | Record<string, string>;
-  /** Deadline of each method call in ms, retries included; 0 for none. Default 30000. */
-  timeoutMs?: number;
-  /**
-   * Retries of calls that are safe to repeat (see the README), on UNAVAILABLE and on a
-   * RESOURCE_EXHAUSTED that carries a RetryInfo delay: a number of retries or a policy.
-   * The server's RetryInfo delay, when sent, replaces the backoff. Default 2.
-   */
-  retries?: number | RetryPolicy;
-  /** grpc-js channel options, e.g. `{"grpc.max_receive_message_length": 8 << 20}`. */
-  options?: ChannelOptions;
-}
+// Here too, where they were first exported.
+export type { CelestialClientOptions, Pem, RetryPolicy, TlsOptions } from "./connection";
 
 type Callback<Res> = (err: ServiceError | null, res: Res) => void;
 type Unary<Req, Res> = (
   req: Req, metadata: Metadata, options: Partial<CallOptions>, callback: Callback<Res>,
 ) => ClientUnaryCall;
+type ServerStream<Req, Res> = (
+  req: Req, metadata: Metadata, options: Partial<CallOptions>,
+) => ClientReadableStream<Res>;
 type RecentOptions = Filter & PageOptions;
-
-function pem(value: Pem | undefined, name: string): Buffer | null {
-  if (value === undefined) {
-    return null;
-  }
-  if (typeof value === "string") {
-    // A path passed for PEM text would otherwise fail later with an opaque TLS error.
-    if (!value.includes("-----BEGIN")) {
-      throw new TypeError(`tls.${name} is PEM text or a Buffer; read a file with fs.readFileSync`);
-    }
-    return Buffer.from(value);
-  }
-  return value;
-}
-
-function channelCredentials(tls: boolean | TlsOptions | undefined): ChannelCredentials {
-  if (!tls) {
-    return grpcCredentials.createInsecure();
-  }
-  const t = tls === true ? {} : tls;
-  return grpcCredentials.createSsl(pem(t.ca, "ca"), pem(t.key, "key"), pem(t.cert, "cert"));
-}
 
 /** A store the server answers the same when repeated: one naming its memory, not replacing it. */
 function retryableStore(item: StoreItem): boolean {
@@ -349,14 +290,88 @@ export class CelestialClient {
    * Insights about the entities of the tenant's newest memories, by the server's model: stored
    * as memories tagged "insight", related derived_from their sources, with a summary per entity
    * (its profile's). A dry run unless `dryRun: false`. FAILED_PRECONDITION when the server has
-   * no model.
+   * no model. Starts the reflection as an operation and watches it to its end (startReflection,
+   * watchOperation), so `timeoutMs` bounds each call, not the reflection; a failed one rejects
+   * with its error. Aborting `signal`, or a watch that fails, cancels it (best effort).
    */
   async reflect(options: ReflectOptions = {}): Promise<Reflection> {
-    const req = pb.ReflectRequest.fromPartial({
-      tenant: this.tenant, dryRun: options.dryRun ?? true, window: options.window,
-      entities: options.entities,
+    const { signal, ...start } = options;
+    signal?.throwIfAborted();
+    const started = await this.startReflection(start);
+    let last = started;
+    try {
+      for await (const op of this.watchOperation(started.name, { signal })) {
+        last = op;
+      }
+    } catch (e) {
+      if (!last.done) {
+        await this.cancelOperation(started.name).catch(() => undefined);
+      }
+      throw e;
+    }
+    return ops.result(last);
+  }
+
+  /**
+   * Starts a reflection (reflect's work) and answers its operation at once: follow it with
+   * watchOperation or getOperation, stop it with cancelOperation. Retried: it always carries a
+   * `requestId` (the client makes one when none is given), so a retry starts one reflection.
+   */
+  async startReflection(options: StartReflectionOptions = {}): Promise<Operation> {
+    const resp = await this.unary(this.stub.startReflection.bind(this.stub),
+      ops.startRequest(this.tenant, options), true);
+    return ops.operation(resp.operation);
+  }
+
+  /** One of the tenant's operations as it is now (NOT_FOUND when it has none of that name). */
+  async getOperation(name: string): Promise<Operation> {
+    const resp = await this.unary(this.stub.getOperation.bind(this.stub),
+      pb.GetOperationRequest.fromPartial({ tenant: this.tenant, name }), true);
+    return ops.operation(resp.operation);
+  }
+
+  /**
+   * The operation now, then each time it changes, until it is done (the last one yielded). The
+   * stream has no deadline; one the server ends first is opened again. Leaving the loop, or
+   * aborting `signal` (which rejects with its reason), ends the stream.
+   */
+  async *watchOperation(
+    name: string, options: { signal?: AbortSignal } = {},
+  ): AsyncGenerator<Operation, void, undefined> {
+    const req = pb.WatchOperationRequest.fromPartial({ tenant: this.tenant, name });
+    let seen: Operation | undefined;
+    for (;;) {
+      let last: Operation | undefined;
+      for await (const r of this.serverStream(this.stub.watchOperation.bind(this.stub), req,
+        options.signal)) {
+        last = ops.operation(r.operation);
+        if (!isDeepStrictEqual(last, seen)) { // a reopened stream starts with the state seen
+          seen = last;
+          yield last;
+        }
+      }
+      if (last === undefined || last.done) {
+        return;
+      }
+    }
+  }
+
+  /**
+   * Asks an operation to stop: one not yet writing ends at once with the error CANCELLED, one
+   * writing completes, one done stays as it was. Answers it after the attempt.
+   */
+  async cancelOperation(name: string): Promise<Operation> {
+    const resp = await this.unary(this.stub.cancelOperation.bind(this.stub),
+      pb.CancelOperationRequest.fromPartial({ tenant: this.tenant, name }), true);
+    return ops.operation(resp.operation);
+  }
+
+  /** One page of the tenant's operations, newest first (0 or absent: the server's 20). */
+  async listOperations(options: PageOptions = {}): Promise<OperationPage> {
+    const req = pb.ListOperationsRequest.fromPartial({
+      tenant: this.tenant, pageSize: options.pageSize, pageToken: options.pageToken,
     });
-    return cv.reflection(await this.unary(this.stub.reflect.bind(this.stub), req, false));
+    return ops.page(await this.unary(this.stub.listOperations.bind(this.stub), req, true));
   }
 
   /** One page of zone events and admin calls, oldest first. */
@@ -402,6 +417,32 @@ export class CelestialClient {
         throw new Error("the server answered the page token it was sent as the next one");
       }
       token = next;
+    }
+  }
+
+  /** A server stream's messages, without a deadline; cancelled when left or on `signal`. */
+  private async *serverStream<Req, Res>(
+    open: ServerStream<Req, Res>, req: Req, signal: AbortSignal | undefined,
+  ): AsyncGenerator<Res, void, undefined> {
+    signal?.throwIfAborted();
+    const call = open(req, this.callMetadata(), {});
+    call.on("error", () => undefined); // the CANCELLED of a stream left early is no failure
+    const abort = () => call.cancel();
+    signal?.addEventListener("abort", abort, { once: true });
+    let ended = false;
+    try {
+      for await (const r of call) {
+        yield r as Res;
+      }
+      ended = true;
+    } catch (e) {
+      signal?.throwIfAborted();
+      throw toCelestialError(e, this.tls);
+    } finally {
+      signal?.removeEventListener("abort", abort);
+      if (!ended) {
+        call.cancel();
+      }
     }
   }
 

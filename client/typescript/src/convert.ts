@@ -65,7 +65,7 @@ function vector(v: ArrayLike<number> | undefined): number[] {
   return v === undefined ? [] : Array.from(v);
 }
 
-function date(d: Date | undefined): Date {
+export function date(d: Date | undefined): Date {
   return d ?? new Date(0);
 }
 
@@ -242,7 +242,7 @@ export function stats(s: pb.StatsResponse): Stats {
   };
 }
 
-function millis(d: Duration | undefined): number | undefined {
+export function millis(d: Duration | undefined): number | undefined {
   return d && d.seconds * 1000 + d.nanos / 1e6;
 }
 

@@ -30,6 +30,11 @@ const STATUS_NAMES: readonly StatusName[] = [
   "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
 ];
 
+/** A status code by name, as google.rpc.Code (and grpc-js) numbers it; "UNKNOWN" if unknown. */
+export function statusName(code: number): StatusName {
+  return STATUS_NAMES[code] ?? "UNKNOWN";
+}
+
 /** One field the server refused, from `google.rpc.BadRequest`. */
 export interface FieldViolation {
   /** The request field at fault, e.g. "content" or "requests[3].vector". */
@@ -151,7 +156,7 @@ export function toCelestialError(err: unknown, tls?: boolean): unknown {
   if (err instanceof CelestialError || !isServiceError(err)) {
     return err;
   }
-  const code = STATUS_NAMES[err.code] ?? "UNKNOWN";
+  const code = statusName(err.code);
   const details = transportHint(code, err.details || grpcStatus[err.code] || code, tls);
   const init: CelestialErrorInit = { code, details, metadata: err.metadata, cause: err };
   const bin = err.metadata.get("grpc-status-details-bin")[0];

@@ -11,9 +11,13 @@
  * errors of those calls.
  */
 export { CelestialClient } from "./client";
-export type { CelestialClientOptions, Pem, RetryPolicy, TlsOptions } from "./client";
+export type { CelestialClientOptions, Pem, RetryPolicy, TlsOptions } from "./connection";
 export { CelestialError, TLS_EXPECTED_HINT, TLS_UNEXPECTED_HINT, toCelestialError } from "./errors";
 export type { CelestialErrorInit, FieldViolation, StatusName } from "./errors";
 export { MEMORY_TYPES, ZONES } from "./types";
 export type * from "./types";
+export { OPERATION_STAGES } from "./operations";
+export type {
+  Operation, OperationError, OperationPage, OperationStage, StartReflectionOptions,
+} from "./operations";
 export * as proto from "./gen/celestial/v1/memory";

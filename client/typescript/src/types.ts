@@ -354,6 +354,8 @@ export interface ReflectOptions {
   window?: number;
   /** Only these entities ("<kind>:<key>"); absent: the most mentioned of the window. */
   entities?: string[];
+  /** Aborting stops the wait and cancels the operation (reflect only). */
+  signal?: AbortSignal;
 }
 
 export interface ZoneStats {

@@ -1,0 +1,319 @@
+// Reflection as a long-running operation. Against a grpc-js server in this process that plays
+// made-up operations: the request id of a start, a watch the server ends early and that is
+// opened again without repeating a state, a failed operation's error, a reflect aborted and its
+// operation cancelled. Against live servers (skipped without their addresses):
+// CELESTIAL_TEST_ADDRESS, without a model, refuses a start; CELESTIAL_TEST_MODEL_ADDRESS has a
+// scripted model that stalls on any request about Dave until the operation is cancelled.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import * as grpc from "@grpc/grpc-js";
+import { CelestialClient, CelestialError, type Operation, OPERATION_STAGES, proto } from "../src/index";
+import * as ops from "../src/operations";
+
+const AT = new Date(Date.UTC(2024, 4, 7, 12, 0, 0));
+const LATER = new Date(AT.getTime() + 1500);
+const S = proto.OperationStage;
+
+/** A generated Operation, as the server would send it. */
+function pbOp(name: string, stage: proto.OperationStage, more: Partial<proto.Operation> = {},
+              meta: Partial<proto.OperationMetadata> = {}): proto.Operation {
+  return proto.Operation.fromPartial({
+    name, done: stage === S.OPERATION_STAGE_DONE, ...more,
+    metadata: {
+      kind: "reflection", tenant: "o", stage, request: { tenant: "o", dryRun: true },
+      createTime: AT, updateTime: AT, ...meta,
+    },
+  });
+}
+
+const RESULT = proto.ReflectResponse.fromPartial({
+  insights: [{ id: "i", content: "Alice asks about ethics", entity: "name:alice", sourceIds: ["a"],
+               created: true }],
+  summaries: [], dryRun: true, memoriesRead: 6, modelCalls: 1, modelTokens: 100,
+});
+const DONE = pbOp("operations/ok", S.OPERATION_STAGE_DONE, { response: RESULT },
+  { modelCalls: 1, plannedModelCalls: 1, modelTokens: 100, updateTime: LATER, endTime: LATER });
+const FAILED = pbOp("operations/budget", S.OPERATION_STAGE_DONE, {
+  error: { code: grpc.status.RESOURCE_EXHAUSTED, message: "the tenant's model budget is spent",
+           reason: "MODEL_BUDGET", retryDelay: { seconds: 2, nanos: 500_000_000 } },
+}, { endTime: LATER });
+
+describe("a fake server of operations", () => {
+  const server = new grpc.Server();
+  let address = "";
+  const seen = { starts: [] as proto.StartReflectionRequest[], watches: 0, cancels: [] as string[],
+                 watchCancelled: 0, lists: [] as proto.ListOperationsRequest[] };
+
+  before(async () => {
+    const impl: Partial<proto.MemoryServiceServer> = {
+      startReflection: (call, cb) => {
+        seen.starts.push(call.request);
+        const name = `operations/${call.request.reflection?.entities[0] ?? "ok"}`;
+        cb(null, { operation: pbOp(name, S.OPERATION_STAGE_QUEUED) });
+      },
+      watchOperation: (call) => {
+        seen.watches += 1;
+        const name = call.request.name;
+        call.on("cancelled", () => {
+          seen.watchCancelled += name === "operations/stall" ? 1 : 0;
+        });
+        const reading = pbOp(name, S.OPERATION_STAGE_READING, {}, { memoriesRead: 6 });
+        if (name === "operations/ok") {
+          // The first stream ends before the operation is done; the second starts with the
+          // state the first ended with.
+          const msgs = seen.watches % 2 === 1
+            ? [pbOp(name, S.OPERATION_STAGE_QUEUED), reading] : [reading, DONE];
+          msgs.forEach((operation) => call.write({ operation }));
+          call.end();
+        } else if (name === "operations/budget") {
+          call.write({ operation: FAILED });
+          call.end();
+        } else {
+          call.write({ operation: pbOp(name, S.OPERATION_STAGE_ASKING_MODEL) }); // then stalls
+        }
+      },
+      getOperation: (call, cb) => (call.request.name === "operations/ok"
+        ? cb(null, { operation: DONE })
+        : cb({ code: grpc.status.NOT_FOUND, details: `operation ${call.request.name}` })),
+      cancelOperation: (call, cb) => {
+        seen.cancels.push(call.request.name);
+        cb(null, { operation: pbOp(call.request.name, S.OPERATION_STAGE_DONE, {
+          error: { code: grpc.status.CANCELLED, message: "cancelled", reason: "CANCELLED",
+                   retryDelay: undefined },
+        }, { cancelRequested: true, endTime: LATER }) });
+      },
+      listOperations: (call, cb) => {
+        seen.lists.push(call.request);
+        cb(null, call.request.pageToken
+          ? { operations: [FAILED], nextPageToken: "" }
+          : { operations: [DONE], nextPageToken: "2" });
+      },
+    };
+    server.addService(proto.MemoryServiceService, impl as proto.MemoryServiceServer);
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
+        err ? reject(err) : resolve(p)));
+    address = `127.0.0.1:${port}`;
+  });
+  after(() => server.forceShutdown());
+
+  test("a start carries a request id: the caller's, or one the client makes", async () => {
+    const c = new CelestialClient({ address, tenant: "o" });
+    try {
+      const op = await c.startReflection({ dryRun: false, window: 50, requestId: "once" });
+      assert.deepEqual(seen.starts.at(-1), proto.StartReflectionRequest.fromPartial({
+        reflection: { tenant: "o", dryRun: false, window: 50, entities: [] }, requestId: "once",
+      }));
+      assert.equal(op.name, "operations/ok");
+      assert.equal(op.stage, "queued");
+      assert.equal(op.done, false);
+      await c.startReflection();
+      await c.startReflection();
+      const [a, b] = seen.starts.slice(-2);
+      assert.equal(a.reflection?.dryRun, true, "a dry run unless dryRun: false");
+      assert.match(a.requestId, /^[0-9a-f-]{36}$/);
+      assert.notEqual(a.requestId, b.requestId);
+    } finally {
+      c.close();
+    }
+  });
+
+  test("a watch the server ends early is opened again, without repeating a state", async () => {
+    const c = new CelestialClient({ address, tenant: "o" });
+    try {
+      const before = seen.watches;
+      const watched: Operation[] = [];
+      for await (const op of c.watchOperation("operations/ok")) {
+        watched.push(op);
+      }
+      assert.equal(seen.watches - before, 2);
+      assert.deepEqual(watched.map((o) => o.stage), ["queued", "reading", "done"]);
+      const last = watched[2];
+      assert.equal(last.done, true);
+      assert.deepEqual(last.result?.insights.map((i) => i.content), ["Alice asks about ethics"]);
+      assert.deepEqual(last.endedAt, LATER);
+      assert.equal(watched[0].endedAt, undefined);
+      assert.equal(last.error, undefined);
+      assert.deepEqual(await c.getOperation("operations/ok"), last);
+    } finally {
+      c.close();
+    }
+  });
+
+  test("reflect starts and watches; a failed operation throws its error", async () => {
+    const c = new CelestialClient({ address, tenant: "o" });
+    try {
+      const r = await c.reflect();
+      assert.equal(r.modelTokens, 100);
+      assert.equal(r.insights.length, 1);
+      await assert.rejects(c.reflect({ entities: ["budget"] }), (err: unknown) =>
+        err instanceof CelestialError && err.code === "RESOURCE_EXHAUSTED"
+        && err.reason === "MODEL_BUDGET" && err.retryAfterMs === 2500
+        && err.details === "the tenant's model budget is spent");
+      assert.deepEqual(seen.cancels, [], "nothing to cancel: both ended");
+    } finally {
+      c.close();
+    }
+  });
+
+  test("an aborted reflect cancels its operation and ends the stream", async () => {
+    const c = new CelestialClient({ address, tenant: "o" });
+    try {
+      const ac = new AbortController();
+      const watches = seen.watches;
+      const done = c.reflect({ entities: ["stall"], signal: ac.signal });
+      while (seen.watches === watches) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      ac.abort();
+      await assert.rejects(done, (err: unknown) => err instanceof Error && err.name === "AbortError");
+      assert.deepEqual(seen.cancels, ["operations/stall"]);
+      // Leaving a watch early ends its stream too.
+      for await (const op of c.watchOperation("operations/stall")) {
+        assert.equal(op.stage, "asking_model");
+        break;
+      }
+      for (let i = 0; i < 200 && seen.watchCancelled < 2; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      assert.equal(seen.watchCancelled, 2);
+      await assert.rejects(c.reflect({ signal: AbortSignal.abort() }), { name: "AbortError" });
+    } finally {
+      c.close();
+    }
+  });
+
+  test("get, cancel and a page of operations", async () => {
+    const c = new CelestialClient({ address, tenant: "o" });
+    try {
+      await assert.rejects(c.getOperation("operations/none"), (err: unknown) =>
+        err instanceof CelestialError && err.code === "NOT_FOUND");
+      const cancelled = await c.cancelOperation("operations/x");
+      assert.equal(cancelled.done, true);
+      assert.equal(cancelled.cancelRequested, true);
+      assert.deepEqual(cancelled.error, { code: "CANCELLED", reason: "CANCELLED", message: "cancelled" });
+      const first = await c.listOperations({ pageSize: 1 });
+      assert.deepEqual(first.operations.map((o) => o.name), ["operations/ok"]);
+      assert.equal(first.nextPageToken, "2");
+      const second = await c.listOperations({ pageSize: 1, pageToken: first.nextPageToken });
+      assert.deepEqual(second.operations[0].error,
+        { code: "RESOURCE_EXHAUSTED", reason: "MODEL_BUDGET",
+          message: "the tenant's model budget is spent", retryAfterMs: 2500 });
+      assert.equal(second.nextPageToken, "");
+      assert.deepEqual(seen.lists.map((r) => [r.tenant, r.pageSize, r.pageToken]),
+        [["o", 1, ""], ["o", 1, "2"]]);
+    } finally {
+      c.close();
+    }
+  });
+});
+
+test("an operation converts, and JSON works", () => {
+  const op = ops.operation(DONE);
+  assert.deepEqual(op, {
+    name: "operations/ok", kind: "reflection", done: true, stage: "done", dryRun: true,
+    memoriesRead: 0, modelCalls: 1, plannedModelCalls: 1, modelTokens: 100, createdAt: AT,
+    updatedAt: LATER, endedAt: LATER, cancelRequested: false, automatic: false,
+    result: { insights: [{ id: "i", content: "Alice asks about ethics", entity: "name:alice",
+                           sourceIds: ["a"], created: true }],
+              summaries: [], dryRun: true, memoriesRead: 6, modelCalls: 1, modelTokens: 100 },
+  });
+  assert.equal(JSON.parse(JSON.stringify(op)).endedAt, LATER.toISOString());
+  assert.deepEqual(OPERATION_STAGES, ["queued", "reading", "asking_model", "writing", "done"]);
+  assert.throws(() => ops.result(ops.operation(pbOp("operations/q", S.OPERATION_STAGE_QUEUED))),
+    (err: unknown) => err instanceof CelestialError && /is not done/.test(err.details));
+});
+
+const ADDRESS = process.env.CELESTIAL_TEST_ADDRESS;
+const MODEL_ADDRESS = process.env.CELESTIAL_TEST_MODEL_ADDRESS;
+const RUN = `${process.pid}-${Date.now()}`;
+
+describe("a live server without a model", { skip: ADDRESS ? false : "CELESTIAL_TEST_ADDRESS is not set" }, () => {
+  test("a start is refused, an unknown operation is not found, the list is empty", async () => {
+    const c = new CelestialClient({ address: ADDRESS!, tenant: `ts-ops-${RUN}`, timeoutMs: 20_000 });
+    try {
+      await assert.rejects(c.startReflection(), (err: unknown) =>
+        err instanceof CelestialError && err.code === "FAILED_PRECONDITION");
+      await assert.rejects(c.reflect({ dryRun: false }), (err: unknown) =>
+        err instanceof CelestialError && err.code === "FAILED_PRECONDITION");
+      await assert.rejects(c.getOperation("operations/00000000-0000-4000-8000-000000000000"),
+        (err: unknown) => err instanceof CelestialError && err.code === "NOT_FOUND");
+      assert.deepEqual(await c.listOperations(), { operations: [], nextPageToken: "" });
+    } finally {
+      c.close();
+    }
+  });
+});
+
+const STORIES = [
+  "Alice asked about the ethics of lying", "Alice asked whether zoos are ethical",
+  "Alice read a book on moral philosophy", "Bob went hiking near Oslo",
+  "Bob bought new hiking boots", "Dave fixed the fence", "Dave painted the fence",
+];
+
+describe("a live server with a scripted model", {
+  skip: MODEL_ADDRESS ? false : "CELESTIAL_TEST_MODEL_ADDRESS is not set",
+}, () => {
+  let c: CelestialClient;
+  before(async () => {
+    c = new CelestialClient({ address: MODEL_ADDRESS!, tenant: `ts-model-${RUN}`, timeoutMs: 20_000 });
+    await c.storeBatch(STORIES);
+  });
+  after(() => c?.close());
+
+  test("reflect answers a dry run; a start is watched to its result", async () => {
+    const entities = ["name:alice", "name:bob"];
+    const dry = await c.reflect({ entities });
+    assert.equal(dry.dryRun, true);
+    assert.deepEqual(dry.summaries.map((s) => s.entity), entities);
+    assert.equal(dry.modelCalls, 1);
+
+    const started = await c.startReflection({ dryRun: false, entities });
+    assert.match(started.name, /^operations\//);
+    assert.equal(started.kind, "reflection");
+    assert.equal(started.dryRun, false);
+    const watched: Operation[] = [];
+    for await (const op of c.watchOperation(started.name)) {
+      watched.push(op);
+    }
+    const stages = watched.map((o) => OPERATION_STAGES.indexOf(o.stage));
+    assert.deepEqual(stages, [...stages].sort(), "stages only move on");
+    const last = watched.at(-1)!;
+    assert.equal(last.done, true);
+    assert.equal(last.error, undefined);
+    assert.ok(last.endedAt instanceof Date);
+    assert.deepEqual(last.result?.insights.map((i) => i.created), [true, true]);
+    assert.deepEqual(await c.getOperation(started.name), last);
+  });
+
+  test("a stalled reflection is cancelled; an aborted reflect cancels its own", async () => {
+    const started = await c.startReflection({ dryRun: false, entities: ["name:dave"] });
+    for await (const op of c.watchOperation(started.name)) {
+      if (op.stage === "asking_model") {
+        break;  // the model holds the call
+      }
+    }
+    const cancelled = await c.cancelOperation(started.name);
+    assert.equal(cancelled.done, true);
+    assert.equal(cancelled.cancelRequested, true);
+    assert.equal(cancelled.result, undefined);
+    assert.equal(cancelled.error?.code, "CANCELLED");
+    assert.equal(cancelled.error?.reason, "CANCELLED");
+
+    const known = new Set((await c.listOperations({ pageSize: 100 })).operations.map((o) => o.name));
+    const ac = new AbortController();
+    const reflecting = c.reflect({ dryRun: false, entities: ["name:dave"], signal: ac.signal });
+    let aborted: Operation | undefined;
+    for (let i = 0; i < 400 && aborted === undefined; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      const { operations } = await c.listOperations({ pageSize: 100 });
+      aborted = operations.find((o) => !known.has(o.name) && o.stage === "asking_model");
+    }
+    assert.ok(aborted, "the reflection reached the model");
+    ac.abort();
+    await assert.rejects(reflecting, { name: "AbortError" });
+    const after = await c.getOperation(aborted.name);
+    assert.equal(after.done, true);
+    assert.equal(after.error?.code, "CANCELLED");
+  });
+});
