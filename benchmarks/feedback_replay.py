@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import pickle
 import sys
 import tempfile
 from collections import defaultdict
@@ -40,7 +39,7 @@ from celestial_memory.domain.requests import RecallQuery
 from celestial_memory.encoding.choice import open_encoder
 from celestial_memory.ranking.learned import LearnedRanker
 from locomo_inprocess import store, turn_ids
-from train_ranker import CANDIDATES, ROUNDS, collect, questions_of, train
+from train_ranker import CANDIDATES, ROUNDS, gathered, train
 
 ARMS = ("no votes", "votes", "votes + layer")
 
@@ -98,14 +97,7 @@ def main() -> None:
                         help="replay only these (file stems): tune on some, report on others")
     args = parser.parse_args()
     paths = sorted(args.data.glob("*.json"))
-    texts = [text for p in paths for text, _, _ in load(p).questions]
-    if args.cache and args.cache.exists():
-        gathered = pickle.loads(args.cache.read_bytes())
-    else:
-        gathered = collect(paths, CANDIDATES)
-        if args.cache:
-            args.cache.write_bytes(pickle.dumps(gathered))
-    questions = questions_of(gathered, texts, CANDIDATES)
+    questions = gathered(paths, CANDIDATES, args.cache)
     embedder = Remembered(Settings())
     late: dict[str, list[tuple[float, float]]] = defaultdict(list)
     every: dict[str, list[tuple[float, float]]] = defaultdict(list)

@@ -92,6 +92,19 @@ def questions_of(gathered: list[tuple[int, int, set[str], Gathered]], texts: lis
     return out
 
 
+def gathered(paths: list[Path], candidates: int, cache: Path | None) -> list[Question]:
+    """Every question of the conversations at ``paths`` with its feature rows; the gathered
+    candidates are kept in ``cache`` between runs (storing the conversations takes minutes)."""
+    texts = [text for p in paths for text, _, _ in load(p).questions]
+    if cache and cache.exists():
+        found = pickle.loads(cache.read_bytes())
+    else:
+        found = collect(paths, max(candidates, CANDIDATES))
+        if cache:
+            cache.write_bytes(pickle.dumps(found))
+    return questions_of(found, texts, candidates)
+
+
 def train(questions: list[Question], rounds: int) -> Any:
     import lightgbm as lgb
 
@@ -141,14 +154,7 @@ def main() -> None:
                         help="print the leave-one-out figures only; write no model")
     args = parser.parse_args()
     paths = sorted(args.data.glob("*.json"))
-    texts = [text for p in paths for text, _, _ in load(p).questions]
-    if args.cache and args.cache.exists():
-        gathered = pickle.loads(args.cache.read_bytes())
-    else:
-        gathered = collect(paths, max(args.candidates, CANDIDATES))
-        if args.cache:
-            args.cache.write_bytes(pickle.dumps(gathered))
-    questions = questions_of(gathered, texts, args.candidates)
+    questions = gathered(paths, args.candidates, args.cache)
     honest = leave_one_out(questions, args.rounds)
     print("| order | " + " | ".join(honest["weights"]) + " |")
     for name, row in honest.items():

@@ -17,17 +17,15 @@ from celestial_client.v1 import memory_pb2 as pb
 from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
-from celestial_memory.domain import validation as check
 from celestial_memory.domain.requests import NewMemory, RecallQuery
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.memory.service import MemoryService
-from celestial_memory.observability import metrics
-from celestial_memory.ranking.features import FEATURES, features
+from celestial_memory.ranking.features import FEATURES
 from celestial_memory.ranking.tuning import standardized
 
 from tests.conftest import open_backend
 from tests.integration.conftest import running_server, stub_over
-from tests.integration.test_ranking import NOTES, QUERY
+from tests.integration.test_ranking import NOTES, QUERY, rows_of
 
 BOUND = 0.5
 
@@ -54,17 +52,11 @@ def recalled(svc: MemoryService, tenant: str = "t") -> list[tuple[str, float]]:
 
 def model_rows(svc: MemoryService) -> tuple[list[str], np.ndarray, np.ndarray]:
     """The candidates the model re-ranks, their feature rows and the model's own scores."""
-    q = RecallQuery(query=QUERY, limit=8, reinforce=False)
-    qvec = svc.embedder.embed([QUERY])[0]
-    found = svc._candidates.find("t", q, QUERY, qvec, check.memory_filter(q.filter, svc.settings),
-                                 0.0, 8, metrics.Stages())
-    ids = found.candidates.ids
-    got = svc.store.get("t", ids)
-    rows = features(QUERY, found.asked, found.candidates.signals, found.relevance,
-                    [got[i] for i in ids])
+    by_id = rows_of(svc)
     ranker = svc._candidates.ranker
     assert ranker is not None
-    return ids, rows, ranker.scores(rows)
+    rows = np.stack(list(by_id.values()))
+    return list(by_id), rows, ranker.scores(rows)
 
 
 def test_a_vote_moves_the_voted_memory_its_way(tmp_path: Path,
