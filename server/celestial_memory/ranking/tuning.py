@@ -4,13 +4,15 @@ score. The layer is a weight per feature; a candidate's learned score moves by t
 its features, standardised among the recall's candidates (so a weight means "more of this than
 the other candidates", whatever the feature's scale), and by at most ``ranker_feedback_bound``.
 
-A vote is one step of logistic regression on the row the memory had in the recall that returned
-it: the label is 1 for helpful and 0 for not, the prediction the logistic of its centred model
-score plus the layer's shift, and the weights move ``ranker_feedback_rate`` times the error
-along the row, each held within the bound. So one vote moves the ranking a little, votes for and
-against cancel, and no number of votes moves a candidate's score more than the bound: a burst of
-1,000 not-helpful votes lowers a memory by that much at most, and its relevance (the weights'
-order) still gates and places it as before (recall/retrieval.py).
+A vote is learnt against the opposite votes on the same recall (pairwise, as RankNet): for each
+pair of a helpful and a not-helpful memory the caller was shown together, the weights move
+``ranker_feedback_rate`` along the difference of their rows, times how far the layer still is
+from ranking the helpful one first, each weight held within the bound. A vote with no opposite
+one on its recall teaches nothing: learnt alone, votes against everything a recall showed
+taught the layer to demote whatever the model ranks first (docs/benchmarks.md, "Learning from
+use"). No number of votes moves a candidate's score more than the bound: a burst of 1,000
+not-helpful votes lowers a memory by that much at most, and its relevance (the weights' order)
+still gates and places it as before (recall/retrieval.py).
 
 The rows of a tenant's recent recalls are held in memory (the last ``RECENT`` memories per
 tenant, for ``TENANTS`` tenants): a vote on a memory no recall here returned lately (after a
@@ -33,9 +35,11 @@ from celestial_memory.ranking.features import FEATURES
 from celestial_memory.store.repository import MemoryRepository
 
 FloatArray = npt.NDArray[np.float64]
-RECENT = 4096  # rows remembered per tenant
-TENANTS = 256  # tenants whose rows are remembered
-VOTES_PER_RECALL = 64  # the last votes on one recall's memories that a new vote is learnt against
+# Bounds on what the votes to come are kept for: about 30 MB of rows at most.
+RECENT = 1024  # rows remembered per tenant (a recall's best 30 each)
+TENANTS = 64  # tenants whose rows are remembered, the most recent
+VOTES_PER_RECALL = 16  # the last helpful and the last not-helpful votes kept per recall
+RECALLS_VOTED = 1024  # recalls whose votes are kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +80,7 @@ class Tuning:
         self._rows: OrderedDict[str, OrderedDict[str, Seen]] = OrderedDict()
         # The votes on each recent recall's memories: a vote is learnt against the opposite
         # votes on the same recall.
-        self._voted: OrderedDict[int, list[tuple[Seen, bool]]] = OrderedDict()
+        self._voted: OrderedDict[int, tuple[list[Seen], list[Seen]]] = OrderedDict()
         self._recalls = 0
 
     def shift(self, tenant: str, z: FloatArray) -> FloatArray:
@@ -112,20 +116,19 @@ class Tuning:
             seen = held.get(memory_id) if held is not None else None
             if seen is None:
                 return False
-            voted = self._voted.setdefault(seen.recall, [])
+            not_helpful, helpful_ones = self._voted.setdefault(seen.recall, ([], []))
             w = self._of(tenant).copy()
-            for other, other_helpful in voted:
-                if other_helpful == helpful:
-                    continue
+            for other in not_helpful if helpful else helpful_ones:
                 good, bad = (seen, other) if helpful else (other, seen)
                 d = good.row - bad.row
                 margin = good.score - bad.score + float(np.clip(d @ w, -2 * self._bound,
                                                                 2 * self._bound))
                 w = np.clip(w + self._rate * d / (1.0 + np.exp(margin)), -self._bound,
                             self._bound)
-            voted.append((seen, helpful))
-            del voted[:-VOTES_PER_RECALL]
-            while len(self._voted) > RECENT:
+            mine = helpful_ones if helpful else not_helpful
+            mine.append(seen)
+            del mine[:-VOTES_PER_RECALL]
+            while len(self._voted) > RECALLS_VOTED:
                 self._voted.popitem(last=False)
             self._weights[tenant] = w
             self._votes[tenant] = self._votes.get(tenant, 0) + 1
