@@ -1,22 +1,19 @@
 """Reflections as long-running operations (AIP-151): a caller starts one and gets its name at
-once, then polls, watches or cancels it; the work runs on a small pool of worker threads,
-never inside the call that started it, so no client deadline bounds two slow model calls.
+once, then polls, watches or cancels it; the work runs on two worker threads, never inside the
+call that started it, so no client deadline bounds two slow model calls.
 
 Every step is written to the operation's record (store/operations_store.py) before the next
-begins: the stage, the memories read, the model calls made and planned, the tokens. A record
-this process holds carries its holder and a lease it renews (``tend``). On restart, an
-operation some other holder left unfinished is ended with an Interrupted error ("start it
-again"), never left running or lost: at once where the store is this process's alone (Qdrant
-Edge, a local qdrant-client), once its holder's lease ran out where replicas share it. It is
-not resumed: its model calls would be paid a second time, which the caller, not the server,
-should decide.
+begins. A record this process holds carries its holder and a lease it renews (``tend``). On
+restart, an operation another holder left unfinished is ended with Interrupted ("start it
+again"), never left running or lost: at once where the store is this process's alone, once its
+holder's lease ran out where replicas share it. It is not resumed: its model calls would be
+paid twice, which the caller, not the server, should decide.
 
-Each model call is charged to the tenant's model budget, the one the extraction queue spends
+Each model call is charged to the tenant's model budget, the extraction queue's
 (understanding/budget.py). A reflection that would go over it ends at once with
-ModelBudgetSpent (RESOURCE_EXHAUSTED, with when to try again) rather than waiting: a waiting
-reflection would hold one of the few workers for up to a minute while other tenants' wait,
-and a caller told "retry in N s" can choose. Before its first call the whole plan must fit;
-each call is checked again (the queue spends the same budget meanwhile).
+ModelBudgetSpent (RESOURCE_EXHAUSTED, with when to try again) rather than waiting, which would
+hold one of the few workers while other tenants' wait. The whole plan must fit before the first
+call, and each call is checked again (the queue spends the same budget meanwhile).
 
 A cancel ends an operation at once, before its writes: the model call in flight is let finish
 (a blocking HTTP call cannot be interrupted) and its answer dropped. Once writing, it is too
@@ -28,6 +25,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -81,13 +79,13 @@ class _Ended(Exception):
 
 @dataclass(slots=True)
 class _Live:
-    """An operation this process runs: its state, changed under ``lock``, and a counter each
-    change moves (what watchers wait on)."""
+    """An operation this process runs: its state (under ``lock``) and a counter watchers wait on."""
 
     op: Operation
     version: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     ended: threading.Event = field(default_factory=threading.Event)
+    busy: bool = False  # its worker is at the store (not waiting on the model): close waits
 
 
 class ReflectionOperations:
@@ -155,8 +153,7 @@ class ReflectionOperations:
             return self._copy(live)
 
     def get(self, tenant: str, name: str) -> tuple[Operation, int | None]:
-        """The operation and, while this process runs it, its change counter; NotFound when
-        the tenant has no operation of that name."""
+        """The operation and, while this process runs it, its change counter; or NotFound."""
         if (seen := self.peek(tenant, name)) is not None:
             return seen
         op_id = operation_id(name)
@@ -167,8 +164,7 @@ class ReflectionOperations:
         return op, None
 
     def peek(self, tenant: str, name: str) -> tuple[Operation, int] | None:
-        """The operation as this process runs it, without reading the store (a watch asks
-        often); None when it does not run it (any more)."""
+        """The operation as this process runs it, without a store read; None if it does not."""
         live = self._live.get(canonical_name(name))
         if live is None or live.op.tenant != tenant:
             return None
@@ -181,8 +177,7 @@ class ReflectionOperations:
         return self._records.page(tenant, size, cursor)
 
     def cancel(self, tenant: str, name: str) -> Operation:
-        """End the operation with Cancelled unless it is writing or done; either way, the
-        operation after the attempt."""
+        """End it with Cancelled unless it is writing or done; the operation after the attempt."""
         live = self._live.get(canonical_name(name))
         if live is None or live.op.tenant != tenant:
             return self.get(tenant, name)[0]  # done (as it was), or NotFound
@@ -209,6 +204,7 @@ class ReflectionOperations:
             self._work(live)
 
     def _work(self, live: _Live) -> None:
+        live.busy = True
         op = live.op
         tenant, asked = op.tenant, op.asked
         try:
@@ -231,10 +227,13 @@ class ReflectionOperations:
                     raise self._spent(tenant, "the tenant spent its model calls or tokens of "
                                               "the minute")
                 try:
+                    live.busy = False
                     found, tokens = self._reflector.ask(chunk)
                 except CelestialError:
                     budget.spend(now, 0)  # a failed call is a call
                     raise
+                finally:
+                    live.busy = True
                 budget.spend(now, tokens)
                 out.calls, out.tokens = out.calls + 1, out.tokens + tokens
                 self._update(live, calls=out.calls, tokens=out.tokens)
@@ -255,6 +254,7 @@ class ReflectionOperations:
             self._end_unless_ended(live, Failure("CelestialError", "internal error"))
         finally:
             self._settled(live)
+            live.busy = False
 
     def _spent(self, tenant: str, why: str) -> ModelBudgetSpent:
         wait = self._budgets[tenant].free_in(self._clock.now())
@@ -365,9 +365,9 @@ class ReflectionOperations:
 
     def close(self) -> None:
         """End what has not begun writing with Interrupted (an automatic one is due again after
-        the restart), let the writes under way finish (they are short), and return without
-        waiting for a model call in flight (up to llm_timeout_s): its worker finds the
-        operation ended and drops the answer without touching the store."""
+        the restart), let the workers at the store finish (reads and writes are short), and
+        return without waiting for a model call in flight (up to llm_timeout_s): its worker
+        finds the operation ended and drops the answer without touching the store."""
         with self._lock:
             self._closed = True
             running = list(self._live.values())
@@ -377,10 +377,9 @@ class ReflectionOperations:
                     self._end(live, failure=Failure(Interrupted.__name__, STOPPED, 1.0))
         for _ in self._workers:
             self._queue.put(None)
-        for live in running:
-            while not live.ended.wait(0.05):
-                if live.op.stage < Stage.WRITING:  # ended above, or its worker never began
-                    break
+        deadline = time.monotonic() + 30.0  # a worker at the store is never left behind it
+        while any(v.busy for v in running) and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def reflect(self, tenant: str, asked: ReflectionAsked) -> Operation:
         """Start a reflection and wait for it to end (for callers in this process)."""
