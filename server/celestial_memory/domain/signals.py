@@ -1,7 +1,9 @@
-"""A recall's four signals on one scale: what the relevance weighs (recall/retrieval.py) and what
-the learned ranker reads (ranking/features.py), from one function so the two cannot drift."""
+"""A recall's signals on one scale: what the relevance weighs (recall/retrieval.py) and what the
+learned ranker reads (ranking/features.py), from one function each so the two cannot drift."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -18,3 +20,14 @@ def scaled(scores: FloatArray) -> FloatArray:
     best = s[:, 2:].max(axis=0) if len(s) else np.zeros(2)
     s[:, 2:] = np.divide(s[:, 2:], best, out=np.zeros_like(s[:, 2:]), where=best > 0)
     return s
+
+
+def entity_share(asked: Sequence[str],
+                 mentions: Sequence[Iterable[str]]) -> tuple[FloatArray, FloatArray]:
+    """Per candidate (``mentions``: the entity ids each mentions): the share of the query's
+    entities ``asked`` it mentions, each weighed by its IDF among the candidates (a name every
+    candidate mentions counts little), and how many of them it mentions."""
+    has = np.array([[e in held for e in asked] for held in map(set, mentions)],
+                   dtype=np.float64).reshape(len(mentions), len(asked))
+    idf = np.log1p(len(mentions) / (1.0 + has.sum(axis=0)))
+    return has @ idf / max(float(idf.sum()), 1e-9), has.sum(axis=1)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 from celestial_memory.domain.models import Memory
-from celestial_memory.domain.signals import scaled
+from celestial_memory.domain.signals import entity_share, scaled
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -76,14 +76,7 @@ def features(query: str, asked: Sequence[str], signals: FloatArray, relevance: F
                                   if e.other in index and e.other != m.id), default=0.0)
                              for m in memories])
     wanted = list(dict.fromkeys(asked))
-    if wanted:
-        held = [set(m.entities) for m in memories]
-        has = np.array([[e in h for e in wanted] for h in held], dtype=np.float64)
-        idf = np.log1p(n / (1.0 + has.sum(axis=0)))
-        share = has @ idf / max(float(idf.sum()), 1e-9)
-        mentioned = has.sum(axis=1)
-    else:
-        share, mentioned = np.zeros(n), np.zeros(n)
+    share, mentioned = entity_share(wanted, [m.entities for m in memories])
     words = WORD.findall(query.lower())
     content_words = set(words) - STOP
     tokens = [WORD.findall(m.content.lower()) for m in memories]  # one pass over each content

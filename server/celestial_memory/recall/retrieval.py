@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 from celestial_memory.config import Settings
 from celestial_memory.domain.models import HybridQuery, IndexVectors, Vector
-from celestial_memory.domain.signals import scaled
+from celestial_memory.domain.signals import entity_share, scaled
 from celestial_memory.encoding.embedding import Embedder
 from celestial_memory.graph.entities import RuleExtractor
 from celestial_memory.graph.entity_index import ref
@@ -104,11 +104,7 @@ class Retrieval:
         """``relevance`` plus the entity signal (module docstring), still in [0, 1]."""
         if not asked or mentions is None or len(relevance) == 0:
             return relevance
-        has = np.array([[e in ms for e in asked] for ms in map(set, mentions)],
-                       dtype=np.float64)
-        n = len(mentions)
-        idf = np.log1p(n / (1.0 + has.sum(axis=0)))
-        share = has @ idf / idf.sum()
+        share, _ = entity_share(asked, mentions)
         return np.asarray(np.clip(relevance + self.settings.entity_weight * share, 0.0, 1.0),
                           dtype=np.float64)
 
