@@ -2,7 +2,8 @@
 the test holds it: a client with a short deadline starts one and gets it back at once; polling
 and watching see its progress and its end; a cancel ends it and its late answer writes nothing;
 another tenant cannot see it; the list pages; the tenant's model budget, shared with the
-extraction queue, ends one with RESOURCE_EXHAUSTED; and the Connect port serves the new calls."""
+extraction queue, ends one with RESOURCE_EXHAUSTED; the Connect port serves the new calls; and a
+tenant keeps its last ended operations for a week, and every running one."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from celestial_client.cli import main
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_memory.clock import ManualClock
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
+from celestial_memory.reflection.operations import KEEP_S, MAX_ENDED
 
 from tests.integration.conftest import stub_over
 from tests.integration.test_reflection import ALICE, BOB, STORIES, scripted, serving
@@ -243,4 +245,56 @@ async def test_names_places_request_ids_and_a_stop_under_a_stalled_model(
         assert all(o.done and o.error for o in ended)
         assert [o.error.code for o in ended if o.error] == ["ABORTED"] * 3 + ["CANCELLED"]
         assert {o.error.reason for o in ended[:3] if o.error} == {"INTERRUPTED"}
+        model.release()
+
+
+async def test_a_tenant_keeps_its_last_ended_operations_for_a_week_and_every_running_one(
+        tmp_path: Path, backend_kind: str, embedder: SentenceTransformerEmbedder,
+        clock: ManualClock, model: ScriptedModel) -> None:
+    async with serving(tmp_path, backend_kind, embedder, clock, model,
+                       llm_timeout_s=3600) as (_, c):
+        for t in STORIES:
+            await c.store(t)
+        b = c.with_options(tenant="b")
+        other = await b.cancel_operation((await b.start_reflection()).name)
+        model.hold()  # the first reflection stays in its model call until the end
+        running = await c.start_reflection()
+        await until(lambda: len(model.requests) >= 1, "the running reflection's model call")
+        ended: list[str] = []
+        for _ in range(MAX_ENDED + 25):  # starts and cancels, each ending after the last
+            clock.advance(1)
+            op = await c.start_reflection()
+            ended.append((await c.cancel_operation(op.name)).name)
+
+        listed: list[str] = []
+        token = ""
+        while True:
+            page = await c.list_operations(page_size=50, page_token=token)
+            listed += [o.name for o in page.items]
+            if not (token := page.next_page_token):
+                break
+        assert listed == [*reversed(ended[-MAX_ENDED:]), running.name]  # newest first
+        for name in ended[:25]:  # those that ended first went
+            with pytest.raises(NotFoundError):
+                await c.get_operation(name)
+        assert not (await c.get_operation(running.name)).done
+        assert (await b.get_operation(other.name)).done  # another tenant's are its own
+
+        # A week after they ended, the rest go too; the running one stays.
+        clock.advance(KEEP_S + 1)
+
+        async def gone(name: str) -> bool:
+            try:
+                await c.get_operation(name)
+            except NotFoundError:
+                return True
+            return False
+
+        for _ in range(2400):  # the upkeep loop removes them (a bound, not a timing claim)
+            if await gone(ended[-1]):
+                break
+            await asyncio.sleep(0.05)
+        assert [await gone(name) for name in ended] == [True] * len(ended)
+        assert not (await c.get_operation(running.name)).done
+        assert [o.name for o in (await c.list_operations()).items] == [running.name]
         model.release()

@@ -18,6 +18,10 @@ call, and each call is checked again (the queue spends the same budget meanwhile
 A cancel ends an operation at once, before its writes: the model call in flight is let finish
 (a blocking HTTP call cannot be interrupted) and its answer dropped. Once writing, it is too
 late: the cancel is recorded and the reflection completes.
+
+An ended operation can be read for KEEP_S, and a tenant keeps MAX_ENDED ended ones at most:
+each end removes the tenant's that ended first beyond that, so starts and cancels in a loop
+cannot fill the store. A running operation is never removed.
 """
 
 from __future__ import annotations
@@ -69,6 +73,9 @@ MAX_QUEUED = 64  # every tenant's queued and running reflections
 MAX_REQUEST_ID = 256  # characters of a start's request_id
 LEASE_S = 30.0  # a holder's lease on its running operations, renewed every third of it
 KEEP_S = 7 * 86400.0  # how long an ended operation can still be read
+# A tenant's ended operations kept at most: starts and cancels cost a caller nothing, and each
+# ended one would otherwise be kept KEEP_S. The oldest ended go first; running ones never.
+MAX_ENDED = 100
 RESTARTED = "the server restarted while this operation ran; start it again"
 STOPPED = "the server stopped while this operation ran; start it again"
 
@@ -153,8 +160,10 @@ class ReflectionOperations:
             return self._copy(live)
 
     def get(self, tenant: str, name: str) -> tuple[Operation, int | None]:
-        """The operation and, while this process runs it, its change counter; or NotFound."""
-        if (seen := self.peek(tenant, name)) is not None:
+        """The operation and, while this process runs it, its change counter; or NotFound.
+        An ended one is read from the store, which may have dropped it (MAX_ENDED) while its
+        worker still holds it."""
+        if (seen := self.peek(tenant, name)) is not None and not seen[0].done:
             return seen
         op_id = operation_id(name)
         op = self._records.read(tenant, op_id) if op_id and name == canonical_name(name) else None
@@ -188,7 +197,8 @@ class ReflectionOperations:
                     self._end(live, failure=Failure("Cancelled", "cancelled by the caller"))
                 else:
                     self._save(live)
-            return replace(live.op)
+                return replace(live.op)
+        return self.get(tenant, name)[0]  # done before: as get answers it
 
     def wait(self, tenant: str, name: str, timeout_s: float | None = None) -> Operation:
         """The operation once it has ended (or as it is after ``timeout_s``)."""
@@ -286,6 +296,7 @@ class ReflectionOperations:
         op.ended_at = self._clock.now()
         self._save(live)
         live.ended.set()
+        self._records.trim_ended(op.tenant, MAX_ENDED)
 
     def _save(self, live: _Live) -> None:
         """Under ``live.lock``: the record as the operation now is."""
@@ -352,6 +363,7 @@ class ReflectionOperations:
         server's, or with a shared store, a holder whose lease ran out); how many."""
         now = self._clock.now()
         ended = 0
+        tenants: set[str] = set()
         for op, holder, expires_at in self._records.unfinished():
             if holder == self.holder or not (self._exclusive or expires_at < now):
                 continue
@@ -360,7 +372,10 @@ class ReflectionOperations:
             op.updated_at = now
             self._records.write(op, self.holder, now + KEEP_S)
             ended += 1
+            tenants.add(op.tenant)
             log.warning("reflection %s of %r ended: %s", op.name, op.tenant[:256], RESTARTED)
+        for tenant in tenants:
+            self._records.trim_ended(tenant, MAX_ENDED)
         return ended
 
     def close(self) -> None:

@@ -3,7 +3,8 @@
 again at each step, so a killed server leaves it as it last was: an operation still held by
 a holder (``holder``, the process that runs it) is found on restart and ended
 (``unfinished``). ``expires_at`` is the holder's lease while it runs (renewed), and when the
-record may be forgotten once it is done. A tenant's trigger count is one point per tenant."""
+record may be forgotten once it is done; ordered by it, a tenant's ended operations are in the
+order they ended (``trim_ended``). A tenant's trigger count is one point per tenant."""
 
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ from celestial_memory.domain.operations import (
     Stage,
 )
 from celestial_memory.domain.paging import Cursor
-from celestial_memory.store.engine import LEDGER, Engine, Point
+from celestial_memory.store.engine import LEDGER, Engine, Order, Point
 from celestial_memory.store.pages import PageReads
-from celestial_memory.store.payload import Between, Eq, Neither
+from celestial_memory.store.payload import Between, Eq, Ids, Neither
 
 OPERATION, TRIGGER_COUNT = "operation", "reflect_count"
 ENDED = "-"  # the holder of an operation that is done: no process holds it
@@ -87,6 +88,20 @@ class OperationsStore(PageReads):
         """Remove ended operations kept past their time."""
         self.engine.delete(LEDGER, [Eq("kind", OPERATION), Eq("holder", ENDED),
                                     Between("expires_at", lt=now)])
+
+    def trim_ended(self, tenant: str, keep: int) -> int:
+        """Remove ``tenant``'s ended operations but the ``keep`` that ended last, those that
+        ended first first; how many went. Running ones are neither counted nor removed."""
+        ended = [Eq("tenant", tenant), Eq("kind", OPERATION), Eq("holder", ENDED)]
+        extra = self.engine.count(LEDGER, ended) - keep
+        if extra <= 0:
+            return 0
+        # An ended record's expires_at is its end plus the same keeping time for all.
+        records, _ = self.engine.scroll(LEDGER, ended, min(extra, SCAN_LIMIT), payload=False,
+                                        order=Order("expires_at"))
+        if records:
+            self.engine.delete(LEDGER, [*ended, Ids(tuple(r.id for r in records))])
+        return len(records)
 
     @staticmethod
     def _point(op: Operation, holder: str, expires_at: float) -> Point:
