@@ -50,6 +50,9 @@ class Settings(BaseSettings):
         1024, gt=0, description="connections the HTTP port holds at once; beyond, 503 and closed")
     http_max_connections_per_address: int = Field(
         128, gt=0, description="of those, from one client address (raise it behind a proxy)")
+    http_conversion: Literal["process", "thread", "loop"] = Field(
+        "process", description="where the HTTP port converts large JSON messages: worker "
+        "processes (isolated from other callers), threads, or the serving loop itself")
     # Limits of the gRPC server (docs/design.md, "The trust boundary").
     max_message_bytes: int = Field(
         4 * 1024 * 1024, gt=0, description="largest message received or sent (one stream item)")

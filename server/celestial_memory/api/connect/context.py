@@ -12,7 +12,7 @@ same code, message and details (ErrorInfo, BadRequest, RetryInfo).
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
 import grpc
@@ -44,6 +44,14 @@ def grpc_code(code: Code) -> grpc.StatusCode:
     return grpc.StatusCode.CANCELLED if code == Code.CANCELED else grpc.StatusCode[code.name]
 
 
+def client_framing(code: str, message: str) -> bool:
+    """Whether an error Connect raised is a request the client framed wrongly (an envelope
+    flagged compressed with no compression named): the Connect spec has the wire say
+    ``internal``, but the access log and metrics count it as the client's error,
+    INVALID_ARGUMENT, not the server's."""
+    return code.lower() == "internal" and message.startswith("protocol error")
+
+
 def _details(trailing_metadata: Sequence[tuple[str, Any]]) -> list[ErrorDetail]:
     """The details of a ``google.rpc.Status`` in gRPC trailing metadata (ErrorInfo, BadRequest,
     RetryInfo), passed on as they are packed."""
@@ -71,22 +79,36 @@ class ConnectCall:
     """The part of ``grpc.aio.ServicerContext`` the servicer and interceptors use."""
 
     def __init__(self, ctx: RequestContext[Any, Any]) -> None:
-        self._ctx = ctx
+        self._init(ctx.request_headers.allitems(), ctx.client_address, ctx.timeout_ms)
+
+    def _init(self, headers: Iterable[tuple[str, str]], client_address: str | None,
+              timeout_ms: float | None) -> None:
         self._code: grpc.StatusCode | None = None
-        self._metadata = tuple((k.lower(), v) for k, v in ctx.request_headers.allitems())
+        self._metadata = tuple((k.lower(), v) for k, v in headers)
+        self._client_address, self._timeout_ms = client_address, timeout_ms
+
+    @classmethod
+    def of_head(cls, scope: Any) -> ConnectCall:
+        """A call seen from its request head alone (an ASGI scope), before its body is read:
+        what admitting it needs (the key, the peer)."""
+        call = cls.__new__(cls)
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
+        client = scope.get("client")
+        call._init(headers, f"{client[0]}:{client[1]}" if client else None, None)
+        return call
 
     def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
         return self._metadata
 
     def peer(self) -> str:
-        return grpc_peer(self._ctx.client_address)
+        return grpc_peer(self._client_address)
 
     def auth_context(self) -> dict[str, list[bytes]]:
         # Client certificates are for the gRPC port; over HTTP a caller presents a key.
         return {}
 
     def time_remaining(self) -> float | None:
-        left = self._ctx.timeout_ms
+        left = self._timeout_ms
         return None if left is None else max(left / 1000, 0.0)
 
     def code(self) -> grpc.StatusCode | None:
@@ -94,7 +116,8 @@ class ConnectCall:
 
     def ended(self, error: ConnectError) -> None:
         """The call ended with ``error`` from Connect itself (the access log's status)."""
-        self._code = grpc_code(error.code)
+        self._code = grpc.StatusCode.INVALID_ARGUMENT \
+            if client_framing(error.code.value, error.message) else grpc_code(error.code)
 
     async def abort(self, code: grpc.StatusCode, details: str = "",
                     trailing_metadata: Sequence[tuple[str, Any]] = ()) -> NoReturn:

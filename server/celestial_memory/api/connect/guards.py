@@ -8,9 +8,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import socket
 import time
 from typing import Any
 
+from celestial_memory.api.connect.context import client_framing
 from celestial_memory.api.connect.transport import REACHED, SERVICE
 from celestial_memory.api.grpc.observer import refused_before_interceptors, request_id_of
 from starlette.responses import PlainTextResponse
@@ -20,6 +22,7 @@ log = logging.getLogger(__name__)
 
 HEAD_TIMEOUT_S = 10.0  # to send a whole request head, from connecting or from the last answer
 BODY_TIMEOUT_S = 30.0  # to send a whole unary request's body, from its head
+SEND_BUFFER_BYTES = 128 * 1024  # what the kernel holds of a connection's unread answers
 FULL = json.dumps({"code": "unavailable", "message": "too many connections from this address "
                    "or in all (CELESTIAL_HTTP_MAX_CONNECTIONS, ..._PER_ADDRESS); retry later"})
 REFUSED = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
@@ -81,6 +84,11 @@ class HeadBounded(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            # A fixed send buffer: left to grow, the kernel took megabytes of a stream its
+            # client never read (an Export), all of it converted to JSON by the server first.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER_BYTES)
         if self.admission is not None:
             address = self.client[0] if self.client else ""
             if not self.admission.admit(address):
@@ -190,11 +198,14 @@ def _code(status: int, body: bytes) -> str:
     try:
         if status == 200 and body[:1] and body[0] & 0x02:
             end = json.loads(body[5:5 + int.from_bytes(body[1:5], "big")])
-            code = str(end["error"]["code"]) if "error" in end else "ok"
+            error = end.get("error", {"code": "ok"})
         else:
-            code = str(json.loads(body)["code"])
-    except (ValueError, KeyError, TypeError, IndexError):
+            error = json.loads(body)
+        code, message = str(error["code"]), str(error.get("message", ""))
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError):
         return f"HTTP_{status}"
+    if client_framing(code, message):
+        return "INVALID_ARGUMENT"
     return code.upper().replace("CANCELED", "CANCELLED")
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import grpc
 import uvicorn
+from celestial_memory.api.connect.conversion import Converter
 from celestial_memory.api.connect.guards import (
     Admission,
     BodyBounded,
@@ -30,7 +31,9 @@ from celestial_memory.api.connect.guards import (
     HeadBounded,
     Unreached,
 )
-from celestial_memory.api.connect.transport import build
+from celestial_memory.api.connect.key_first import KeyFirst
+from celestial_memory.api.connect.transport import Deferring, build
+from celestial_memory.api.grpc.auth import Authenticator
 from celestial_memory.config import Settings
 from celestial_memory.errors import FailedPrecondition
 from starlette.applications import Starlette
@@ -113,11 +116,12 @@ class HttpServer:
         self.port = 0
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
+        self._converter = Converter(settings.http_conversion)
 
     async def start(self, servicer: Any, interceptors: Sequence[grpc.aio.ServerInterceptor],  # type: ignore[type-arg]
                     keys: bool) -> int:
         s = self._s
-        connect = await build(servicer, interceptors, s.max_message_bytes)
+        connect = await build(servicer, interceptors, s.max_message_bytes, self._converter)
         middleware = [Middleware(CORSMiddleware, allow_origins=list(s.http_cors_origins),
                                  allow_methods=["POST"], allow_headers=CORS_REQUEST_HEADERS,
                                  expose_headers=CORS_RESPONSE_HEADERS, max_age=7200)]
@@ -128,8 +132,12 @@ class HttpServer:
             bound = self.address.rpartition(":")[0].strip("[]")
             middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=[
                 "localhost", "127.0.0.1", "::1", "[::1]", bound]))
+        # Inside CORS (a browser reads its refusal) and the host check; a call without a valid
+        # key is refused there from its head (key_first.py).
+        authenticator = next(i for i in interceptors if isinstance(i, Authenticator))
+        calls = Deferring(KeyFirst(connect, authenticator) if keys else connect)
         app = Unreached(BodyBounded(ContentTypes(Starlette(
-            routes=[Mount(connect.path, app=connect), *_explorer_routes()], middleware=middleware)),
+            routes=[Mount(connect.path, app=calls), *_explorer_routes()], middleware=middleware)),
             s.stream_idle_s))
         protocol = type("Bounded", (HeadBounded,), {"admission": Admission(
             s.http_max_connections, s.http_max_connections_per_address)})
@@ -166,3 +174,4 @@ class HttpServer:
             self._server.should_exit = True
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        self._converter.close()

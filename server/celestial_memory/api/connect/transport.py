@@ -22,6 +22,7 @@ import grpc
 from celestial_client.v1 import memory_pb2
 from celestial_client.v1.memory_connect import MemoryService, MemoryServiceASGIApplication
 from celestial_memory.api.connect.context import Aborted, ConnectCall
+from celestial_memory.api.connect.conversion import DEFERRED, Converter, Deferred, Encoded
 from celestial_memory.api.grpc.wrapping import Handler
 from connectrpc.compat import google_protobuf_binary_codec
 from connectrpc.errors import ConnectError
@@ -71,17 +72,33 @@ async def _wrapped(interceptors: Sequence[grpc.aio.ServerInterceptor],  # type: 
 
 async def build(servicer: Any,
                 interceptors: Sequence[grpc.aio.ServerInterceptor],  # type: ignore[type-arg]
-                read_max_bytes: int) -> MemoryServiceASGIApplication:
+                read_max_bytes: int, converter: Converter) -> MemoryServiceASGIApplication:
     """The Connect application of the memory service: every method of the contract, each the
-    servicer's behind ``interceptors`` (the gRPC server's, in its order)."""
+    servicer's behind ``interceptors`` (the gRPC server's, in its order), with large JSON
+    converted by ``converter`` (conversion.py)."""
     functions: dict[str, Callable[..., Any]] = {}
     for method in SERVICE.methods:
         handler = await _wrapped(interceptors, _base(servicer, method),
                                  f"/{SERVICE.full_name}/{method.name}")
-        functions[snake(method.name)] = _endpoint(method, handler)
+        functions[snake(method.name)] = _endpoint(method, handler, converter)
     service = cast(MemoryService, SimpleNamespace(**functions))
-    codecs = [google_protobuf_binary_codec(), StrictJSON()]
+    codecs = [google_protobuf_binary_codec(), StrictJSON(converter)]
     return MemoryServiceASGIApplication(service, read_max_bytes=read_max_bytes, codecs=codecs)
+
+
+class Deferring:
+    """Gives each request its own ``Deferred`` (conversion.py), where the JSON codec leaves the
+    requests it does not convert on the loop."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        token = DEFERRED.set(Deferred())
+        try:
+            await self._app(scope, receive, send)
+        finally:
+            DEFERRED.reset(token)
 
 
 class StrictJSON:
@@ -90,10 +107,15 @@ class StrictJSON:
     misspelt field would do nothing without a word), and a body that is not a JSON object
     (``null``, a list, a number) is told so, instead of a Python type error."""
 
+    def __init__(self, converter: Converter) -> None:
+        self._converter = converter
+
     def name(self) -> str:
         return "json"
 
-    def encode(self, message: Message) -> bytes:
+    def encode(self, message: Message | Encoded) -> bytes:
+        if isinstance(message, Encoded):  # printed off the loop (conversion.py)
+            return message.data
         return json_format.MessageToJson(message).encode()
 
     def decode(self, data: bytes | bytearray, message_class: type[M]) -> M:
@@ -101,19 +123,25 @@ class StrictJSON:
             raise ValueError("a request is one JSON object, {...}, with the fields of "
                              f"{message_class.DESCRIPTOR.full_name}")
         message = message_class()
+        deferred = DEFERRED.get()
+        if not self._converter.inline_request(data) and deferred is not None:
+            deferred.hold(message, bytes(data))  # converted by the transport, off the loop
+            return message
         json_format.Parse(bytes(data), message, ignore_unknown_fields=False)
         return message
 
 
-def _endpoint(method: Any, handler: Handler) -> Callable[..., Any]:
+def _endpoint(method: Any, handler: Handler, converter: Converter) -> Callable[..., Any]:
     if method.server_streaming:
         stream: Any = handler.unary_stream
 
         async def server_stream(request: Any, ctx: RequestContext[Any, Any]) -> AsyncIterator[Any]:
+            request = await _converted(request, converter)  # a failure is refused unreached
             _reached()
+            printing = _json(ctx)
             try:
                 async for item in stream(request, ConnectCall(ctx)):
-                    yield item
+                    yield await converter.print(item) if printing else item
             except Aborted as stop:
                 raise stop.error from None
 
@@ -122,14 +150,31 @@ def _endpoint(method: Any, handler: Handler) -> Callable[..., Any]:
     client_streaming = bool(method.client_streaming)
 
     async def call(request: Any, ctx: RequestContext[Any, Any]) -> Any:
+        if not client_streaming:
+            request = await _converted(request, converter)
         _reached()
         seen = ConnectCall(ctx)
         try:
-            return await behavior(_read(request, seen) if client_streaming else request, seen)
+            answer = await behavior(_read(request, seen, converter) if client_streaming
+                                    else request, seen)
         except Aborted as stop:
             raise stop.error from None
+        return await converter.print(answer) if _json(ctx) else answer
 
     return call
+
+
+def _json(ctx: RequestContext[Any, Any]) -> bool:
+    """Whether the call speaks JSON (``application/json``, ``application/connect+json``)."""
+    return "json" in ctx.request_headers.get("content-type", "")
+
+
+async def _converted(message: Any, converter: Converter) -> Any:
+    """A request the JSON codec left unconverted (conversion.py), converted; others as they
+    are."""
+    deferred = DEFERRED.get()
+    data = deferred.take(message) if deferred is not None else None
+    return message if data is None else await converter.parse(data, message)
 
 
 def _reached() -> None:
@@ -137,13 +182,14 @@ def _reached() -> None:
         box[0] = True
 
 
-async def _read(requests: AsyncIterator[Any], call: ConnectCall) -> AsyncIterator[Any]:
+async def _read(requests: AsyncIterator[Any], call: ConnectCall,
+                converter: Converter) -> AsyncIterator[Any]:
     """A client stream's items, where an item Connect cannot read (a bad envelope, bad JSON,
     too large) ends the call with Connect's own error, as it would a unary call, instead of
     reaching the servicer as an unexpected exception (INTERNAL)."""
     try:
         async for item in requests:
-            yield item
+            yield await _converted(item, converter)
     except ConnectError as exc:
         call.ended(exc)
         raise Aborted(exc) from None

@@ -11,6 +11,7 @@ reflection need a valid key of any role, so that no one without a key can hold s
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -25,6 +26,10 @@ from celestial_memory.errors import CelestialError, PermissionDenied, Unauthenti
 
 Context = grpc.aio.ServicerContext[Any, Any]
 OPEN_METHODS = {"grpc.health.v1.Health/Check"}
+# A call the HTTP port admitted from its head, before reading its body (api/connect/): the
+# method and the caller, so that admission (and the key's rate) is not taken twice.
+ADMITTED: contextvars.ContextVar[tuple[str, Principal] | None] = contextvars.ContextVar(
+    "admitted", default=None)
 
 
 class Authenticator(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
@@ -46,6 +51,11 @@ class Authenticator(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         if service == self._service:
             return _guarded(handler, method, self._admit)
         return _guarded(handler, method, self._authenticated)
+
+    async def admit(self, method: str, context: Any) -> Principal:
+        """The caller of a memory-service method, or a refusal that ends the call (through
+        ``context.abort``). The HTTP port calls it with a request's head alone."""
+        return await self._admit(method, context)
 
     async def _admit(self, method: str, context: Context) -> Principal:
         """The caller of a memory-service method, or a refusal that ends the call."""
@@ -101,7 +111,9 @@ def _guarded(handler: Handler, method: str, admit: Admit) -> Handler:
     @contextlib.asynccontextmanager
     async def admitted(context: Any) -> AsyncIterator[None]:
         METHOD.set(method)
-        CALLER.set(await admit(method, context))
+        early = ADMITTED.get()
+        CALLER.set(early[1] if early is not None and early[0] == method
+                   else await admit(method, context))
         yield
 
     return around(handler, admitted)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 from celestial_client.v1 import memory_pb2 as pb
@@ -162,13 +162,30 @@ def relation_from_pb(r: pb.Relation, field: str) -> Edge:
                 ts_from_pb(r, "created_at", f"{field}.created_at") or 0.0, r.outgoing)
 
 
+# More values than any request needs (the settings' limits are checked later, on what these
+# give): a request of a million tags is refused before a million strings are made of it.
+MAX_LISTED = 65_536
+
+
+def _listed(values: Any, field: str) -> list[Any]:
+    if len(values) > MAX_LISTED:
+        raise InvalidArgument(field, f"more than {MAX_LISTED} values")
+    return list(values)
+
+
+def _mapped(values: Any, field: str) -> dict[str, str]:
+    if len(values) > MAX_LISTED:
+        raise InvalidArgument(field, f"more than {MAX_LISTED} entries")
+    return dict(values)
+
+
 def new_memory_from_pb(r: pb.StoreRequest) -> NewMemory:
     return NewMemory(
         content=r.content,
         importance=r.importance if r.HasField("importance") else None,
-        tags=list(r.tags), session_id=r.session_id, agent_id=r.agent_id,
-        metadata=dict(r.metadata), created_at=ts_from_pb(r, "created_at", "created_at"),
-        vector=list(r.vector) or None, id=r.id, pinned=r.pinned, context=r.context,
+        tags=_listed(r.tags, "tags"), session_id=r.session_id, agent_id=r.agent_id,
+        metadata=_mapped(r.metadata, "metadata"), created_at=ts_from_pb(r, "created_at", "created_at"),
+        vector=_listed(r.vector, "vector") or None, id=r.id, pinned=r.pinned, context=r.context,
         request_id=r.request_id, upsert=r.upsert,
         memory_type=type_from_pb(r.memory_type, "memory_type"), immutable=r.immutable,
     )
@@ -176,17 +193,19 @@ def new_memory_from_pb(r: pb.StoreRequest) -> NewMemory:
 
 def filter_from_pb(f: pb.RecallFilter, prefix: str = "filter") -> MemoryFilter:
     return MemoryFilter(
-        zones=[zone_from_pb(z, f"{prefix}.zones") for z in f.zones],
-        tags_any=list(f.tags_any), tags_all=list(f.tags_all),
+        zones=[zone_from_pb(z, f"{prefix}.zones") for z in _listed(f.zones, f"{prefix}.zones")],
+        tags_any=_listed(f.tags_any, f"{prefix}.tags_any"),
+        tags_all=_listed(f.tags_all, f"{prefix}.tags_all"),
         session_id=f.session_id, agent_id=f.agent_id,
         created_after=ts_from_pb(f, "created_after", f"{prefix}.created_after"),
         created_before=ts_from_pb(f, "created_before", f"{prefix}.created_before"),
         recalled_after=ts_from_pb(f, "recalled_after", f"{prefix}.recalled_after"),
         recalled_before=ts_from_pb(f, "recalled_before", f"{prefix}.recalled_before"),
         min_importance=f.min_importance if f.HasField("min_importance") else None,
-        metadata=dict(f.metadata), entities_any=list(f.entities_any),
+        metadata=_mapped(f.metadata, f"{prefix}.metadata"),
+        entities_any=_listed(f.entities_any, f"{prefix}.entities_any"),
         memory_types=[type_from_pb(t, f"{prefix}.memory_types", "unspecified")
-                      for t in f.memory_types],
+                      for t in _listed(f.memory_types, f"{prefix}.memory_types")],
     )
 
 
@@ -194,7 +213,7 @@ def recall_query_from_pb(r: pb.RecallRequest) -> RecallQuery:
     return RecallQuery(
         query=r.query, limit=r.limit, filter=filter_from_pb(r.filter),
         reinforce=not r.no_reinforce, context=r.context,
-        query_vector=list(r.query_vector) or None,
+        query_vector=_listed(r.query_vector, "query_vector") or None,
         min_relevance=r.min_relevance if r.HasField("min_relevance") else None,
         ignore_zones=r.ignore_zones, include_archived=r.include_archived,
         deep=r.deep if r.HasField("deep") else None,
@@ -216,10 +235,10 @@ def changes_from_pb(r: pb.UpdateRequest) -> MemoryChanges:
     return MemoryChanges(
         content=r.content if r.HasField("content") else None,
         importance=r.importance if r.HasField("importance") else None,
-        tags=list(r.tags.values) if r.HasField("tags") else None,
-        metadata=dict(r.metadata.values) if r.HasField("metadata") else None,
+        tags=_listed(r.tags.values, "tags") if r.HasField("tags") else None,
+        metadata=_mapped(r.metadata.values, "metadata") if r.HasField("metadata") else None,
         pinned=r.pinned if r.HasField("pinned") else None,
-        vector=list(r.vector) or None,
+        vector=_listed(r.vector, "vector") or None,
     )
 
 
