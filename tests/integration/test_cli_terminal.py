@@ -1,16 +1,20 @@
 """What ``celestial`` prints is safe to print: stored content (anyone's input) reaches the
-terminal with its control sequences escaped, and ``celestial config`` never shows a password or
-a credential a URL carries."""
+terminal with its control sequences escaped, in text and in JSON alike, and ``celestial config``
+never shows a password or a credential a URL carries."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import pytest
+from celestial_client import AsyncCelestialClient
 from celestial_client.cli import main
-from celestial_client.cli.output import printable
+from celestial_client.cli.output import as_json, printable
 from celestial_memory.api.grpc.server import MemoryServer
+
+from tests.integration.test_cli_input import Celestial
 
 # Clear the screen, retitle the window, write the clipboard (OSC 52), an 8-bit CSI, a carriage
 # return that overwrites the line and a right-to-left override.
@@ -41,9 +45,37 @@ async def test_get_recall_and_list_show_control_sequences_escaped(
         assert _unsafe(out) == [], argv
     out = await _run(server, capsys, "get", mid)
     assert "\\x1b[2J" in out and "\\x1b]52;c;" in out and "\\x07" in out and "\\u202e" in out
-    # --json keeps the exact text, escaped by JSON itself.
-    doc = json.loads(await _run(server, capsys, "--json", "get", mid))
-    assert doc["memory"]["content"] == HOSTILE
+    # --json keeps the exact text, every unsafe character escaped as JSON writes escapes.
+    out = await _run(server, capsys, "--json", "get", mid)
+    assert _unsafe(out) == [] and "\\u009b31m" in out and "\\u202e" in out
+    assert json.loads(out)["memory"]["content"] == HOSTILE
+
+
+async def test_the_executable_escapes_c1_controls_in_json_as_in_text(
+    server: MemoryServer, aclient: AsyncCelestialClient, tmp_path: Path
+) -> None:
+    mid = (await aclient.store(HOSTILE)).id
+    celestial = Celestial(server, tmp_path)
+    code, out, err = await celestial.run("--tenant", "it", "--json", "get", mid)
+    assert code == 0, err
+    assert _unsafe(out) == [] and "clip \\u009b31m red" in out
+    assert json.loads(out)["memory"]["content"] == HOSTILE
+    code, out, err = await celestial.run("--tenant", "it", "get", mid)
+    assert code == 0, err
+    assert _unsafe(out) == [] and "clip \\x9b31m red" in out
+
+
+def test_json_escapes_what_the_text_escapes_and_decodes_to_the_same_text() -> None:
+    doc = {"memory": {"content": HOSTILE, "tags": ["\x85next line", "zero\u200bwidth"],
+                      "metadata": {"key\u2028": "\x7f\ufeff"}}}
+    out = as_json(doc)
+    assert _unsafe(out) == [] and printable(out) == out  # nothing left for a terminal to act on
+    for escaped in ("\\u009b", "\\u0085", "\\u007f", "\\u200b", "\\u2028", "\\ufeff"):
+        assert escaped in out
+    assert json.loads(out) == doc
+    ordinary = "Tabs\tand\nnewlines, Hangul 한국어, emoji 🎉, accents café"
+    assert ordinary in json.loads(as_json({"t": ordinary}))["t"]
+    assert "한국어, emoji 🎉, accents café" in as_json({"t": ordinary})  # shown, not escaped
 
 
 def test_printable_leaves_ordinary_text_alone() -> None:

@@ -200,7 +200,9 @@ def _jsonable(value: object) -> object:
 
 
 def as_json(document: dict[str, Any]) -> str:
-    """One JSON document, the dataclasses in it as objects."""
+    """One JSON document, the dataclasses in it as objects. What ``printable`` escapes is
+    escaped as ``\\uXXXX`` here too (JSON escapes only C0 controls itself), so a document
+    shown on a terminal is as safe as the text, and decodes to the exact stored text."""
     def plain(v: Any) -> Any:
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
             return plain(dataclasses.asdict(v))
@@ -210,8 +212,11 @@ def as_json(document: dict[str, Any]) -> str:
             return {_key(k): plain(x) for k, x in v.items()}
         return v
 
-    return json.dumps({k: plain(v) for k, v in document.items()}, default=_jsonable,
+    text = json.dumps({k: plain(v) for k, v in document.items()}, default=_jsonable,
                       ensure_ascii=False, indent=2)
+    # Outside strings the document holds only ASCII punctuation, spaces and newlines (which
+    # _UNSAFE leaves alone), so every match is inside a string, where \uXXXX means the same.
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
 
 
 def _key(k: object) -> str:
