@@ -26,6 +26,8 @@ import contextvars
 import logging
 import multiprocessing
 import os
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Literal, TypeVar
@@ -99,8 +101,17 @@ def binary_to_json(full_name: str, data: bytes) -> bytes:
     return json_format.MessageToJson(_message_class(full_name).FromString(data)).encode()
 
 
-def _warm() -> None:
+def _worker_start(server_pid: int) -> None:
+    """A worker's start: the contract loaded, and a watch that ends the worker once its server
+    is gone (killed with -9, a worker would otherwise live on, holding its memory)."""
     _message_class("celestial.v1.StoreRequest")
+
+    def watch() -> None:
+        while os.getppid() == server_pid:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="server-watch", daemon=True).start()
 
 
 class Converter:
@@ -154,7 +165,7 @@ class Converter:
                 # spawn: a fork would copy the gRPC server's threads and locks mid-flight.
                 self._pool = concurrent.futures.ProcessPoolExecutor(
                     self._workers, mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_warm)
+                    initializer=_worker_start, initargs=(os.getpid(),))
             else:
                 self._pool = concurrent.futures.ThreadPoolExecutor(
                     self._workers, thread_name_prefix="json-conversion")
