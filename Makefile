@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE = 1
 export TOKENIZERS_PARALLELISM = false
 
 .PHONY: install run test lint proto docs docs-config docs-serve bench-latency bench-rebalance bench-recall bench-graph bench-migration bench-load \
-	bench-peers bench-after-writes \
+	bench-peers bench-after-writes bench-http-isolation \
 	dev-secrets fuzz \
 	eval-locomo train-ranker clean
 
@@ -85,6 +85,11 @@ fuzz: install
 
 bench-load: install
 	$(PY) benchmarks/load.py
+
+# A keyed gRPC and a keyed HTTP caller while an attacker works the HTTP port (costly bodies,
+# unread Exports, slow bodies): each phase's p50/p99 against idle.
+bench-http-isolation: install
+	$(PY) benchmarks/http_isolation.py
 
 # Recall in the minute after a 2,000-memory StoreBatch against the same once the server is idle.
 bench-after-writes: install

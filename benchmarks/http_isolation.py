@@ -17,6 +17,9 @@ each attack, idle again):
   for ``--seconds`` (at least one round per body, at most ``--max-rounds``): a vector of 1.9
   million numbers (3.8 MB of JSON), 600,000 tags, 280,000 metadata keys;
 - ``auth``: the same bodies with a valid write key (of another tenant than the callers');
+- ``heavy``: keyed bodies just under what the server converts at all (about 130,000 JSON
+  values: a vector of 125,000 numbers, 60,000 tags, 60,000 metadata keys), so each is really
+  parsed (a third to half a second of work) before the settings' limits refuse it;
 - ``exports``: ``--exports`` (20) Exports over Connect streaming JSON (an enveloped request)
   of the attacker's own tenant (as many memories as the callers'), whose answers are never
   read, held ``--hold`` seconds, then closed;
@@ -74,7 +77,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 TENANT = "isolation"
 ATTACK_TENANT = "attacker"
 SERVICE = "/celestial.v1.MemoryService"
-ATTACKS = ("unauth", "auth", "exports", "slow")
+ATTACKS = ("unauth", "auth", "heavy", "exports", "slow")
 OPS = ("Get", "Stats")
 CALLERS = ("gRPC", "HTTP")
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # the server's default max_message_bytes
@@ -432,11 +435,24 @@ def post_raw(port: int, path: str, body: bytes, key: str | None, timeout: float,
     return status, code + note, time.perf_counter() - t
 
 
+def heavy_bodies() -> dict[str, bytes]:
+    """Store requests just under the number of JSON values the server converts at all, so
+    that each is parsed in full before a limit refuses it."""
+    head = f'{{"tenant":"{ATTACK_TENANT}","content":"x",'.encode()
+    return {
+        "vector-125k": head + b'"vector":[' + b",".join([b"0.5"] * 125_000) + b"]}",
+        "tags-60k": head + b'"tags":[' + b",".join([b'"t"'] * 60_000) + b"]}",
+        "metadata-60k": head + b'"metadata":{' + b",".join(
+            f'"{i:x}":""'.encode() for i in range(60_000)) + b"}}",
+    }
+
+
 def attack_costly(port: int, key: str | None, phase: str, seconds: float, concurrency: int,
-                  max_rounds: int, timeout: float, out: list[Outcome]) -> None:
+                  max_rounds: int, timeout: float, out: list[Outcome],
+                  heavy: bool = False) -> None:
     """Rounds of ``concurrency`` costly bodies at a time, cycling through the bodies, until
     ``seconds`` have passed and each body was sent once (at most ``max_rounds`` rounds)."""
-    bodies = list(costly_bodies().items())
+    bodies = list((heavy_bodies() if heavy else costly_bodies()).items())
     started = time.monotonic()
     for r in range(max_rounds):
         if r >= len(bodies) and time.monotonic() - started >= seconds:
@@ -558,9 +574,10 @@ def run_phase(name: str, args: argparse.Namespace, port: int, keys: dict[str, st
         time.sleep(args.idle_seconds)
         return
     started = time.monotonic()
-    if name in ("unauth", "auth"):
+    if name in ("unauth", "auth", "heavy"):
         attack_costly(port, None if name == "unauth" else keys["attacker"], name, args.seconds,
-                      args.concurrency, args.max_rounds, args.attack_timeout, outcomes)
+                      args.concurrency, args.max_rounds, args.attack_timeout, outcomes,
+                      heavy=name == "heavy")
     elif name == "exports":
         attack_exports(port, [keys["attacker"], keys["attacker2"]], name, args.exports,
                        args.hold, args.attack_timeout, outcomes)
@@ -634,7 +651,7 @@ def summarize(samples: list[Sample], phases: list[str], outcomes: list[Outcome],
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    ap.add_argument("--phases", default="idle,unauth,auth,exports,slow,idle",
+    ap.add_argument("--phases", default="idle,unauth,auth,heavy,exports,slow,idle",
                     help="comma-separated, in order: idle, " + ", ".join(ATTACKS))
     ap.add_argument("--seconds", type=float, default=20, help="shortest attack phase")
     ap.add_argument("--idle-seconds", type=float, default=30, help="each idle phase")
