@@ -22,6 +22,8 @@ from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.memory.service import MemoryService
 from celestial_memory.store import MemoryRepository, open_edge, open_qdrant
 
+from tests.processes import reap
+
 # httpcore traces every socket step at DEBUG, from the worker threads that call a scripted
 # model. Twice the run died in the log capture's write of such a record (a segfault in
 # StreamHandler.emit, tests/integration/test_llm_importance.py); the cause is not found, and
@@ -44,6 +46,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if leaks:
         print(f"\nsecrets in the run's log ({log_file}): {len(leaks)}", file=sys.stderr)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left() -> Iterator[None]:
+    """Whatever a test's outcome, no process it started outlives it (tests/processes.py)."""
+    yield
+    reap()
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from celestial_memory.api.grpc.server import MemoryServer
 
+from tests.processes import finished
+
 GRPCURL = shutil.which("grpcurl") or str(Path(sys.executable).parent / "grpcurl")
 
 pytestmark = pytest.mark.skipif(not Path(GRPCURL).exists(), reason="grpcurl is not installed")
@@ -22,7 +24,7 @@ async def grpcurl(*args: str) -> str:
     proc = await asyncio.create_subprocess_exec(
         GRPCURL, "-plaintext", *args, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT)
-    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    out, _ = await finished(proc, 60)
     assert proc.returncode == 0, out.decode()
     return out.decode()
 
@@ -53,5 +55,5 @@ async def test_stats_json_parses_strictly(server: MemoryServer) -> None:
         "if (s.zones.some(z => z.minScore === null)) process.exit(3);"
         "console.log(s.zones.length)",
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
-    out, _ = await proc.communicate(text.encode())
+    out, _ = await finished(proc, 60, text.encode())
     assert proc.returncode == 0 and out.decode().strip() == "5"

@@ -1,11 +1,11 @@
 """`celestial serve` as a real process: health, store, SIGTERM drains and exits 0, and the
-memories are there after a restart on the same data folder."""
+memories are there after a restart on the same data folder; a server its test left running is
+killed after it (tests/processes.py)."""
 
 from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -16,41 +16,8 @@ import grpc
 from celestial_client import CelestialClient
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start(data_dir: Path, port: int, **env_vars: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "CELESTIAL_REBALANCE_INTERVAL_S": "0",
-           **env_vars}
-    cmd = [sys.executable, "-m", "celestial_client.cli", "serve",
-           "--address", f"127.0.0.1:{port}", "--data-dir", str(data_dir)]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 120
-    with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
-        stub = health_pb2_grpc.HealthStub(ch)
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
-            try:
-                resp = stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
-                if resp.status == health_pb2.HealthCheckResponse.SERVING:
-                    return proc
-            except grpc.RpcError:
-                time.sleep(0.3)
-    proc.kill()
-    raise AssertionError("server did not become healthy")
-
-
-def stop(proc: subprocess.Popen[bytes]) -> str:
-    proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 0, out.decode()
-    return out.decode()
+from tests.processes import STOP_S, free_port, kill, output, reap, start, stop
 
 
 def test_sigterm_drains_and_memories_survive_a_restart(tmp_path: Path) -> None:
@@ -74,6 +41,12 @@ def test_sigterm_drains_and_memories_survive_a_restart(tmp_path: Path) -> None:
         stop(proc)
 
 
+def test_a_server_its_test_left_running_is_killed_after_it(tmp_path: Path) -> None:
+    proc = start(tmp_path, free_port())
+    assert reap() == [proc.pid]  # what the fixture after every test does
+    assert proc.returncode == -signal.SIGKILL
+
+
 def test_sigterm_during_a_long_batch_stops_within_the_grace_period(tmp_path: Path) -> None:
     port = free_port()
     proc = start(tmp_path, port, CELESTIAL_GRACE_SECONDS="1")
@@ -93,15 +66,19 @@ def test_sigterm_during_a_long_batch_stops_within_the_grace_period(tmp_path: Pat
     time.sleep(3)
     proc.send_signal(signal.SIGTERM)
     started = time.monotonic()
-    out, _ = proc.communicate(timeout=60)
-    took = time.monotonic() - started
-    sender.join(10)
-    assert proc.returncode == 0, out.decode()
+    try:
+        proc.wait(STOP_S)
+    finally:
+        took = time.monotonic() - started
+        kill(proc)  # nothing once it exited; else it is not left running
+        sender.join(10)
+    out = output(proc)
+    assert proc.returncode == 0, out
     # Stopped by the grace period, not by the batch ending (which takes far longer); the bound
     # is loose because a loaded machine is slow to stop too.
     assert took < 40, f"the server took {took:.1f} s to stop after a 1 s grace period"
     assert len(outcome) == 1 and outcome[0] != grpc.StatusCode.OK
-    assert "store flushed and closed" in out.decode()
+    assert "store flushed and closed" in out
 
 
 def test_an_unreachable_store_at_start_is_one_line_and_a_failing_exit(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 
 from tests.integration.conftest import running_server
 from tests.integration.test_reflection import scripted
+from tests.processes import finished
 from tests.scripted_model import ScriptedModel
 
 PACKAGE = Path(__file__).resolve().parents[2] / "client" / "typescript"
@@ -36,12 +37,7 @@ async def run(
         *cmd, cwd=cwd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         env={**os.environ, **(env or {})},
     )
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise
+    out, _ = await finished(proc, timeout)
     return proc.returncode or 0, out.decode()
 
 

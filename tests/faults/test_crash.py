@@ -23,7 +23,7 @@ import numpy as np
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 
-from tests.e2e.test_serve_process import free_port, start, stop
+from tests.processes import free_port, start, stop
 
 THRESHOLDS = (0.50, 0.30, 0.10, -0.10)
 DIM = 384

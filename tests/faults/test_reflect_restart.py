@@ -11,8 +11,8 @@ from typing import Any
 
 from celestial_client import CelestialClient
 
-from tests.e2e.test_serve_process import free_port, start, stop
 from tests.integration.test_reflection import ALICE, STORIES, scripted
+from tests.processes import free_port, start, stop
 from tests.scripted_model import ScriptedModel
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from celestial_client import CelestialClient
 
-from tests.e2e.test_serve_process import free_port, start, stop
+from tests.processes import free_port, start, stop
 from tests.scripted_model import ScriptedModel
 
 

@@ -15,6 +15,7 @@ import pytest
 from celestial_memory.api.grpc.server import MemoryServer
 
 from tests.integration.celestial_exe import write_celestial
+from tests.processes import finished
 
 NOTES = "Release checklist\n- tag the version\n- build the wheels\n- publish the notes\n"
 
@@ -29,13 +30,8 @@ async def run_celestial(exe: Path, *argv: str, stdin: bytes | int | None = None,
         str(exe), *argv, cwd=cwd, env=env,
         stdin=stdin if isinstance(stdin, int) else asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    try:  # a generous bound: only a command that hangs on its input comes near it
-        out, err = await asyncio.wait_for(
-            proc.communicate(stdin if isinstance(stdin, bytes) else None), 120)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise
+    # A generous bound: only a command that hangs on its input comes near it.
+    out, err = await finished(proc, 120, stdin if isinstance(stdin, bytes) else None)
     return proc.returncode or 0, out.decode(), err.decode()
 
 
