@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import socket
 import struct
 from collections.abc import AsyncIterator
@@ -19,11 +20,13 @@ import pytest
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 from celestial_memory.access.keys import create_key
-from celestial_memory.api.connect.conversion import MAX_VALUES, Converter
+from celestial_memory.api.connect.conversion import MAX_VALUES, Converter, Encoded
 from celestial_memory.api.grpc.converters import MAX_LISTED
 from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.clock import ManualClock
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError
 
 from tests.integration.conftest import running_server
 
@@ -194,19 +197,42 @@ async def test_a_compressed_flag_without_compression_is_logged_as_the_clients_er
     assert all(" INVALID_ARGUMENT " in line for line in framing), framing
 
 
-async def test_a_dead_conversion_worker_is_replaced() -> None:
+async def test_a_dead_conversion_worker_is_replaced_and_none_outlives_its_converter() -> None:
     converter = Converter("process", workers=1)
     try:
-        message = pb.StoreRequest(content="x", vector=[0.25] * 512)
+        message = pb.ExportedMemory(vector=[0.25] * 512)
         printed = await converter.print(message)
-        assert json.loads(printed.data)["vector"] == [0.25] * 512  # type: ignore[union-attr]
-        pool = converter._pool
-        assert pool is not None
-        for process in list(pool._processes.values()):  # type: ignore[attr-defined]
-            process.kill()
-        await asyncio.sleep(0.5)
+        assert isinstance(printed, Encoded)
+        assert json.loads(printed.data)["vector"] == [0.25] * 512
+        worker = converter._idle.get_nowait()  # the one worker, idle after its job
+        assert worker is not None
+        converter._idle.put_nowait(worker)
+        worker._process.kill()
+        await worker._process.wait()
         parsed = await converter.parse(json.dumps({"content": "y", "tags": ["a"] * 300}).encode(),
                                        pb.StoreRequest())
         assert parsed.content == "y" and list(parsed.tags) == ["a"] * 300
+        bad = json.dumps({"content": "y", "tags": ["a"] * 300, "nosuch": 1}).encode()
+        with pytest.raises(ConnectError) as refused:
+            await converter.parse(bad, pb.StoreRequest())
+        assert refused.value.code == Code.INVALID_ARGUMENT and "nosuch" in refused.value.message
+        assert len(_workers_of(os.getpid())) == 1  # the one that replaced the dead one
     finally:
-        converter.close()
+        await converter.close()
+    assert _workers_of(os.getpid()) == []
+
+
+def _workers_of(parent: int) -> list[int]:
+    """The JSON conversion workers running as children of ``parent`` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == parent and b"json_worker" in command:
+            found.append(int(entry.name))
+    return found

@@ -4,11 +4,12 @@ protobuf's JSON parser and printer are Python walking every value: a 4 MB body o
 seconds of work, and an Export's memories (two 384-number vectors each) are milliseconds apiece.
 Done on the event loop that also serves the gRPC port, that work stalled every caller. Here:
 
-- a message small enough to convert in well under a millisecond (``INLINE_VALUES`` JSON values
-  or ``INLINE_BYTES`` of binary) is converted where it is, as before: the hop would cost more;
-- a larger one is converted in worker processes (``CELESTIAL_HTTP_CONVERSION=process``, the
-  default; ``thread`` and ``loop`` are kept for comparison, docs/benchmarks.md), which hand back
-  binary protobuf or JSON text, both cheap to take on the loop;
+- a message small enough to convert in about a millisecond (``INLINE_VALUES`` JSON values, or
+  a few KiB of binary) is converted where it is, as before: the hop would cost more;
+- a larger one is converted in worker processes (json_worker.py;
+  ``CELESTIAL_HTTP_CONVERSION=process``, the default; ``thread`` and ``loop`` are kept for
+  comparison, docs/benchmarks.md), which hand back binary protobuf or JSON text, both cheap to
+  take on the loop;
 - a JSON request of more than ``MAX_VALUES`` values is refused before any conversion: no
   message of the contract needs that many, and the work it would cost is the caller's only.
 
@@ -23,24 +24,23 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import functools
 import logging
-import multiprocessing
 import os
-import threading
-import time
-from collections.abc import Callable
-from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
+from celestial_memory.api.connect.json_worker import PARSE, PRINT, Worker, WorkerGone, convert
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
-from google.protobuf import descriptor_pool, json_format, message_factory
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 log = logging.getLogger(__name__)
 
 INLINE_VALUES = 256  # a JSON request with at most this many values parses in about 1 ms
-INLINE_BYTES = 2048  # a response of at most this many bytes prints in about 1 ms
+# A response of at most this many bytes prints in about a millisecond: text prints at about
+# 0.1 µs a byte, numbers (vectors) at nearly 1 µs a byte of binary.
+INLINE_TEXT_BYTES, INLINE_NUMBER_BYTES = 8192, 1024
 MAX_VALUES = 131_072  # no message of the contract needs more; converting this many takes ~0.5 s
 M = TypeVar("M", bound=Message)
 Where = Literal["process", "thread", "loop"]
@@ -80,38 +80,22 @@ class Deferred:
 DEFERRED: contextvars.ContextVar[Deferred | None] = contextvars.ContextVar("deferred", default=None)
 
 
-def _message_class(full_name: str) -> type[Message]:
-    import celestial_client.v1.memory_pb2  # noqa: F401  # registers the contract's messages
-    descriptor = descriptor_pool.Default().FindMessageTypeByName(full_name)
-    return message_factory.GetMessageClass(descriptor)
+@functools.cache
+def _inline_bytes(descriptor: Descriptor) -> int:
+    """How large a message of this type prints in about a millisecond: less when it may hold
+    repeated numbers, which print slowest."""
+    seen: set[str] = set()
 
+    def numbers(d: Descriptor) -> bool:
+        if d.full_name in seen:
+            return False
+        seen.add(d.full_name)
+        return any((f.is_repeated
+                   and f.type in (FieldDescriptor.TYPE_FLOAT, FieldDescriptor.TYPE_DOUBLE))
+                   or (f.message_type is not None and numbers(f.message_type))
+                   for f in d.fields)
 
-def json_to_binary(full_name: str, data: bytes) -> bytes | str:
-    """A JSON request as binary protobuf, or the parser's complaint (a worker's job)."""
-    message = _message_class(full_name)()
-    try:
-        json_format.Parse(data, message, ignore_unknown_fields=False)
-    except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
-        return str(exc)
-    return message.SerializeToString()
-
-
-def binary_to_json(full_name: str, data: bytes) -> bytes:
-    """A response in binary protobuf as JSON text (a worker's job)."""
-    return json_format.MessageToJson(_message_class(full_name).FromString(data)).encode()
-
-
-def _worker_start(server_pid: int) -> None:
-    """A worker's start: the contract loaded, and a watch that ends the worker once its server
-    is gone (killed with -9, a worker would otherwise live on, holding its memory)."""
-    _message_class("celestial.v1.StoreRequest")
-
-    def watch() -> None:
-        while os.getppid() == server_pid:
-            time.sleep(1.0)
-        os._exit(0)
-
-    threading.Thread(target=watch, name="server-watch", daemon=True).start()
+    return INLINE_NUMBER_BYTES if numbers(descriptor) else INLINE_TEXT_BYTES
 
 
 class Converter:
@@ -120,9 +104,11 @@ class Converter:
     def __init__(self, where: Where, workers: int | None = None) -> None:
         self.where = where
         self._workers = workers or max(1, (os.cpu_count() or 2) // 2)
-        self._pool: concurrent.futures.Executor | None = None
-        # Calls waiting for a worker wait here, on the loop, holding no worker's queue.
-        self._slots = asyncio.Semaphore(self._workers * 2)
+        # Idle workers, and None for each worker not started yet (or lost): a call takes one.
+        self._idle: asyncio.Queue[Worker | None] = asyncio.Queue()
+        for _ in range(self._workers):
+            self._idle.put_nowait(None)
+        self._threads: concurrent.futures.ThreadPoolExecutor | None = None
 
     def inline_request(self, data: bytes | bytearray) -> bool:
         """Whether a JSON request is converted where it is; one over ``MAX_VALUES`` is
@@ -136,7 +122,7 @@ class Converter:
 
     async def parse(self, data: bytes, message: M) -> M:
         """``message`` filled from the JSON ``data``, converted away from the loop."""
-        out = await self._run(json_to_binary, message.DESCRIPTOR.full_name, bytes(data))
+        out = await self._run(PARSE, message.DESCRIPTOR.full_name, bytes(data))
         if isinstance(out, str):
             raise ConnectError(Code.INVALID_ARGUMENT, f"unmarshal message: {out}")
         message.MergeFromString(out)
@@ -144,34 +130,58 @@ class Converter:
 
     async def print(self, message: Message) -> Message | Encoded:
         """``message``, or its JSON when printing it would cost the loop (module docstring)."""
-        if self.where == "loop" or message.ByteSize() <= INLINE_BYTES:
+        if self.where == "loop" or message.ByteSize() <= _inline_bytes(message.DESCRIPTOR):
             return message
-        return Encoded(await self._run(binary_to_json, message.DESCRIPTOR.full_name,
-                                       message.SerializeToString()))
+        out = await self._run(PRINT, message.DESCRIPTOR.full_name, message.SerializeToString())
+        if isinstance(out, str):
+            raise RuntimeError(f"printing a {message.DESCRIPTOR.full_name} as JSON: {out}")
+        return Encoded(out)
 
-    async def _run(self, job: Callable[[str, bytes], Any], name: str, data: bytes) -> Any:
-        async with self._slots:
-            loop = asyncio.get_running_loop()
-            try:
-                return await loop.run_in_executor(self._executor(), job, name, data)
-            except BrokenProcessPool:  # a worker died (killed, out of memory): a new pool
-                log.warning("a JSON conversion worker died; starting new ones")
-                self._pool = None
-                return await loop.run_in_executor(self._executor(), job, name, data)
-
-    def _executor(self) -> concurrent.futures.Executor:
-        if self._pool is None:
-            if self.where == "process":
-                # spawn: a fork would copy the gRPC server's threads and locks mid-flight.
-                self._pool = concurrent.futures.ProcessPoolExecutor(
-                    self._workers, mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_worker_start, initargs=(os.getpid(),))
-            else:
-                self._pool = concurrent.futures.ThreadPoolExecutor(
+    async def _run(self, job: int, name: str, data: bytes) -> bytes | str:
+        if self.where == "thread":
+            if self._threads is None:
+                self._threads = concurrent.futures.ThreadPoolExecutor(
                     self._workers, thread_name_prefix="json-conversion")
-        return self._pool
+            return await asyncio.get_running_loop().run_in_executor(
+                self._threads, convert, job, name, data)
+        for attempt in (1, 2):
+            worker = await self._take()
+            try:
+                out = await worker.run(job, name, data)
+            except WorkerGone as gone:
+                self._idle.put_nowait(None)
+                log.warning("a JSON conversion worker died (%s); starting another", gone)
+                if attempt == 2:
+                    raise
+                continue
+            except BaseException:
+                # Cancelled mid-job (its caller went away): the pipe is mid-answer, so the
+                # worker cannot take another job.
+                self._idle.put_nowait(None)
+                await asyncio.shield(worker.stop())
+                raise
+            self._idle.put_nowait(worker)
+            return out
+        raise AssertionError("unreachable")
 
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+    async def _take(self) -> Worker:
+        """An idle worker, or a new one in the place of one not started or lost."""
+        worker = await self._idle.get()
+        if worker is not None:
+            return worker
+        try:
+            return await Worker.start()
+        except BaseException:
+            self._idle.put_nowait(None)
+            raise
+
+    async def close(self) -> None:
+        """Ends the workers (each also ends by itself once this process is gone)."""
+        idle = []
+        while not self._idle.empty():
+            if (worker := self._idle.get_nowait()) is not None:
+                idle.append(worker)
+        await asyncio.gather(*(w.stop() for w in idle), return_exceptions=True)
+        if self._threads is not None:
+            self._threads.shutdown(wait=False, cancel_futures=True)
+            self._threads = None

@@ -174,4 +174,4 @@ class HttpServer:
             self._server.should_exit = True
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        self._converter.close()
+        await self._converter.close()
