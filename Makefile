@@ -109,8 +109,9 @@ eval-locomo: install
 
 # The learned ranker (server/celestial_memory/ranking/model/) from the LoCoMo dev split: the
 # leave-one-conversation-out figures first, then the model and its card.
+# RANKER_OUT=folder: the model and its card there (for CELESTIAL_RANKER_MODEL) instead.
 train-ranker: install
-	$(PY) benchmarks/train_ranker.py $(LOCOMO)
+	$(PY) benchmarks/train_ranker.py $(LOCOMO) $(if $(RANKER_OUT),--out $(RANKER_OUT))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

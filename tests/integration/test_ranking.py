@@ -93,7 +93,7 @@ def test_a_missing_damaged_or_foreign_model_falls_back_with_one_line(
                                                    "sha256": hashlib.sha256(b"not a model")
                                                    .hexdigest()}))
     for folder, why in ((tmp_path / "missing", "cannot read"), (damaged, "damaged or replaced"),
-                        (foreign, "other features"), (garbage, "LightGBM cannot read")):
+                        (foreign, "other features"), (garbage, "LightGBM text model")):
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="celestial_memory.ranking.learned"):
             assert learned.load("learned", folder) is None

@@ -87,7 +87,8 @@ class MemoryService:
         self.retrieval = Retrieval(settings, embedder)
         self.tuning = tuning.Tuning(settings, store)  # the votes' layer over the learned ranker
         self._candidates = RecallCandidates(settings, store, self.retrieval,
-                                            learned.load(settings.ranker, feedback=settings.ranker_feedback),
+                                            learned.load(settings.ranker, settings.ranker_model,
+                                                         feedback=settings.ranker_feedback),
                                             self.tuning)
         self.clock = clock
         self.fn = MemoryFunction.from_settings(settings)
