@@ -57,8 +57,9 @@ docs: install
 docs-serve: install
 	$(VENV)/bin/mkdocs serve
 
+# RANKERS=learned,weights: the two orders of a recall side by side on one encoder, interleaved.
 bench-latency: install
-	$(PY) benchmarks/grpc_latency.py
+	$(PY) benchmarks/grpc_latency.py $(if $(RANKERS),--encoders onnx --rankers $(RANKERS))
 
 bench-rebalance: install
 	$(PY) benchmarks/rebalance.py
