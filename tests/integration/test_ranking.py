@@ -18,6 +18,7 @@ from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain import validation as check
+from celestial_memory.domain.candidate_facts import CandidateFacts
 from celestial_memory.domain.requests import NewMemory, RecallQuery
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.memory.service import MemoryService
@@ -57,9 +58,14 @@ def rows_of(svc: MemoryService) -> dict[str, np.ndarray]:
     found = svc._candidates.find("t", q, QUERY, qvec, check.memory_filter(q.filter, svc.settings),
                                  0.0, 10, metrics.Stages())
     ids = found.candidates.ids
+    facts = svc.store.ranking_facts.read("t", ids)
+    assert facts.ids == ids
+    rows = features(QUERY, found.asked, found.candidates.signals, found.relevance, facts)
+    # Training reads whole memories: the same rows from them.
     got = svc.store.get("t", ids)
-    rows = features(QUERY, found.asked, found.candidates.signals, found.relevance,
-                    [got[i] for i in ids])
+    whole = features(QUERY, found.asked, found.candidates.signals, found.relevance,
+                     CandidateFacts.of([got[i] for i in ids]))
+    np.testing.assert_array_equal(rows, whole)
     return dict(zip(ids, rows, strict=True))
 
 
