@@ -96,7 +96,8 @@ bench-after-writes: install
 bench-peers: install
 	benchmarks/peers/run.sh
 
-# LoCoMo recall quality: a throwaway server with the admin clock, then `celestial eval locomo`.
+# LoCoMo recall quality: a throwaway server with the admin clock, then `celestial eval locomo`,
+# then which order ranked the recalls (the server's start-up line; benchmarks/ranker_note.py).
 LOCOMO ?= ../shared/data/locomo-dev
 EVAL_ADDRESS ?= localhost:50061
 eval-locomo: install
@@ -106,6 +107,7 @@ eval-locomo: install
 	until $(PY) -m celestial_memory.ops.healthcheck $(EVAL_ADDRESS) >/dev/null 2>&1; do \
 		kill -0 $$pid || exit 1; sleep 1; done; \
 	$(VENV)/bin/celestial --target $(EVAL_ADDRESS) eval locomo $(LOCOMO) --k 5 10; rc=$$?; \
+	$(PY) benchmarks/ranker_note.py $(LOCOMO) .eval-server.log; \
 	kill $$pid; wait $$pid; rm -rf .eval-data; exit $$rc
 
 # The learned ranker (server/celestial_memory/ranking/model/) from the LoCoMo dev split: the

@@ -225,10 +225,11 @@ def stage_seconds() -> dict[str, float]:
 
 def stage_table(s: Served, questions: list[str]) -> None:
     """Where a recall's time goes, stage by stage, in milliseconds per recall (mean): the
-    service's own stages (encode, keywords, entities, candidates, rescoring, payloads,
-    reinforcement), what the rest of the in-process call costs, the protobuf conversion, and
-    what gRPC adds (its p50 over the in-process p50, less the conversion). In-process and gRPC
-    recalls alternate question by question; the stages are read around the in-process ones."""
+    service's own stages (encode, keywords, entities, candidates, rescoring, ranking (the
+    learned ranker's read, features and model), payloads, reinforcement), what the rest of the
+    in-process call costs, the protobuf conversion, and what gRPC adds (its p50 over the
+    in-process p50, less the conversion). In-process and gRPC recalls alternate question by
+    question; the stages are read around the in-process ones."""
     n = len(questions)
     inproc, results, grpc_ms = [], [], []
     spent = {k: 0.0 for k in stage_seconds()}
