@@ -57,8 +57,9 @@ docs: install
 docs-serve: install
 	$(VENV)/bin/mkdocs serve
 
+# RANKERS=learned,weights: the two orders of a recall side by side on one encoder, interleaved.
 bench-latency: install
-	$(PY) benchmarks/grpc_latency.py
+	$(PY) benchmarks/grpc_latency.py $(if $(RANKERS),--encoders onnx --rankers $(RANKERS))
 
 bench-rebalance: install
 	$(PY) benchmarks/rebalance.py
@@ -100,7 +101,8 @@ bench-after-writes: install
 bench-peers: install
 	benchmarks/peers/run.sh
 
-# LoCoMo recall quality: a throwaway server with the admin clock, then `celestial eval locomo`.
+# LoCoMo recall quality: a throwaway server with the admin clock, then `celestial eval locomo`,
+# then which order ranked the recalls (the server's start-up line; benchmarks/ranker_note.py).
 LOCOMO ?= ../shared/data/locomo-dev
 EVAL_ADDRESS ?= localhost:50061
 eval-locomo: install
@@ -110,12 +112,14 @@ eval-locomo: install
 	until $(PY) -m celestial_memory.ops.healthcheck $(EVAL_ADDRESS) >/dev/null 2>&1; do \
 		kill -0 $$pid || exit 1; sleep 1; done; \
 	$(VENV)/bin/celestial --target $(EVAL_ADDRESS) eval locomo $(LOCOMO) --k 5 10; rc=$$?; \
+	$(PY) benchmarks/ranker_note.py $(LOCOMO) .eval-server.log; \
 	kill $$pid; wait $$pid; rm -rf .eval-data; exit $$rc
 
 # The learned ranker (server/celestial_memory/ranking/model/) from the LoCoMo dev split: the
 # leave-one-conversation-out figures first, then the model and its card.
+# RANKER_OUT=folder: the model and its card there (for CELESTIAL_RANKER_MODEL) instead.
 train-ranker: install
-	$(PY) benchmarks/train_ranker.py $(LOCOMO)
+	$(PY) benchmarks/train_ranker.py $(LOCOMO) $(if $(RANKER_OUT),--out $(RANKER_OUT))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

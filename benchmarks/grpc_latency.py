@@ -1,11 +1,14 @@
 """Median Store and Recall latency through gRPC with the bundled model, 1,000 memories stored,
-for each encoder (ONNX Runtime and torch) in the same run.
+for each encoder (ONNX Runtime and torch) in the same run; or, with ``--rankers``, for each
+order of a recall (CELESTIAL_RANKER) on one encoder in the same run.
 
     make bench-latency            (or: python benchmarks/grpc_latency.py --calls 200)
+    make bench-latency RANKERS=learned,weights     (learned / weights: the ranker's cost)
 
 One server per encoder runs in-process on its own thread and event loop over a fresh embedded
 store; the client is the blocking Python client over loopback. The calls alternate between the
-servers, so drift on the noisy machine falls on both alike. Texts are LoCoMo turns and questions
+servers, and which goes first alternates from one call to the next (ABBA), so drift on the noisy
+machine falls on both alike. Texts are LoCoMo turns and questions
 from ../shared/data/locomo-dev (synthetic sentences if that folder is absent). Both timings
 include embedding the text with all-MiniLM-L6-v2 on the CPU. Then a recall's stages, by
 encoder: the raw encode of the question, the same through the micro-batcher, the service's
@@ -139,7 +142,7 @@ def extractor_on_off(texts: list[str], calls: int, stall_s: float) -> None:
 
 @dataclass
 class Served:
-    encoder: str
+    encoder: str  # its name in the output: the encoder, and the ranker when one is given
     service: MemoryService
     server: MemoryServer
     loop: asyncio.AbstractEventLoop
@@ -161,13 +164,14 @@ def encoder_settings(encoder: str) -> tuple[str, bool, int]:
     return ("onnx" if int8 else kind), int8, int(threads or 0)
 
 
-def serve(encoder: str) -> Served:
+def serve(encoder: str, ranker: str = "") -> Served:
     """A server whose encoder is ``onnx``, ``onnx-int8`` (the model's int8 copy) or ``torch``,
-    optionally with threads: ``torch:1``."""
+    optionally with threads: ``torch:1``; ``ranker``: its CELESTIAL_RANKER (empty: the default)."""
     data_dir = Path(tempfile.mkdtemp(prefix="celestial-bench-"))
     backend, int8, threads = encoder_settings(encoder)
     settings = Settings(data_dir=data_dir, rebalance_interval_s=0, embed_backend=backend,
-                        embed_int8=int8, embed_threads=threads, embed_onnx_dir=ONNX_CACHE)
+                        embed_int8=int8, embed_threads=threads, embed_onnx_dir=ONNX_CACHE,
+                        **({"ranker": ranker} if ranker else {}))  # type: ignore[arg-type]
     service = build_service(settings)
     loop = asyncio.new_event_loop()
     server = MemoryServer(service, "127.0.0.1:0")
@@ -175,7 +179,12 @@ def serve(encoder: str) -> Served:
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     client = CelestialClient(f"127.0.0.1:{port}", tenant="bench", timeout=120)
-    return Served(encoder, service, server, loop, thread, client)
+    return Served(f"{encoder} {ranker}".strip(), service, server, loop, thread, client)
+
+
+def turns(servers: list[Served], i: int) -> list[Served]:
+    """The servers in the order of call ``i``: as given, then reversed, by turns (ABBA)."""
+    return servers if i % 2 == 0 else servers[::-1]
 
 
 def timed(fn: Callable[[], Any]) -> float:
@@ -192,8 +201,8 @@ def line(name: str, xs: list[float]) -> str:
 def stages(servers: list[Served], questions: list[str]) -> dict[str, dict[str, list[float]]]:
     """A recall's parts, question by question, every way and encoder in turn."""
     out: dict[str, dict[str, list[float]]] = {s.encoder: {} for s in servers}
-    for q in questions:
-        for s in servers:
+    for i, q in enumerate(questions):
+        for s in turns(servers, i):
             batcher: Any = s.service.embedder
             ways: dict[str, Callable[[], Any]] = {
                 "raw encode": lambda b=batcher, q=q: b.inner.embed([q]),
@@ -216,10 +225,11 @@ def stage_seconds() -> dict[str, float]:
 
 def stage_table(s: Served, questions: list[str]) -> None:
     """Where a recall's time goes, stage by stage, in milliseconds per recall (mean): the
-    service's own stages (encode, keywords, entities, candidates, rescoring, payloads,
-    reinforcement), what the rest of the in-process call costs, the protobuf conversion, and
-    what gRPC adds (its p50 over the in-process p50, less the conversion). In-process and gRPC
-    recalls alternate question by question; the stages are read around the in-process ones."""
+    service's own stages (encode, keywords, entities, candidates, rescoring, ranking (the
+    learned ranker's read, features and model), payloads, reinforcement), what the rest of the
+    in-process call costs, the protobuf conversion, and what gRPC adds (its p50 over the
+    in-process p50, less the conversion). In-process and gRPC recalls alternate question by
+    question; the stages are read around the in-process ones."""
     n = len(questions)
     inproc, results, grpc_ms = [], [], []
     spent = {k: 0.0 for k in stage_seconds()}
@@ -267,9 +277,14 @@ def main() -> int:
                     help="seconds the scripted model takes a call (extractor on/off)")
     ap.add_argument("--no-extractor", action="store_true",
                     help="skip the Store latency with the model extractor on and off")
+    ap.add_argument("--rankers", default="",
+                    help="of: learned, weights; a server per ranker on the first encoder (the "
+                         "last is the base of the ratios): e.g. learned,weights")
     args = ap.parse_args()
     texts, questions = corpus(args.memories, args.calls)
-    servers = [serve(e) for e in args.encoders.split(",")]
+    encoders = args.encoders.split(",")
+    servers = ([serve(encoders[0], r) for r in args.rankers.split(",")] if args.rankers
+               else [serve(e) for e in encoders])
     store_ms: dict[str, list[float]] = {s.encoder: [] for s in servers}
     recall_ms: dict[str, list[float]] = {s.encoder: [] for s in servers}
     for s in servers:
@@ -278,11 +293,11 @@ def main() -> int:
         print(f"{s.encoder}: StoreBatch of {args.memories} in {time.perf_counter() - t0:.1f} s")
         s.client.recall("warm up", limit=5)
     for i in range(args.calls):
-        for s in servers:
+        for s in turns(servers, i):
             text = texts[args.memories + i]
             store_ms[s.encoder].append(timed(lambda s=s, t=text: s.client.store(t)))
-    for q in questions:
-        for s in servers:
+    for i, q in enumerate(questions):
+        for s in turns(servers, i):
             recall_ms[s.encoder].append(timed(lambda s=s, q=q: s.client.recall(q, limit=10)))
     parts = stages(servers, questions)
     for s in servers:

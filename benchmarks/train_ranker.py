@@ -35,6 +35,7 @@ from celestial_client.cli.locomo_eval import CATEGORIES, load
 from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
+from celestial_memory.domain.candidate_facts import CandidateFacts
 from celestial_memory.ranking.features import FEATURES, features
 from celestial_memory.ranking.learned import MODEL_DIR
 from locomo_inprocess import Gathered, gather, store, turn_ids
@@ -88,7 +89,7 @@ def questions_of(gathered: list[tuple[int, int, set[str], Gathered]], texts: lis
         k = min(candidates, len(g.ids))
         out.append(Question(ci, category, evidence, [turn_ids(m) for m in g.memories[:k]],
                             features(text, g.asked, g.signals[:k], g.relevance[:k],
-                                     g.memories[:k])))
+                                     CandidateFacts.of(g.memories[:k]))))
     return out
 
 

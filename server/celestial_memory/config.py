@@ -221,8 +221,11 @@ class Settings(BaseSettings):
     )
     recall_candidates: int = Field(30, gt=0, description="candidates per zone (at least 3 × the limit)")
     ranker: Literal["learned", "weights"] = Field(
-        "weights", description="a recall's order: the learned model (ranking/) or the weighted "
-        "relevance alone")
+        "learned", description="a recall's order within the zone tiers: the learned model "
+        "(ranking/) or the weighted relevance alone; the relevance gates either way")
+    ranker_model: Path | None = Field(
+        None, description="the learned model's folder (card.json and ranker.txt, as make "
+        "train-ranker writes them); unset: the shipped model")
     ranker_feedback: bool = Field(
         False, description="Feedback votes tune each tenant's learned ranking (ranking/tuning.py)")
     ranker_feedback_rate: float = Field(

@@ -50,6 +50,17 @@ async def test_every_result_carries_zone_relevance_and_breakdown(
         assert b.total == pytest.approx(
             0.25 * b.recall + 0.30 * b.freshness + 0.25 * b.importance + 0.20 * b.context
         )
+
+
+async def test_the_weighted_order_returns_results_by_relevance(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder,
+) -> None:
+    # The learned ranker (the default) may order a tier otherwise; the weights order by relevance.
+    async with running_server(tmp_path, embedder, ManualClock(T0), ranker="weights") as srv, \
+            AsyncCelestialClient(f"127.0.0.1:{srv.port}", tenant="it") as c:
+        await c.store_batch(["Alice likes espresso", "Bob likes green tea", "Carol likes cocoa"])
+        results = await c.recall("what does Alice drink", limit=3)
+    assert len(results) == 3
     assert [r.relevance for r in results] == sorted((r.relevance for r in results), reverse=True)
 
 

@@ -18,6 +18,7 @@ from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.domain import validation as check
+from celestial_memory.domain.candidate_facts import CandidateFacts
 from celestial_memory.domain.requests import NewMemory, RecallQuery
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from celestial_memory.memory.service import MemoryService
@@ -57,9 +58,14 @@ def rows_of(svc: MemoryService) -> dict[str, np.ndarray]:
     found = svc._candidates.find("t", q, QUERY, qvec, check.memory_filter(q.filter, svc.settings),
                                  0.0, 10, metrics.Stages())
     ids = found.candidates.ids
+    facts = svc.store.ranking_facts.read("t", ids)
+    assert facts.ids == ids
+    rows = features(QUERY, found.asked, found.candidates.signals, found.relevance, facts)
+    # Training reads whole memories: the same rows from them.
     got = svc.store.get("t", ids)
-    rows = features(QUERY, found.asked, found.candidates.signals, found.relevance,
-                    [got[i] for i in ids])
+    whole = features(QUERY, found.asked, found.candidates.signals, found.relevance,
+                     CandidateFacts.of([got[i] for i in ids]))
+    np.testing.assert_array_equal(rows, whole)
     return dict(zip(ids, rows, strict=True))
 
 
@@ -93,7 +99,7 @@ def test_a_missing_damaged_or_foreign_model_falls_back_with_one_line(
                                                    "sha256": hashlib.sha256(b"not a model")
                                                    .hexdigest()}))
     for folder, why in ((tmp_path / "missing", "cannot read"), (damaged, "damaged or replaced"),
-                        (foreign, "other features"), (garbage, "LightGBM cannot read")):
+                        (foreign, "other features"), (garbage, "LightGBM text model")):
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="celestial_memory.ranking.learned"):
             assert learned.load("learned", folder) is None

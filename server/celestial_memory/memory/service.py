@@ -87,7 +87,8 @@ class MemoryService:
         self.retrieval = Retrieval(settings, embedder)
         self.tuning = tuning.Tuning(settings, store)  # the votes' layer over the learned ranker
         self._candidates = RecallCandidates(settings, store, self.retrieval,
-                                            learned.load(settings.ranker, feedback=settings.ranker_feedback),
+                                            learned.load(settings.ranker, settings.ranker_model,
+                                                         feedback=settings.ranker_feedback),
                                             self.tuning)
         self.clock = clock
         self.fn = MemoryFunction.from_settings(settings)
@@ -216,9 +217,9 @@ class MemoryService:
                     by_zone=not q.ignore_zones, key=got.key,
                 )[:limit]
             with stages("payloads"):
-                # Payloads only for what is returned (one read), not for every candidate; the
-                # ranker's read already holds most of them.
-                found = got.payloads(self.store, tenant, [ids[r.index] for r in ranked])
+                # Payloads only for what is returned (one read), not for every candidate (the
+                # ranker read only the few fields its features use).
+                found = self.store.get(tenant, [ids[r.index] for r in ranked])
                 ranked = [r for r in ranked if ids[r.index] in found]  # deleted meanwhile
                 if cvec is not None:
                     context = self.store.similarities(tenant, cvec,

@@ -1,15 +1,17 @@
 """The learned ranker: a LightGBM LambdaMART model over the features of a recall's best
 candidates (features.py), trained by ``make train-ranker`` and shipped in ``model/`` with its
-card (``card.json``: the data, the features, the command, the figures, the model's SHA-256).
+card (``card.json``: the data, the features, the command, the figures, the model's SHA-256);
+``CELESTIAL_RANKER_MODEL`` names another folder that command wrote.
 
-It is loaded once, at start-up. A model that is missing, whose hash is not the card's, whose
-features are not this code's, or that LightGBM cannot read is not used: the hand-weighted order
-runs instead, and one log line says why (``load``)."""
+It is loaded once, at start-up, and nothing in a folder can end the server: the card is checked
+against its schema (card.py) before the model is read; the model's hash must be the card's, its
+features this code's, and its text must pass a structural check and a trial parse in a
+short-lived process (model_text.py) before LightGBM holds it here. A model that fails any of
+these is not used: the hand-weighted order runs instead, and one log line says why (``load``)."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +19,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from celestial_memory.ranking.card import CARD_BYTES, CardRefused, parse_card
 from celestial_memory.ranking.features import FEATURES
+from celestial_memory.ranking.model_text import MODEL_BYTES, TextRefused, check_structure, trial_load
 
 log = logging.getLogger(__name__)
 MODEL_DIR = Path(__file__).resolve().parent / "model"
@@ -45,45 +49,71 @@ def read(folder: Path) -> LearnedRanker:
     """The model in ``folder`` (``ranker.txt`` and ``card.json``), checked; ModelRefused says
     what is wrong with it."""
     try:
-        card = json.loads((folder / "card.json").read_text())
-        data = (folder / "ranker.txt").read_bytes()
-    except (OSError, ValueError) as exc:
-        raise ModelRefused(f"cannot read the model or its card in {folder}: {exc}") from None
+        card = parse_card(_bounded(folder / "card.json", CARD_BYTES))
+    except CardRefused as why:
+        raise ModelRefused(f"{folder / 'card.json'}: {why}") from None
+    data = _bounded(folder / "ranker.txt", MODEL_BYTES)
     digest = hashlib.sha256(data).hexdigest()
-    if digest != card.get("sha256"):
+    if digest != card.sha256:
         raise ModelRefused(f"{folder / 'ranker.txt'} has SHA-256 {digest[:12]}…, its card says "
-                           f"{str(card.get('sha256'))[:12]}…: damaged or replaced")
-    if tuple(card.get("features", ())) != FEATURES:
+                           f"{card.sha256[:12]}…: damaged or replaced")
+    if tuple(card.features) != FEATURES:
         raise ModelRefused("the model was trained on other features than this server computes")
+    try:
+        text = data.decode("utf-8")
+        check_structure(text, len(FEATURES))
+        trial_load(text, digest, len(FEATURES))
+    except UnicodeDecodeError:
+        raise ModelRefused(f"{folder / 'ranker.txt'} is not UTF-8 text") from None
+    except TextRefused as why:
+        raise ModelRefused(f"{folder / 'ranker.txt'}: {why}") from None
     try:
         import lightgbm
 
-        booster = lightgbm.Booster(model_str=data.decode())
+        booster = lightgbm.Booster(model_str=text)
     except Exception as exc:  # LightGBM's own errors, or the package missing
         raise ModelRefused(f"LightGBM cannot read {folder / 'ranker.txt'}: {exc}") from None
     if booster.num_feature() != len(FEATURES):
         raise ModelRefused(f"the model reads {booster.num_feature()} features, not {len(FEATURES)}")
-    return LearnedRanker(booster, int(card.get("candidates", 50)),
-                         f"{card.get('name', 'ranker')} ({digest[:12]})")
+    return LearnedRanker(booster, card.candidates, f"{card.name} ({digest[:12]})")
+
+
+def _bounded(path: Path, limit: int) -> bytes:
+    """The bytes of ``path``, refused beyond ``limit`` (read no further than that)."""
+    try:
+        with path.open("rb") as f:
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise ModelRefused(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise ModelRefused(f"{path} is larger than {limit:,} bytes")
+    if not data:
+        raise ModelRefused(f"{path} is empty")
+    return data
 
 
 def load(choice: str, folder: Path | None = None, *, feedback: bool = False) -> LearnedRanker | None:
-    """The ranker ``CELESTIAL_RANKER`` asks for: None for the hand-weighted order (``weights``,
-    or a learned model that cannot be used, said in one log line). ``feedback``
-    (CELESTIAL_RANKER_FEEDBACK) is said in the same line: votes tune only a learned order."""
+    """The ranker ``CELESTIAL_RANKER`` asks for, from ``folder`` (CELESTIAL_RANKER_MODEL; None:
+    the shipped model): None for the hand-weighted order (``weights``, or a learned model that
+    cannot be used, said in one warning line). ``feedback`` (CELESTIAL_RANKER_FEEDBACK) is said
+    in the same line: votes tune only a learned order."""
     if choice != "learned":
-        log.info("ranker: the weighted relevance orders recalls (CELESTIAL_RANKER=%s)%s", choice,
+        log.info("ranker: the weighted relevance orders recalls within the zone tiers "
+                 "(CELESTIAL_RANKER=%s)%s", choice,
                  "; CELESTIAL_RANKER_FEEDBACK has no effect without the learned ranker"
                  if feedback else "")
         return None
+    folder = folder or MODEL_DIR
     try:
-        ranker = read(folder or MODEL_DIR)
-    except ModelRefused as why:
-        log.warning("ranker: the learned model is not used, the weighted relevance orders "
-                    "recalls: %s%s", why, "; CELESTIAL_RANKER_FEEDBACK has no effect"
-                    if feedback else "")
+        ranker = read(folder)
+    except Exception as why:  # ModelRefused, or a check's own fault: never the server's end
+        log.warning("ranker: the learned model in %s is not used, the weighted relevance orders "
+                    "recalls: %s%s", folder, why if isinstance(why, ModelRefused)
+                    else f"unexpected {type(why).__name__}: {why}",
+                    "; CELESTIAL_RANKER_FEEDBACK has no effect" if feedback else "")
         return None
-    log.info("ranker: the learned model %s orders each recall's %d best candidates%s",
-             ranker.name, ranker.candidates,
-             ", tuned by each tenant's Feedback votes" if feedback else "")
+    log.info("ranker: the learned model %s from %s orders each recall's %d best candidates "
+             "within the zone tiers%s; the weighted relevance still gates them, decides the "
+             "zones' near ties and is the relevance a result reports", ranker.name, folder,
+             ranker.candidates, ", tuned by each tenant's Feedback votes" if feedback else "")
     return ranker

@@ -8,13 +8,13 @@ of the best of them (ranking/order.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 from celestial_memory.config import Settings
 from celestial_memory.domain import validation as check
-from celestial_memory.domain.models import Memory, MemoryFilter, Via
+from celestial_memory.domain.models import MemoryFilter, Via
 from celestial_memory.domain.requests import RecallQuery
 from celestial_memory.domain.zones import Zone
 from celestial_memory.graph.expansion import expand
@@ -33,16 +33,8 @@ class Found:
     relevance: npt.NDArray[np.float64]
     via: dict[str, Via]  # the candidates the graph lifted, and how
     asked: list[str]  # the entity ids the query mentions
-    # The learned ranker's order (higher first; None: by relevance) and the payloads it read.
+    # The learned ranker's order (higher first; None: by relevance).
     key: npt.NDArray[np.float64] | None = None
-    read: dict[str, Memory] = field(default_factory=dict)
-
-    def payloads(self, store: MemoryRepository, tenant: str, ids: list[str]) -> dict[str, Memory]:
-        """The payloads of ``ids``: those the ranker read, the rest in one read."""
-        out = {mid: self.read[mid] for mid in ids if mid in self.read}
-        if missing := [mid for mid in ids if mid not in self.read]:
-            out.update(store.get(tenant, missing))
-        return out
 
 
 class RecallCandidates:
@@ -93,7 +85,6 @@ class RecallCandidates:
         found = Found(cands, relevance, via, asked)
         if self.ranker is not None and text and cands.ids:  # a vector alone has no text to rank
             with stages("ranking"):
-                found.key, found.read = learned_key(self.ranker, store, tenant, text, asked,
-                                                    cands.ids, cands.signals, relevance,
-                                                    self.tuning)
+                found.key = learned_key(self.ranker, store, tenant, text, asked, cands.ids,
+                                        cands.signals, relevance, self.tuning)
         return found

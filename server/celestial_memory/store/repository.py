@@ -56,6 +56,7 @@ from celestial_memory.store.payload import (
     selection_conditions,
     to_payload,
 )
+from celestial_memory.store.ranking_facts import RankingFacts
 from celestial_memory.store.understanding_store import UnderstandingStore
 
 log = logging.getLogger(__name__)
@@ -119,6 +120,7 @@ class MemoryRepository(LedgerRecords):
         self.graph = GraphStore(engine)  # relations and entities (graph/)
         self.understanding = UnderstandingStore(engine)  # the model's queue (understanding/)
         self.operations = OperationsStore(engine)  # long-running operations (reflection/)
+        self.ranking_facts = RankingFacts(engine)  # what the learned ranker reads (ranking/)
 
     # -- memories ----------------------------------------------------------------------------
 
