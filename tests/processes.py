@@ -1,9 +1,10 @@
-"""Processes the tests start: ``celestial serve`` as a server of its own (``start``, ``stop``)
-and commands run from a test's event loop (``finished``). None outlives its test: each is
-registered when started and killed by ``reap``, which the root conftest calls after every test
-whatever its outcome (a failed assertion, an exception, pytest-timeout's signal), besides the
-helpers' own kill on a failure. A server's output goes to a file, never to a pipe nobody reads,
-which its log lines would fill until it blocked."""
+"""Processes the tests start: ``celestial serve`` as a server of its own (``start``, ``stop``),
+commands run from a test's event loop (``finished``), and ones that run beside a test's block
+until it ends (``running``). None outlives its test: each is registered when started and killed
+by ``reap``, which the root conftest calls after every test whatever its outcome (a failed
+assertion, an exception, pytest-timeout's signal), besides the helpers' own kill on a failure.
+A server's output goes to a file, never to a pipe nobody reads, which its log lines would fill
+until it blocked."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import IO
 
@@ -28,7 +30,7 @@ START_S = 300.0
 STOP_S = 180.0
 
 _servers: dict[subprocess.Popen[bytes], IO[bytes]] = {}  # started, with their output
-_commands: set[asyncio.subprocess.Process] = set()  # started by ``finished``, still waited on
+_commands: set[asyncio.subprocess.Process] = set()  # in ``finished`` or ``running``, not ended
 
 
 def free_port() -> int:
@@ -108,13 +110,49 @@ async def finished(proc: asyncio.subprocess.Process, timeout_s: float,
     try:
         return await asyncio.wait_for(proc.communicate(stdin), timeout_s)
     except BaseException:
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            await proc.wait()
+        await _killed(proc)
         raise
     finally:
         _commands.discard(proc)
+
+
+@contextlib.asynccontextmanager
+async def running(proc: asyncio.subprocess.Process,
+                  stop_s: float = STOP_S) -> AsyncIterator[asyncio.subprocess.Process]:
+    """``proc``, started from a test's event loop, until the block ends any way: then SIGTERM,
+    and killed if it has not exited within ``stop_s`` or that wait ends any other way. Its exit
+    status is the caller's to read."""
+    _commands.add(proc)
+    try:
+        yield proc
+    finally:
+        try:
+            if proc.returncode is None:
+                _signal(proc.pid, signal.SIGTERM)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(proc.wait(), stop_s)
+        finally:
+            try:
+                await _killed(proc)
+            finally:
+                _commands.discard(proc)
+
+
+async def _killed(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is None:
+        _signal(proc.pid, signal.SIGKILL)
+        await proc.wait()
+
+
+def _signal(pid: int, sig: int) -> None:
+    """``sig`` to a command, and to its group when it leads one (started in a session of its
+    own: a shell and its line). On Python 3.11 a command's wait also waits for its pipes, which
+    what it started would hold open."""
+    with contextlib.suppress(ProcessLookupError):  # it may have ended unwaited
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
 
 
 def reap() -> list[int]:
@@ -130,7 +168,6 @@ def reap() -> list[int]:
         if command.returncode is None:
             killed.append(command.pid)
             # The test's loop may be gone: a signal needs none (the loop reaps the child later).
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(command.pid, signal.SIGKILL)
+            _signal(command.pid, signal.SIGKILL)
         _commands.discard(command)
     return killed
