@@ -24,6 +24,7 @@ from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.integration.conftest import running_server
+from tests.processes import finished
 from tests.rss import peak_rss_growth
 
 STORE = "/celestial.v1.MemoryService/Store"
@@ -283,7 +284,8 @@ async def test_many_connections_with_large_bodies_keep_memory_bounded(
         load = await asyncio.create_subprocess_exec(
             sys.executable, "-c", LOAD, f"http://127.0.0.1:{srv.http_port}",
             stdout=asyncio.subprocess.PIPE)
-        out, _ = await load.communicate()
+        # Generous: the load takes seconds, and its callers' own timeouts are 120 s.
+        out, _ = await finished(load, 240)
     codes = [int(c) for c in out.split()]
     assert len(codes) == 64 and all(code in (0, 429) for code in codes), codes
     assert codes.count(429) >= 32, codes  # refused with an answer, not only cut off

@@ -36,9 +36,14 @@ from tests.e2e.test_grpcurl import GRPCURL
 from tests.e2e.test_typescript_client import PACKAGE, install_package
 from tests.integration.celestial_exe import write_celestial
 from tests.integration.conftest import running_server
+from tests.processes import finished, running
 
 CELESTIAL = ".venv/bin/celestial"  # as the docs run it, from the checkout after make install
 SHELL_PROGRAMS = (CELESTIAL, "printf", "echo", "cat")
+# A bound on one snippet or command, which takes seconds: only a hung one comes near it. A
+# snippet killed (past it, or as its test failed) leaves no MCP server: the SDK's stdio child, in
+# a session of its own, reads the end of its stdin and exits.
+SNIPPET_S = 240.0
 
 RUNNABLE = [b for b in all_blocks() if b.lang in ("python", "ts", "console") and b.skip is None]
 
@@ -59,7 +64,7 @@ async def _run_python(block: Block, address: str, cwd: Path, code: str | None = 
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-c", code.replace(DOC_ADDRESS, address), cwd=cwd,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=_environment())
-    out, err = await proc.communicate()
+    out, err = await finished(proc, SNIPPET_S)
     assert proc.returncode == 0, f"{block.name} failed:\n{err.decode()}"
     return out.decode()
 
@@ -77,7 +82,7 @@ async def _run_typescript(block: Block, address: str, cwd: Path) -> str:
     proc = await asyncio.create_subprocess_exec(
         "node", "snippet.mjs", cwd=cwd, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE)
-    out, err = await proc.communicate()
+    out, err = await finished(proc, SNIPPET_S)
     assert proc.returncode == 0, f"{block.name} failed:\n{err.decode()}"
     return out.decode()
 
@@ -88,11 +93,12 @@ async def _run_shell(block: Block, command: str, address: str, work: Path) -> st
     unknown = [p for p in programs(command) if p not in SHELL_PROGRAMS]
     assert not unknown, f"{block.name}: only {', '.join(SHELL_PROGRAMS)} run in a shell line"
     env = {**_environment(), "CELESTIAL_TARGET": address}
+    # A session of its own, so that killing bash (tests/processes.py) takes its line's commands.
     proc = await asyncio.create_subprocess_exec(
         "bash", "-c", command.replace(DOC_ADDRESS, address), cwd=work, env=env,
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE)
-    out, err = await proc.communicate()
+        stderr=asyncio.subprocess.PIPE, start_new_session=True)
+    out, err = await finished(proc, SNIPPET_S)
     assert proc.returncode == 0, f"{block.name}: `{command}` failed: {err.decode()}"
     return out.decode()
 
@@ -117,7 +123,7 @@ async def _run_command(block: Block, command: str, address: str, http: str,
         GRPCURL if program == "grpcurl" else "curl",
         *(arg.replace(DOC_ADDRESS, address).replace(DOC_HTTP_ADDRESS, http) for arg in argv),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await proc.communicate()
+    out, err = await finished(proc, SNIPPET_S)
     assert proc.returncode == 0, f"{block.name}: `{command}` failed: {err.decode()}"
     return out.decode()
 
@@ -163,7 +169,7 @@ async def _beside(block: Block, address: str, tmp_path: Path) -> AsyncIterator[s
         proc = await asyncio.create_subprocess_exec(
             str(exe), *argv, env=_environment(), stdin=asyncio.subprocess.DEVNULL,
             stdout=err, stderr=err)
-    try:
+    async with running(proc):
         while True:  # until it listens, or it ended: no time limit but the test's own
             assert proc.returncode is None, (
                 f"{block.name}: `{block.beside}` ended:\n{log.read_text()}")
@@ -176,10 +182,6 @@ async def _beside(block: Block, address: str, tmp_path: Path) -> AsyncIterator[s
             await writer.wait_closed()
             break
         yield block.code.replace(f":{doc_port[1]}", f":{port}")
-    finally:
-        with contextlib.suppress(ProcessLookupError):  # it may have ended already
-            proc.terminate()
-        await proc.wait()
 
 
 def test_the_docs_have_runnable_snippets() -> None:

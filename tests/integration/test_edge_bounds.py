@@ -27,6 +27,7 @@ from grpc_reflection.v1alpha import reflection_pb2
 from grpc_status import rpc_status
 
 from tests.integration.conftest import running_server
+from tests.processes import running
 
 CELESTIAL = str(Path(sys.executable).parent / "celestial")
 UNDECODABLE = b"\xff\xff\xff"  # a tag whose varint never ends
@@ -82,7 +83,7 @@ async def test_mcp_http_on_another_loopback_address_refuses_rebound_hosts_and_or
         "--transport", "http", "--host", host, "--port", str(port),
         stderr=asyncio.subprocess.PIPE)
     url = f"http://{host}:{port}/mcp"
-    try:
+    async with running(proc):
         for _ in range(200):  # until it listens
             try:
                 _, w = await asyncio.open_connection(host, port)
@@ -105,9 +106,6 @@ async def test_mcp_http_on_another_loopback_address_refuses_rebound_hosts_and_or
         assert await _post_initialize(url, {"Host": f"localhost:{port}"}) == 200
         assert await _post_initialize(
             url, {"Host": f"{host}:{port}", "Origin": "http://localhost:3000"}) == 200
-    finally:
-        proc.terminate()
-        await proc.wait()
 
 
 # --- undecodable bytes to reflection and health ---------------------------------------------

@@ -19,6 +19,7 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment
 from tests.integration.celestial_exe import write_celestial
 from tests.integration.conftest import running_server
 from tests.integration.test_reflection import STORIES, scripted
+from tests.processes import finished, running
 from tests.scripted_model import ScriptedModel
 
 # This checkout's command, as an MCP host starts it.
@@ -116,7 +117,7 @@ async def test_mcp_print_tools_needs_no_server(tmp_path: Path) -> None:
     proc = await asyncio.create_subprocess_exec(
         CELESTIAL, "--target", "127.0.0.1:1", "mcp", "--print-tools",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    out, err = await finished(proc, 60)
     assert proc.returncode == 0, err.decode()
     tools = json.loads(out)
     assert [t["name"] for t in tools][:2] == ["memory_save", "memory_search"]
@@ -133,7 +134,7 @@ async def test_mcp_over_streamable_http(server: MemoryServer) -> None:
     proc = await asyncio.create_subprocess_exec(
         CELESTIAL, "--target", f"127.0.0.1:{server.port}", "--tenant", "mcp-http", "mcp",
         "--transport", "http", "--port", str(port), stderr=asyncio.subprocess.PIPE)
-    try:
+    async with running(proc):
         for _ in range(200):  # until it listens
             try:
                 _, w = await asyncio.open_connection("127.0.0.1", port)
@@ -147,9 +148,6 @@ async def test_mcp_over_streamable_http(server: MemoryServer) -> None:
             found = await mcp.call_tool("memory_search", {"query": "when does the key rotate?"})
             assert found.structured_content["results"][0]["content"] == (
                 "The deploy key rotates monthly")
-    finally:
-        proc.terminate()
-        await proc.wait()
 
 
 async def test_mcp_reflects_with_the_servers_model_and_says_when_there_is_none(

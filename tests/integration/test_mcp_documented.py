@@ -24,6 +24,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from tests.integration.celestial_exe import ROOT, write_celestial
 from tests.integration.conftest import running_server
+from tests.processes import finished
 
 DOC = ROOT / "docs" / "cli.md"
 DOC_TARGET, DOC_KEY_FILE = "localhost:50052", "/home/me/.config/celestial/key"
@@ -42,7 +43,9 @@ async def _run_snippet(code: str, bin_dir: Path) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-c", code, env=env, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(), 180)
+    # Killed (past the bound, or as the test failed), it leaves no MCP server: the SDK's stdio
+    # child, in a session of its own, reads the end of its stdin and exits.
+    out, err = await finished(proc, 180)
     return proc.returncode or 0, out.decode(), err.decode()
 
 
