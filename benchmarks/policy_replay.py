@@ -21,7 +21,8 @@ Figures, per conversation and pooled:
 - policy, leave-one-out: the bandit trained on the other conversations with rewards replayed
   from their questions (an evidence turn kept +1, skipped -1; a turn no question asks about
   kept -c, skipped +c), ``c`` and the bandit's skip margin chosen on those conversations alone
-  (the most skips that keep >= 97% of their evidence), then run on the held-out one.
+  (the most skips that keep >= 97% of their evidence, by leave-one-out among them), then run
+  on the held-out one, learning nothing more (its questions come after).
 
 Then the curve of skip rate against evidence kept on each held-out conversation as the skip
 margin moves, beside the rules alone.
@@ -39,6 +40,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -168,10 +170,10 @@ class Replayer:
     def __init__(self, vectors: Novelty | None) -> None:
         self.vectors = vectors
 
-    def run(self, conv: Conversation, policy: TurnPolicy | None, cost: float | None = None,
-            frozen: bool = False) -> Outcome:
+    def run(self, conv: Conversation, policy: TurnPolicy | None,
+            cost: float | None = None) -> Outcome:
         """``policy`` None: the rules alone. ``cost``: rewards from the questions, given at each
-        session's end (None: none). ``frozen``: dry runs, nothing learnt or drawn."""
+        session's end (None: none)."""
         out = Outcome(conv.name)
         # The kept turns' vectors, filled in place: novelty is one product per turn.
         held = np.zeros((len(conv.turns()), 0 if self.vectors is None
@@ -185,7 +187,7 @@ class Replayer:
                 else:
                     d = policy.decide(Turn(u.text, u.speaker, u.session,
                                            [v.text for v in session[:pos]]),
-                                      out.kept, nov, dry_run=frozen)
+                                      out.kept, nov)
                     keep = d.keep
                     why = (f"phase {int(d.trace.phase)}: "
                            f"{d.trace.keep_by or d.trace.rule or 'bandit'}")
@@ -200,7 +202,7 @@ class Replayer:
                     if not keep:
                         out.lost_by[why] += 1
                         out.lost.append(u.text)
-            if policy is not None and cost is not None and not frozen:
+            if policy is not None and cost is not None:
                 for u, d in decided:
                     asked = u.dia_id in conv.evidence
                     policy.learn(d.id, (1.0 if asked else -cost) if d.keep
@@ -234,6 +236,15 @@ def policy_for(margin: float, implicit: bool, seed: int) -> TurnPolicy:
     return TurnPolicy(cfg, np.random.default_rng(seed), ManualClock())
 
 
+def frozen(saved: dict[str, Any], margin: float, seed: int) -> TurnPolicy:
+    """A trained policy that only decides: greedy (no exploration), no implicit rewards, and
+    no rewards given while it runs."""
+    saved["config"]["bandit"]["offsets"] = [0.0, margin]
+    saved["config"]["bandit"]["epsilon"] = 0.0
+    saved["config"]["implicit"] = False
+    return TurnPolicy.from_dict(saved, np.random.default_rng(seed), ManualClock())
+
+
 def trained(rep: Replayer, train: Sequence[Conversation], cost: float, margin: float,
             implicit: bool, seed: int) -> TurnPolicy:
     p = policy_for(margin, implicit, seed)
@@ -251,20 +262,24 @@ def pooled(name: str, outs: Sequence[Outcome]) -> Outcome:
 
 def choose(rep: Replayer, train: Sequence[Conversation], implicit: bool,
            seed: int) -> tuple[float, float, Outcome]:
-    """The cost and margin with the most skips that keep >= 97% of the evidence of ``train``
-    (or, when none does, the most evidence), measured frozen on ``train`` itself."""
+    """The cost and margin with the most skips that keep >= 97% of the evidence (or, when none
+    does, the most evidence), by leave-one-out within ``train``: for each of its conversations,
+    the bandit trained on the others and run frozen on it, pooled."""
+    results: dict[tuple[float, float], list[Outcome]] = {}
+    for i, inner in enumerate(train):
+        rest = [c for j, c in enumerate(train) if j != i]
+        for cost in COSTS:
+            saved = trained(rep, rest, cost, 0.0, implicit, seed).to_dict()
+            for margin in MARGINS:
+                results.setdefault((cost, margin), []).append(
+                    rep.run(inner, frozen(saved, margin, seed)))
     best: tuple[tuple[bool, float], float, float, Outcome] | None = None
-    for cost in COSTS:
-        p = trained(rep, train, cost, 0.0, implicit, seed)
-        saved = p.to_dict()
-        for margin in MARGINS:
-            saved["config"]["bandit"]["offsets"] = [0.0, margin]
-            q = TurnPolicy.from_dict(saved, np.random.default_rng(seed), ManualClock())
-            o = pooled("train", [rep.run(c, q, frozen=True) for c in train])
-            meets = o.kept_evidence >= TARGET_EVIDENCE
-            key = (meets, o.skip if meets else o.kept_evidence)
-            if best is None or key > best[0]:
-                best = (key, cost, margin, o)
+    for (cost, margin), outs in results.items():
+        o = pooled("train", outs)
+        meets = o.kept_evidence >= TARGET_EVIDENCE
+        key = (meets, o.skip if meets else o.kept_evidence)
+        if best is None or key > best[0]:
+            best = (key, cost, margin, o)
     assert best is not None
     return best[1], best[2], best[3]
 
@@ -371,19 +386,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(pooled("all", outs).line())
 
     print("\npolicy, leave one conversation out (cost and margin chosen on the other four)")
-    held_out, chosen = [], []
+    held_out, greedy, chosen = [], [], []
     for i, c in enumerate(convs):
         train = [t for j, t in enumerate(convs) if j != i]
         cost, margin, on_train = choose(rep, train, args.implicit, args.seed)
         p = trained(rep, train, cost, margin, args.implicit, args.seed)
+        greedy.append(rep.run(c, frozen(p.to_dict(), margin, args.seed)))
         o = rep.run(c, p)
         held_out.append(o)
         chosen.append((cost, margin))
-        print(o.line() + f"  (c {cost}, margin {margin}; on the four: skip {on_train.skip:.1%},"
-              f" evidence {on_train.kept_evidence:.1%})")
+        print(o.line() + f"  (c {cost}, margin {margin}; within the four: skip "
+              f"{on_train.skip:.1%}, evidence {on_train.kept_evidence:.1%})")
     total = pooled("all", held_out)
     print(total.line())
     print("  evidence lost by:", dict(total.lost_by.most_common()))
+    g = pooled("greedy", greedy)
+    print(g.line() + "  (the same policies without exploration)")
+    print("  evidence lost by:", dict(g.lost_by.most_common()))
     for text in total.lost[:args.lost]:
         print(f"    lost: {text[:120]}")
 
@@ -395,9 +414,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         saved = p.to_dict()
         points = []
         for margin in CURVE:
-            saved["config"]["bandit"]["offsets"] = [0.0, margin]
-            q = TurnPolicy.from_dict(saved, np.random.default_rng(args.seed), ManualClock())
-            o = rep.run(c, q, frozen=True)
+            o = rep.run(c, frozen(saved, margin, args.seed))
             points.append(f"{margin:+.1f}: {o.skip:.0%}/{o.kept_evidence:.1%}")
         r = rep.run(c, None)
         print(f"  {c.name}: rules {r.skip:.0%}/{r.kept_evidence:.1%};  " + ",  ".join(points))
