@@ -57,7 +57,7 @@ from celestial_memory.observability import metrics
 from celestial_memory.ranking import learned, tuning
 from celestial_memory.recall.candidates import RecallCandidates
 from celestial_memory.recall.retrieval import Retrieval, zone_order
-from celestial_memory.reflection.operations import reflections
+from celestial_memory.reflection.assembly import reflections
 from celestial_memory.store.payload import ARCHIVE_ZONE
 from celestial_memory.store.repository import MemoryRepository
 from celestial_memory.understanding.chat import ChatModel

@@ -47,7 +47,6 @@ from celestial_memory.domain.operations import (
     operation_name,
 )
 from celestial_memory.domain.paging import Cursor
-from celestial_memory.domain.requests import MemoryWriter
 from celestial_memory.errors import (
     CelestialError,
     Interrupted,
@@ -57,13 +56,10 @@ from celestial_memory.errors import (
     RetryLater,
     TooManyCalls,
 )
-from celestial_memory.graph.relations import Relations
 from celestial_memory.reflection.reflector import Reflector
 from celestial_memory.reflection.trigger import ReflectionTrigger
 from celestial_memory.store.operations_store import OperationsStore
-from celestial_memory.store.repository import MemoryRepository
 from celestial_memory.understanding.budget import ModelBudgets
-from celestial_memory.understanding.chat import ChatModel
 
 log = logging.getLogger(__name__)
 
@@ -303,7 +299,10 @@ class ReflectionOperations:
         op = live.op
         op.updated_at = self._clock.now()
         live.version += 1
-        self._records.write(op, self.holder, op.updated_at + (KEEP_S if op.done else LEASE_S))
+        # An ended one is kept from its end, however often it is written after: its order
+        # among the ended is the order they ended (trim_ended removes the first).
+        self._records.write(op, self.holder, (op.ended_at or op.updated_at) + KEEP_S if op.done
+                            else op.updated_at + LEASE_S)
 
     def _settled(self, live: _Live) -> None:
         """The worker is through with ``live``: an automatic one that a stop did not
@@ -401,14 +400,3 @@ class ReflectionOperations:
         op = self.start(tenant, asked.dry_run, asked.window, asked.entities)
         return self.wait(tenant, op.name)
 
-
-def reflections(settings: Settings, store: MemoryRepository, storing: MemoryWriter,
-                relations: Relations, clock: Clock, model: ChatModel | None,
-                budgets: ModelBudgets | None, flush: Callable[[str], None]) -> ReflectionOperations:
-    """The service's reflections: ``budgets`` are the extraction queue's when it runs (one
-    budget per tenant for both), new ones otherwise."""
-    reflector = Reflector(settings, store, storing, relations, model)
-    # A store only this process opens: what it finds unfinished, a stopped server left.
-    exclusive = store.backend_name in ("edge", "qdrant-local")
-    return ReflectionOperations(settings, store.operations, reflector, budgets or ModelBudgets(),
-                                clock, flush, exclusive, model is not None)
