@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.processes import finished, reap
+from tests.processes import finished, reap, running
 
 ASLEEP = [sys.executable, "-c", "import time; time.sleep(600)"]
 
@@ -38,3 +38,19 @@ async def test_a_command_still_waited_on_after_its_test_is_reaped() -> None:
     assert reap() == [proc.pid]  # as after a test whose loop no longer runs the wait
     assert await proc.wait() == -9
     await waiting  # its output, once killed
+
+
+async def test_a_command_running_beside_a_block_stops_with_it_and_a_pipeline_with_its_line(
+) -> None:
+    proc = await asyncio.create_subprocess_exec(*ASLEEP)
+    with pytest.raises(RuntimeError):
+        async with running(proc, stop_s=5):
+            raise RuntimeError("the block failed")
+    assert proc.returncode is not None
+    # A shell line in a session of its own: its pipeline goes with it, and the wait returns.
+    line = await asyncio.create_subprocess_exec(
+        "bash", "-c", "sleep 600 | cat", stdout=asyncio.subprocess.PIPE,
+        start_new_session=True)
+    with pytest.raises(TimeoutError):
+        await finished(line, 0.5)
+    assert line.returncode is not None
