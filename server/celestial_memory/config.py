@@ -249,8 +249,9 @@ class Settings(BaseSettings):
     max_batch: int = Field(10_000, gt=0, description="most items in one StoreBatch")
     max_batch_bytes: int = Field(
         64 * 2**20, gt=0, description="most bytes of one StoreBatch's messages together")
-    max_tags: int = Field(64, gt=0, description="most tags on one memory")
-    max_metadata_entries: int = Field(64, gt=0, description="most metadata entries on one memory")
+    max_tags: int = Field(64, gt=0, le=4096, description="most tags on one memory")
+    max_metadata_entries: int = Field(
+        64, gt=0, le=4096, description="most metadata entries on one memory")
     max_metadata_value_chars: int = Field(1024, gt=0, description="one metadata value")
     max_label_chars: int = Field(256, gt=0, description="a tag, session id or agent id")
     max_tenant_chars: int = Field(128, gt=0, description="a tenant's name")

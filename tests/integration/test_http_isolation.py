@@ -21,7 +21,7 @@ from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 from celestial_memory.access.keys import create_key
 from celestial_memory.api.connect.conversion import MAX_VALUES, Converter, Encoded
-from celestial_memory.api.grpc.converters import MAX_LISTED
+from celestial_memory.api.grpc.converters import MAX_LABELS, MAX_LISTED
 from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.clock import ManualClock
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
@@ -164,11 +164,11 @@ async def test_absurd_repeated_fields_are_refused_before_they_are_converted(
         stub = pb_grpc.MemoryServiceStub(channel)
         with pytest.raises(grpc.aio.AioRpcError) as tags:
             await stub.Store(pb.StoreRequest(tenant="a", content="x",
-                                             tags=["t"] * (MAX_LISTED + 1)))
+                                             tags=["t"] * (MAX_LABELS + 1)))
         assert tags.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert f"more than {MAX_LISTED} values" in (tags.value.details() or "")
+        assert f"more than {MAX_LABELS} values" in (tags.value.details() or "")
         with pytest.raises(grpc.aio.AioRpcError) as vector:
-            await stub.Recall(pb.RecallRequest(tenant="a", query_vector=[0.5] * 1_000_000))
+            await stub.Recall(pb.RecallRequest(tenant="a", query_vector=[0.5] * (MAX_LISTED + 1)))
         assert vector.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "query_vector" in (vector.value.details() or "")
 

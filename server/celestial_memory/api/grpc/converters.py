@@ -162,20 +162,22 @@ def relation_from_pb(r: pb.Relation, field: str) -> Edge:
                 ts_from_pb(r, "created_at", f"{field}.created_at") or 0.0, r.outgoing)
 
 
-# More values than any request needs (the settings' limits are checked later, on what these
-# give): a request of a million tags is refused before a million strings are made of it.
+# More values than any request needs (the settings' own limits, at most MAX_LABELS, are checked
+# later, on what these give): a request of a million tags is refused before a million strings
+# are made of it. Vectors may be long; labels and metadata are few.
 MAX_LISTED = 65_536
+MAX_LABELS = 4096
 
 
-def _listed(values: Any, field: str) -> list[Any]:
-    if len(values) > MAX_LISTED:
-        raise InvalidArgument(field, f"more than {MAX_LISTED} values")
+def _listed(values: Any, field: str, bound: int = MAX_LABELS) -> list[Any]:
+    if len(values) > bound:
+        raise InvalidArgument(field, f"more than {bound} values")
     return list(values)
 
 
 def _mapped(values: Any, field: str) -> dict[str, str]:
-    if len(values) > MAX_LISTED:
-        raise InvalidArgument(field, f"more than {MAX_LISTED} entries")
+    if len(values) > MAX_LABELS:
+        raise InvalidArgument(field, f"more than {MAX_LABELS} entries")
     return dict(values)
 
 
@@ -185,7 +187,8 @@ def new_memory_from_pb(r: pb.StoreRequest) -> NewMemory:
         importance=r.importance if r.HasField("importance") else None,
         tags=_listed(r.tags, "tags"), session_id=r.session_id, agent_id=r.agent_id,
         metadata=_mapped(r.metadata, "metadata"), created_at=ts_from_pb(r, "created_at", "created_at"),
-        vector=_listed(r.vector, "vector") or None, id=r.id, pinned=r.pinned, context=r.context,
+        vector=_listed(r.vector, "vector", MAX_LISTED) or None, id=r.id, pinned=r.pinned,
+        context=r.context,
         request_id=r.request_id, upsert=r.upsert,
         memory_type=type_from_pb(r.memory_type, "memory_type"), immutable=r.immutable,
     )
@@ -213,7 +216,7 @@ def recall_query_from_pb(r: pb.RecallRequest) -> RecallQuery:
     return RecallQuery(
         query=r.query, limit=r.limit, filter=filter_from_pb(r.filter),
         reinforce=not r.no_reinforce, context=r.context,
-        query_vector=_listed(r.query_vector, "query_vector") or None,
+        query_vector=_listed(r.query_vector, "query_vector", MAX_LISTED) or None,
         min_relevance=r.min_relevance if r.HasField("min_relevance") else None,
         ignore_zones=r.ignore_zones, include_archived=r.include_archived,
         deep=r.deep if r.HasField("deep") else None,
@@ -238,7 +241,7 @@ def changes_from_pb(r: pb.UpdateRequest) -> MemoryChanges:
         tags=_listed(r.tags.values, "tags") if r.HasField("tags") else None,
         metadata=_mapped(r.metadata.values, "metadata") if r.HasField("metadata") else None,
         pinned=r.pinned if r.HasField("pinned") else None,
-        vector=_listed(r.vector, "vector") or None,
+        vector=_listed(r.vector, "vector", MAX_LISTED) or None,
     )
 
 
