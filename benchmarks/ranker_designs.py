@@ -2,7 +2,7 @@
 LoCoMo dev split beside the shipped features (train_ranker.py's rows, its parameters, its
 rounds), before any of them is built into the server.
 
-    python benchmarks/ranker_designs.py ../shared/data/locomo-dev --cache /tmp/train_cache.pkl
+    python benchmarks/ranker_designs.py DATA --cache FILE      (DATA: the LoCoMo dev split)
 
 The designs (each adds columns to the shipped 36):
 
@@ -164,10 +164,10 @@ def main() -> None:
                         help="train_ranker.py's cache of the gathered candidates (made if absent)")
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--designs", nargs="*", default=list(DESIGNS))
-    parser.add_argument("--seed", type=int, default=PARAMS["seed"],
-                        help="LightGBM's seed (the spread between seeds is the noise floor)")
+    parser.add_argument("--random-state", type=int, default=PARAMS["seed"],
+                        help="LightGBM's random state (the spread between them is the noise)")
     args = parser.parse_args()
-    PARAMS["seed"] = args.seed
+    PARAMS["seed"] = args.random_state
     paths = sorted(args.data.glob("*.json"))
     texts = [text for p in paths for text, _, _ in load(p).questions]
     if args.cache.exists():
@@ -183,7 +183,7 @@ def main() -> None:
             print("| design | " + " | ".join(got) + " |")
             header = True
         cells = " | ".join(f"{v:.3f}" for v in got.values())
-        print(f"| {name} ({len(names)} features, seed {args.seed}) | {cells} |", flush=True)
+        print(f"| {name} ({len(names)} features, random state {args.random_state}) | {cells} |", flush=True)
 
 
 if __name__ == "__main__":
