@@ -2,15 +2,18 @@
 the test holds it: a client with a short deadline starts one and gets it back at once; polling
 and watching see its progress and its end; a cancel ends it and its late answer writes nothing;
 another tenant cannot see it; the list pages; the tenant's model budget, shared with the
-extraction queue, ends one with RESOURCE_EXHAUSTED; the Connect port serves the new calls; and a
-tenant keeps its last ended operations for a week, and every running one."""
+extraction queue, ends one with RESOURCE_EXHAUSTED; the Connect port serves the new calls; a
+tenant keeps its last ended operations for a week, and every running one; and a lease renewed as
+its operation is cancelled leaves the ended record its week."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -24,7 +27,10 @@ from celestial_client.cli import main
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_memory.clock import ManualClock
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
-from celestial_memory.reflection.operations import KEEP_S, MAX_ENDED
+from celestial_memory.reflection.operations import KEEP_S, LEASE_S, MAX_ENDED
+from celestial_memory.store.engine import LEDGER
+from celestial_memory.store.operations_store import ENDED
+from celestial_memory.store.payload import Ids
 
 from tests.integration.conftest import stub_over
 from tests.integration.test_reflection import ALICE, BOB, STORIES, scripted, serving
@@ -297,4 +303,59 @@ async def test_a_tenant_keeps_its_last_ended_operations_for_a_week_and_every_run
         assert [await gone(name) for name in ended] == [True] * len(ended)
         assert not (await c.get_operation(running.name)).done
         assert [o.name for o in (await c.list_operations()).items] == [running.name]
+        model.release()
+
+
+class _Apart:
+    """The ledger's engine with a renewal's match and its write apart, as edge_engine.py does
+    them, and ``between`` run in the gap."""
+
+    def __init__(self, engine: Any, between: Callable[[list[str]], None]) -> None:
+        self._engine, self._between = engine, between
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    def set_payloads(self, part: str, updates: list[tuple[str, Any]], where: list[Any]) -> None:
+        ids = [i for i, _ in updates]
+        found, _ = self._engine.scroll(part, [*where, Ids(tuple(ids))], len(ids), payload=False)
+        matching = {r.id for r in found}
+        self._between(ids)
+        self._engine.set_payloads(part, [u for u in updates if u[0] in matching], [])
+
+
+async def test_a_lease_renewed_as_its_operation_is_cancelled_leaves_the_end_its_week(
+        tmp_path: Path, backend_kind: str, embedder: SentenceTransformerEmbedder,
+        clock: ManualClock, model: ScriptedModel) -> None:
+    # A cancel between a renewal's match and its write must find the renewal done, or wait for
+    # it: written after the end, the lease would be the ended record's expiry, and it would go
+    # first among the tenant's ended (MAX_ENDED), and within the hour.
+    async with serving(tmp_path, backend_kind, embedder, clock, model,
+                       llm_timeout_s=3600) as (srv, c):
+        for t in STORIES:
+            await c.store(t)
+        model.hold()
+        op = await c.start_reflection()
+        await until(lambda: len(model.requests) >= 1, "the reflection's model call")
+        reflection, records = srv.service.reflection, srv.service.store.operations
+        op_id = op.name.removeprefix("operations/")
+        cancelled = threading.Event()
+
+        def cancel() -> None:
+            reflection.cancel("it", op.name)
+            cancelled.set()
+
+        def between(ids: list[str]) -> None:
+            if op_id in ids and not cancelled.is_set():
+                threading.Thread(target=cancel, daemon=True).start()
+                cancelled.wait(1.0)  # at once if nothing holds the operation meanwhile
+
+        records.engine = _Apart(records.engine, between)
+        clock.advance(LEASE_S)  # the next upkeep turn renews
+        await until(cancelled.is_set, "the cancel")
+        ended = await c.get_operation(op.name)
+        assert ended.done and ended.error is not None and ended.error.code == "CANCELLED"
+        payload = records.engine.retrieve(LEDGER, [op_id])[0].payload
+        assert payload["holder"] == ENDED
+        assert payload["expires_at"] == payload["operation"]["ended_at"] + KEEP_S
         model.release()

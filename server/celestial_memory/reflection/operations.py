@@ -19,9 +19,9 @@ A cancel ends an operation at once, before its writes: the model call in flight 
 (a blocking HTTP call cannot be interrupted) and its answer dropped. Once writing, it is too
 late: the cancel is recorded and the reflection completes.
 
-An ended operation can be read for KEEP_S, and a tenant keeps MAX_ENDED ended ones at most:
-each end removes the tenant's that ended first beyond that, so starts and cancels in a loop
-cannot fill the store. A running operation is never removed.
+An ended operation can be read for KEEP_S; a tenant keeps its MAX_ENDED last ended at most (each
+end removes those that ended first beyond), so starts and cancels in a loop cannot fill the
+store. A running operation is never removed.
 """
 
 from __future__ import annotations
@@ -69,9 +69,7 @@ MAX_QUEUED = 64  # every tenant's queued and running reflections
 MAX_REQUEST_ID = 256  # characters of a start's request_id
 LEASE_S = 30.0  # a holder's lease on its running operations, renewed every third of it
 KEEP_S = 7 * 86400.0  # how long an ended operation can still be read
-# A tenant's ended operations kept at most: starts and cancels cost a caller nothing, and each
-# ended one would otherwise be kept KEEP_S. The oldest ended go first; running ones never.
-MAX_ENDED = 100
+MAX_ENDED = 100  # a tenant's ended operations kept at most (starts and cancels cost nothing)
 RESTARTED = "the server restarted while this operation ran; start it again"
 STOPPED = "the server stopped while this operation ran; start it again"
 
@@ -95,9 +93,8 @@ class ReflectionOperations:
     def __init__(self, settings: Settings, records: OperationsStore, reflector: Reflector,
                  budgets: ModelBudgets, clock: Clock, flush: Callable[[str], None],
                  exclusive: bool, has_model: bool) -> None:
-        """``exclusive``: no other process uses the store (its unfinished operations are a
-        stopped server's); ``flush``: a tenant's pending reinforcements, written before a
-        reflection reads."""
+        """``exclusive``: no other process uses the store (what it finds unfinished, a stopped
+        server left); ``flush``: a tenant's pending reinforcements, written before a reflection."""
         self._s, self._records, self._reflector = settings, records, reflector
         self._budgets, self._clock, self._flush = budgets, clock, flush
         self._exclusive = exclusive
@@ -156,9 +153,8 @@ class ReflectionOperations:
             return self._copy(live)
 
     def get(self, tenant: str, name: str) -> tuple[Operation, int | None]:
-        """The operation and, while this process runs it, its change counter; or NotFound.
-        An ended one is read from the store, which may have dropped it (MAX_ENDED) while its
-        worker still holds it."""
+        """The operation and, while this process runs it, its change counter; or NotFound. An
+        ended one is read from the store, which may have dropped it (MAX_ENDED) already."""
         if (seen := self.peek(tenant, name)) is not None and not seen[0].done:
             return seen
         op_id = operation_id(name)
@@ -178,7 +174,7 @@ class ReflectionOperations:
 
     def page(self, tenant: str, size: int,
              cursor: Cursor | None) -> tuple[list[Operation], bool]:
-        """The tenant's operations, newest first (as last written), and whether more follow."""
+        """The tenant's operations, newest first (as started), and whether more follow."""
         return self._records.page(tenant, size, cursor)
 
     def cancel(self, tenant: str, name: str) -> Operation:
@@ -299,8 +295,7 @@ class ReflectionOperations:
         op = live.op
         op.updated_at = self._clock.now()
         live.version += 1
-        # An ended one is kept from its end, however often it is written after: its order
-        # among the ended is the order they ended (trim_ended removes the first).
+        # An ended one expires KEEP_S after its end: trim_ended removes the first ended by it.
         self._records.write(op, self.holder, (op.ended_at or op.updated_at) + KEEP_S if op.done
                             else op.updated_at + LEASE_S)
 
@@ -336,8 +331,11 @@ class ReflectionOperations:
         if now - self._renewed >= LEASE_S / 3:
             self._renewed = now
             with self._lock:
-                mine = [v.op.id for v in self._live.values()]
-            self._records.renew(mine, self.holder, now + LEASE_S)
+                mine = list(self._live.values())
+            for live in mine:  # each under its lock: an end written meanwhile keeps its expiry
+                with live.lock:
+                    if not live.op.done:
+                        self._records.renew([live.op.id], self.holder, now + LEASE_S)
         if now - self._recovered >= LEASE_S / 3:
             self._recovered = now
             self.recover()

@@ -8,6 +8,7 @@ order they ended (``trim_ended``). A tenant's trigger count is one point per ten
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -39,6 +40,8 @@ def _count_id(tenant: str) -> str:
 class OperationsStore(PageReads):
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        # One trim at a time: two that count before either deletes would remove twice over.
+        self._trimming = threading.Lock()
 
     # -- operations ---------------------------------------------------------------------------
 
@@ -79,7 +82,9 @@ class OperationsStore(PageReads):
                  float(r.payload.get("expires_at", 0.0))) for r in records]
 
     def renew(self, op_ids: Sequence[str], holder: str, expires_at: float) -> None:
-        """Extend ``holder``'s lease on its operations (those it still holds)."""
+        """Extend ``holder``'s lease on its operations (those it still holds). An engine may
+        match and write apart (edge_engine.py): the caller renews none that may end meanwhile,
+        or its end would take the lease for its expiry."""
         if op_ids:
             self.engine.set_payloads(LEDGER, [(i, {"expires_at": expires_at}) for i in op_ids],
                                      [Eq("kind", OPERATION), Eq("holder", holder)])
@@ -93,15 +98,16 @@ class OperationsStore(PageReads):
         """Remove ``tenant``'s ended operations but the ``keep`` that ended last, those that
         ended first first; how many went. Running ones are neither counted nor removed."""
         ended = [Eq("tenant", tenant), Eq("kind", OPERATION), Eq("holder", ENDED)]
-        extra = self.engine.count(LEDGER, ended) - keep
-        if extra <= 0:
-            return 0
-        # An ended record's expires_at is its end plus the same keeping time for all.
-        records, _ = self.engine.scroll(LEDGER, ended, min(extra, SCAN_LIMIT), payload=False,
-                                        order=Order("expires_at"))
-        if records:
-            self.engine.delete(LEDGER, [*ended, Ids(tuple(r.id for r in records))])
-        return len(records)
+        with self._trimming:
+            extra = self.engine.count(LEDGER, ended) - keep
+            if extra <= 0:
+                return 0
+            # An ended record's expires_at is its end plus the same keeping time for all.
+            records, _ = self.engine.scroll(LEDGER, ended, min(extra, SCAN_LIMIT),
+                                            payload=False, order=Order("expires_at"))
+            if records:
+                self.engine.delete(LEDGER, [*ended, Ids(tuple(r.id for r in records))])
+            return len(records)
 
     @staticmethod
     def _point(op: Operation, holder: str, expires_at: float) -> Point:
