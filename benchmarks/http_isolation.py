@@ -655,6 +655,8 @@ def main() -> int:
                     help="comma-separated, in order: idle, " + ", ".join(ATTACKS))
     ap.add_argument("--seconds", type=float, default=20, help="shortest attack phase")
     ap.add_argument("--idle-seconds", type=float, default=30, help="each idle phase")
+    ap.add_argument("--warmup", type=float, default=20,
+                    help="seconds the callers run before the first phase, not counted")
     ap.add_argument("--tail", type=float, default=3,
                     help="seconds an attack phase goes on after its attacker is done")
     ap.add_argument("--rate", type=float, default=10, help="each caller's Get+Stats pairs/s")
@@ -710,7 +712,9 @@ def main() -> int:
                     where, keys["caller"], ids, clock, args.rate, samples, args.call_timeout)))
             for th in threads:
                 th.start()
-            time.sleep(2)  # warm up: connections made, first calls served (not counted)
+            # Warm up, not counted: connections made, first calls served, and what a server
+            # does just after it starts (indexes, the ranker's trial) done.
+            time.sleep(args.warmup)
             for phase, label in zip(phases, labels, strict=True):
                 clock.phase = label
                 started, (cpu, _) = time.monotonic(), usage(proc.pid)

@@ -12,6 +12,8 @@ Done on the event loop that also serves the gRPC port, that work stalled every c
   take on the loop;
 - a JSON request of more than ``MAX_VALUES`` values is refused before any conversion: no
   message of the contract needs that many, and the work it would cost is the caller's only.
+  Counting is cheap but not free (a few milliseconds for 4 MB), so a large body is counted by
+  the worker too.
 
 Connect decodes a request synchronously inside its own handling, so a large JSON request is
 *deferred*: the codec answers an empty message and keeps the bytes (``Deferred``), and the
@@ -29,7 +31,18 @@ import logging
 import os
 from typing import Literal, TypeVar
 
-from celestial_memory.api.connect.json_worker import PARSE, PRINT, Worker, WorkerGone, convert
+from celestial_memory.api.connect.json_worker import (
+    DONE,
+    MAX_VALUES,
+    PARSE,
+    PRINT,
+    TOO_MANY,
+    Answer,
+    Worker,
+    WorkerGone,
+    convert,
+    json_values,
+)
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -41,15 +54,9 @@ INLINE_VALUES = 256  # a JSON request with at most this many values parses in ab
 # A response of at most this many bytes prints in about a millisecond: text prints at about
 # 0.1 µs a byte, numbers (vectors) at nearly 1 µs a byte of binary.
 INLINE_TEXT_BYTES, INLINE_NUMBER_BYTES = 8192, 1024
-MAX_VALUES = 131_072  # no message of the contract needs more; converting this many takes ~0.5 s
+SCAN_BYTES = 65_536  # a larger JSON request is counted by the worker, not on the loop
 M = TypeVar("M", bound=Message)
 Where = Literal["process", "thread", "loop"]
-
-
-def json_values(data: bytes | bytearray) -> int:
-    """At least the number of values in a JSON text, counted at C speed: every value after the
-    first follows a comma or a colon (commas inside strings count too, erring toward caution)."""
-    return data.count(b",") + data.count(b":") + 1
 
 
 class Encoded:
@@ -78,6 +85,12 @@ class Deferred:
 
 # Set by the transport for each call; the codec leaves large requests in it.
 DEFERRED: contextvars.ContextVar[Deferred | None] = contextvars.ContextVar("deferred", default=None)
+
+
+def _too_many(values: int) -> ConnectError:
+    return ConnectError(Code.RESOURCE_EXHAUSTED, (
+        f"a JSON message may hold at most {MAX_VALUES} values, this one about {values}; "
+        "send fewer, or binary protobuf (application/proto)"))
 
 
 @functools.cache
@@ -113,18 +126,19 @@ class Converter:
     def inline_request(self, data: bytes | bytearray) -> bool:
         """Whether a JSON request is converted where it is; one over ``MAX_VALUES`` is
         refused."""
-        values = json_values(data)
-        if values > MAX_VALUES:
-            raise ConnectError(Code.RESOURCE_EXHAUSTED, (
-                f"a JSON message may hold at most {MAX_VALUES} values, this one about {values}; "
-                "send fewer, or binary protobuf (application/proto)"))
+        if self.where != "loop" and len(data) > SCAN_BYTES:
+            return False  # counted by the worker
+        if (values := json_values(data)) > MAX_VALUES:
+            raise _too_many(values)
         return self.where == "loop" or values <= INLINE_VALUES
 
     async def parse(self, data: bytes, message: M) -> M:
         """``message`` filled from the JSON ``data``, converted away from the loop."""
-        out = await self._run(PARSE, message.DESCRIPTOR.full_name, bytes(data))
-        if isinstance(out, str):
-            raise ConnectError(Code.INVALID_ARGUMENT, f"unmarshal message: {out}")
+        status, out = await self._run(PARSE, message.DESCRIPTOR.full_name, bytes(data))
+        if status == TOO_MANY:
+            raise _too_many(int(out))
+        if status != DONE:
+            raise ConnectError(Code.INVALID_ARGUMENT, f"unmarshal message: {out.decode()}")
         message.MergeFromString(out)
         return message
 
@@ -132,12 +146,14 @@ class Converter:
         """``message``, or its JSON when printing it would cost the loop (module docstring)."""
         if self.where == "loop" or message.ByteSize() <= _inline_bytes(message.DESCRIPTOR):
             return message
-        out = await self._run(PRINT, message.DESCRIPTOR.full_name, message.SerializeToString())
-        if isinstance(out, str):
-            raise RuntimeError(f"printing a {message.DESCRIPTOR.full_name} as JSON: {out}")
+        status, out = await self._run(PRINT, message.DESCRIPTOR.full_name,
+                                      message.SerializeToString())
+        if status != DONE:
+            raise RuntimeError(f"printing a {message.DESCRIPTOR.full_name} as JSON: "
+                               f"{out.decode()}")
         return Encoded(out)
 
-    async def _run(self, job: int, name: str, data: bytes) -> bytes | str:
+    async def _run(self, job: int, name: str, data: bytes) -> Answer:
         if self.where == "thread":
             if self._threads is None:
                 self._threads = concurrent.futures.ThreadPoolExecutor(

@@ -22,9 +22,18 @@ from google.protobuf import descriptor_pool, json_format, message_factory
 from google.protobuf.message import Message
 
 MODULE = "celestial_memory.api.connect.json_worker"
-PARSE, PRINT = 1, 2
+PARSE, PRINT = 1, 2  # the jobs
+DONE, INVALID, TOO_MANY = 0, 1, 2  # an answer's status: the data follows, or the reason
+MAX_VALUES = 131_072  # no message of the contract needs more; converting this many takes ~0.5 s
 _JOB = struct.Struct(">BII")  # the job, its message's full name's length, its data's length
-_ANSWER = struct.Struct(">BI")  # 0 done (data follows) or 1 refused (the reason follows)
+_ANSWER = struct.Struct(">BI")  # the status, the length of what follows
+Answer = tuple[int, bytes]
+
+
+def json_values(data: bytes | bytearray) -> int:
+    """At least the number of values in a JSON text, counted at C speed: every value after the
+    first follows a comma or a colon (commas inside strings count too, erring toward caution)."""
+    return data.count(b",") + data.count(b":") + 1
 
 
 def _message_class(full_name: str) -> type[Message]:
@@ -33,22 +42,25 @@ def _message_class(full_name: str) -> type[Message]:
     return message_factory.GetMessageClass(descriptor)
 
 
-def json_to_binary(full_name: str, data: bytes) -> bytes | str:
-    """A JSON request as binary protobuf, or the parser's complaint."""
+def json_to_binary(full_name: str, data: bytes) -> Answer:
+    """A JSON request as binary protobuf; or, refused, how many values it holds (``TOO_MANY``)
+    or the parser's complaint (``INVALID``)."""
+    if (values := json_values(data)) > MAX_VALUES:
+        return TOO_MANY, str(values).encode()
     message = _message_class(full_name)()
     try:
         json_format.Parse(data, message, ignore_unknown_fields=False)
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
-        return str(exc)
-    return message.SerializeToString()
+        return INVALID, str(exc).encode()
+    return DONE, message.SerializeToString()
 
 
-def binary_to_json(full_name: str, data: bytes) -> bytes:
+def binary_to_json(full_name: str, data: bytes) -> Answer:
     """A response in binary protobuf as JSON text."""
-    return json_format.MessageToJson(_message_class(full_name).FromString(data)).encode()
+    return DONE, json_format.MessageToJson(_message_class(full_name).FromString(data)).encode()
 
 
-def convert(job: int, full_name: str, data: bytes) -> bytes | str:
+def convert(job: int, full_name: str, data: bytes) -> Answer:
     return json_to_binary(full_name, data) if job == PARSE else binary_to_json(full_name, data)
 
 
@@ -65,12 +77,10 @@ def serve(jobs: BinaryIO, answers: BinaryIO) -> None:
         if name is None or data is None:
             return
         try:
-            out = convert(job, name.decode(), data)
+            status, payload = convert(job, name.decode(), data)
         except Exception as exc:  # an answer, never a dead worker
-            out = f"{type(exc).__name__}: {exc}"
-        refused = isinstance(out, str)
-        payload = out.encode() if isinstance(out, str) else out
-        answers.write(_ANSWER.pack(int(refused), len(payload)) + payload)
+            status, payload = INVALID, f"{type(exc).__name__}: {exc}".encode()
+        answers.write(_ANSWER.pack(status, len(payload)) + payload)
         answers.flush()
 
 
@@ -90,18 +100,18 @@ class Worker:
             sys.executable, "-m", MODULE, stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE))
 
-    async def run(self, job: int, full_name: str, data: bytes) -> bytes | str:
-        """The job's answer: bytes, or the reason it was refused."""
+    async def run(self, job: int, full_name: str, data: bytes) -> Answer:
+        """The job's answer: its status, and the data or the reason it was refused."""
         assert self._process.stdin is not None and self._process.stdout is not None
         name = full_name.encode()
         try:
             self._process.stdin.write(_JOB.pack(job, len(name), len(data)) + name + data)
             await self._process.stdin.drain()
-            refused, size = _ANSWER.unpack(await self._process.stdout.readexactly(_ANSWER.size))
+            status, size = _ANSWER.unpack(await self._process.stdout.readexactly(_ANSWER.size))
             payload = await self._process.stdout.readexactly(size)
         except (asyncio.IncompleteReadError, ConnectionError) as exc:
             raise WorkerGone(str(exc)) from None
-        return payload.decode() if refused else payload
+        return status, payload
 
     async def stop(self) -> None:
         """Ends the worker: its input closed, and killed if it does not end at once."""
