@@ -877,7 +877,7 @@ export interface RecallRequest {
     | number
     | undefined;
   /**
-   * Rank by relevance alone, ignoring zones (a plain hybrid search). Default: zone order,
+   * Ignore zones: every match in one tier, in the server's order (below). Default: zone order,
    * where memories within the server's zone margin of the best relevance come Core first.
    */
   ignoreZones: boolean;
@@ -910,7 +910,11 @@ export interface RecallResult {
     | undefined;
   /** The zone it was found in (before reinforcement moved it). */
   foundIn: Zone;
-  /** Its relevance to the query, in [0, 1]. */
+  /**
+   * Its relevance to the query, in [0, 1]: the weighted fusion of the search signals. It gates
+   * (min_relevance) and decides the zone order's near-best; the order within a tier may be the
+   * learned ranker's, so results need not come in decreasing relevance.
+   */
   relevance: number;
   /** The score terms computed for this recall (C = similarity to the context). */
   breakdown:
@@ -936,7 +940,12 @@ export interface Via {
 
 /** Response of Recall. */
 export interface RecallResponse {
-  /** Best first: the near-best matches in zone order (Core first), then the rest by relevance. */
+  /**
+   * Best first: the near-best matches (relevance within the server's zone margin of the best)
+   * in zone order (Core first), then the rest. Within each tier the server's ranker orders
+   * (CELESTIAL_RANKER): by default its learned model over the best candidates, those ahead of
+   * the others, which follow by relevance; with CELESTIAL_RANKER=weights, by relevance alone.
+   */
   results: RecallResult[];
 }
 

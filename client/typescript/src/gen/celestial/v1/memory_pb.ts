@@ -899,7 +899,7 @@ export type RecallRequest = Message<"celestial.v1.RecallRequest"> & {
   minRelevance?: number | undefined;
 
   /**
-   * Rank by relevance alone, ignoring zones (a plain hybrid search). Default: zone order,
+   * Ignore zones: every match in one tier, in the server's order (below). Default: zone order,
    * where memories within the server's zone margin of the best relevance come Core first.
    *
    * @generated from field: bool ignore_zones = 9;
@@ -961,7 +961,9 @@ export type RecallResult = Message<"celestial.v1.RecallResult"> & {
   foundIn: Zone;
 
   /**
-   * Its relevance to the query, in [0, 1].
+   * Its relevance to the query, in [0, 1]: the weighted fusion of the search signals. It gates
+   * (min_relevance) and decides the zone order's near-best; the order within a tier may be the
+   * learned ranker's, so results need not come in decreasing relevance.
    *
    * @generated from field: double relevance = 3;
    */
@@ -1045,7 +1047,10 @@ export const ViaSchema: GenMessage<Via> = /*@__PURE__*/
  */
 export type RecallResponse = Message<"celestial.v1.RecallResponse"> & {
   /**
-   * Best first: the near-best matches in zone order (Core first), then the rest by relevance.
+   * Best first: the near-best matches (relevance within the server's zone margin of the best)
+   * in zone order (Core first), then the rest. Within each tier the server's ranker orders
+   * (CELESTIAL_RANKER): by default its learned model over the best candidates, those ahead of
+   * the others, which follow by relevance; with CELESTIAL_RANKER=weights, by relevance alone.
    *
    * @generated from field: repeated celestial.v1.RecallResult results = 1;
    */
