@@ -30,6 +30,9 @@ INTENT = "edges-intent"  # a ledger point: a change of several memories' relatio
 _SEQ = itertools.count()  # the order of one process's intents (only its own can be pending)
 
 
+TIES = 1024  # memories of one session created at one instant, read to break the tie
+
+
 class GraphStore:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
@@ -123,12 +126,21 @@ class GraphStore:
         self.write_edges(tenant, {**changes, **{mid: [] for mid in own}})
 
     def latest_before(self, tenant: str, session_id: str, before: float) -> str | None:
-        """The live memory of the session created last before ``before``, if any."""
-        where = conditions(tenant, extra=[Eq("session_id", session_id),
-                                          Between("created_at", lt=before)], archive=False)
-        records, _ = self._engine.scroll(MEMORIES, where, 1, None, payload=["tenant"],
+        """The live memory of the session created last before ``before``, if any; of those
+        created at that same time, the greatest id, as a batch orders its own (engines break
+        a tie in an ordered scroll each their own way)."""
+        session = [Eq("session_id", session_id)]
+        where = conditions(tenant, extra=[*session, Between("created_at", lt=before)],
+                           archive=False)
+        records, _ = self._engine.scroll(MEMORIES, where, 1, None, payload=["created_at"],
                                          order=Order("created_at", descending=True))
-        return records[0].id if records else None
+        if not records:
+            return None
+        at = float(records[0].payload["created_at"])
+        tied = conditions(tenant, extra=[*session, Between("created_at", gte=at, lt=before)],
+                          archive=False)
+        ties, _ = self._engine.scroll(MEMORIES, tied, TIES, None, payload=["tenant"])
+        return max((r.id for r in ties), default=records[0].id)
 
     def entity_counts(self, tenant: str, limit: int) -> list[tuple[str, int]]:
         """The entities live memories of ``tenant`` mention and how many mention each, most
