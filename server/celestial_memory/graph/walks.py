@@ -7,10 +7,10 @@ relations a chunk of memories at a time and keeps only the strongest candidates 
 be answered, so a dense graph (256 relations on every memory) never holds more than a few
 chunks of relations and a few thousand candidates at once. Only ids and paths are kept; the
 memories themselves are read a page at a time by whoever pages through the walk. A walk made for
-a first page is kept for WALK_TTL_S (a few, least recently used first out) and its later pages
-are slices of it rather than new walks: the pages of one walk are one snapshot, with no memory
-twice and none skipped when relations change between pages (a memory erased meanwhile is left
-out of its page). The next first page walks again.
+a first page is kept until WALK_TTL_S after its latest page (a few, least recently used first
+out) and its later pages are slices of it rather than new walks: the pages of one walk are one
+snapshot, with no memory twice and none skipped when relations change between pages (a memory
+erased meanwhile is left out of its page). The next first page walks again.
 """
 
 from __future__ import annotations
@@ -134,7 +134,10 @@ class Walks:
         if not first_page:
             with self._lock:
                 kept = self._kept.get(key)
-                if kept is not None and self._now() - kept[0] < WALK_TTL_S:
+                now = self._now()
+                if kept is not None and now - kept[0] < WALK_TTL_S:
+                    # A walk being paged through stays while its pages keep coming.
+                    self._kept[key] = (now, kept[1])
                     self._kept.move_to_end(key)
                     return kept[1]
         out = walk(self._graph, tenant, start, depth, names)
