@@ -277,6 +277,10 @@ class Settings(BaseSettings):
         True, description="a Store that repeats a live memory reinforces it instead (memory/repeats.py)")
     merge_similarity: float = Field(
         0.9, gt=0, le=1, description="content cosine at or above which a repeat may merge")
+    # The turn policy (policy/, memory/observing.py; docs/design.md, "The turn policy")
+    policy_save_s: float = Field(
+        1.0, ge=0, le=60, description="each tenant's turn policy is saved this often at most "
+        "after it changes (0: before every Observe answers); a kill loses what it learnt since")
     # Feedback (understanding/feedback.py; docs/design.md, "Types, protection and feedback")
     feedback_step: float = Field(
         0.2, gt=0, le=1, description="share of the way to 1 (helpful) or 0 a vote moves importance")

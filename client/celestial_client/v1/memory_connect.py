@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint
 from pyqwest import Client
 
-from .memory_pb2 import CancelOperationRequest, CancelOperationResponse, ConsolidateRequest, ConsolidateResponse, ContextRequest, ContextResponse, DeleteByFilterRequest, DeleteByFilterResponse, DeleteRequest, DeleteResponse, EntitiesRequest, EntitiesResponse, ExportRequest, ExportedMemory, FeedbackRequest, FeedbackResponse, GetOperationRequest, GetOperationResponse, GetRequest, GetResponse, ImportResponse, LedgerRequest, LedgerResponse, ListOperationsRequest, ListOperationsResponse, ListRequest, ListResponse, RebalanceRequest, RebalanceResponse, RecallRequest, RecallResponse, RecentRequest, RecentResponse, ReflectRequest, ReflectResponse, RelateRequest, RelateResponse, RelatedRequest, RelatedResponse, RestoreRequest, RestoreResponse, SetClockRequest, SetClockResponse, StartReflectionRequest, StartReflectionResponse, StatsRequest, StatsResponse, StoreBatchResponse, StoreRequest, StoreResponse, UnrelateRequest, UnrelateResponse, UpdateRequest, UpdateResponse, WatchOperationRequest, WatchOperationResponse
+from .memory_pb2 import CancelOperationRequest, CancelOperationResponse, ConsolidateRequest, ConsolidateResponse, ContextRequest, ContextResponse, DeleteByFilterRequest, DeleteByFilterResponse, DeleteRequest, DeleteResponse, EntitiesRequest, EntitiesResponse, ExportRequest, ExportedMemory, FeedbackRequest, FeedbackResponse, GetOperationRequest, GetOperationResponse, GetPolicyRequest, GetPolicyResponse, GetRequest, GetResponse, ImportResponse, LedgerRequest, LedgerResponse, ListOperationsRequest, ListOperationsResponse, ListRequest, ListResponse, ObserveRequest, ObserveResponse, RebalanceRequest, RebalanceResponse, RecallRequest, RecallResponse, RecentRequest, RecentResponse, ReflectRequest, ReflectResponse, RelateRequest, RelateResponse, RelatedRequest, RelatedResponse, ResetPolicyRequest, ResetPolicyResponse, RestoreRequest, RestoreResponse, SetClockRequest, SetClockResponse, StartReflectionRequest, StartReflectionResponse, StatsRequest, StatsResponse, StoreBatchResponse, StoreRequest, StoreResponse, UnrelateRequest, UnrelateResponse, UpdateRequest, UpdateResponse, WatchOperationRequest, WatchOperationResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
@@ -279,6 +279,33 @@ class MemoryService(Protocol):
     async def list_operations(self, request: ListOperationsRequest, ctx: RequestContext[ListOperationsRequest, ListOperationsResponse], /) -> ListOperationsResponse:
         """
         The tenant's operations, newest first, kept a week after they end. Needs the read role.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def observe(self, request: ObserveRequest, ctx: RequestContext[ObserveRequest, ObserveResponse], /) -> ObserveResponse:
+        """
+        One conversation turn, and the memory decides what to do with it (the turn policy): SAVE
+        stores the turn as Store does (the session's previous turns as its context); RETRIEVE
+        answers the memories and the context block the turn needs, and keeps the turn too when it
+        carries something worth keeping; SKIP writes the turn straight into the archive, where deep
+        recall finds it, Archived lists it and Restore brings it back: it never enters the zones and
+        is never sent to the model. The answer says why (PolicyTrace). dry_run decides without
+        acting, learning or drawing. Needs the write role (a dry run: the read role). Not a safe
+        retry: every call is a turn.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def get_policy(self, request: GetPolicyRequest, ctx: RequestContext[GetPolicyRequest, GetPolicyResponse], /) -> GetPolicyResponse:
+        """
+        A tenant's turn policy: its exploration, counts of each decision and phase, rewards and
+        updates, and its last decisions with their traces. Needs the read role.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def reset_policy(self, request: ResetPolicyRequest, ctx: RequestContext[ResetPolicyRequest, ResetPolicyResponse], /) -> ResetPolicyResponse:
+        """
+        Starts a tenant's turn policy again: what it learnt, its counts and its log are dropped;
+        its memories stay. Needs the write role.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -614,6 +641,39 @@ class MemoryServiceASGIApplication(ConnectASGIApplication[MemoryService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.list_operations,
+                ),
+                "/celestial.v1.MemoryService/Observe": Endpoint.unary(
+                    method=MethodInfo(
+                        name="Observe",
+                        service_name="celestial.v1.MemoryService",
+                        input=ObserveRequest,
+                        output=ObserveResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.observe,
+                ),
+                "/celestial.v1.MemoryService/GetPolicy": Endpoint.unary(
+                    method=MethodInfo(
+                        name="GetPolicy",
+                        service_name="celestial.v1.MemoryService",
+                        input=GetPolicyRequest,
+                        output=GetPolicyResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.get_policy,
+                ),
+                "/celestial.v1.MemoryService/ResetPolicy": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ResetPolicy",
+                        service_name="celestial.v1.MemoryService",
+                        input=ResetPolicyRequest,
+                        output=ResetPolicyResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.reset_policy,
                 ),
             },
             interceptors=interceptors,
@@ -1384,6 +1444,84 @@ class MemoryServiceClient(ConnectClient):
                 service_name="celestial.v1.MemoryService",
                 input=ListOperationsRequest,
                 output=ListOperationsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def observe(
+        self,
+        request: ObserveRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ObserveResponse:
+        """
+        One conversation turn, and the memory decides what to do with it (the turn policy): SAVE
+        stores the turn as Store does (the session's previous turns as its context); RETRIEVE
+        answers the memories and the context block the turn needs, and keeps the turn too when it
+        carries something worth keeping; SKIP writes the turn straight into the archive, where deep
+        recall finds it, Archived lists it and Restore brings it back: it never enters the zones and
+        is never sent to the model. The answer says why (PolicyTrace). dry_run decides without
+        acting, learning or drawing. Needs the write role (a dry run: the read role). Not a safe
+        retry: every call is a turn.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="Observe",
+                service_name="celestial.v1.MemoryService",
+                input=ObserveRequest,
+                output=ObserveResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def get_policy(
+        self,
+        request: GetPolicyRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> GetPolicyResponse:
+        """
+        A tenant's turn policy: its exploration, counts of each decision and phase, rewards and
+        updates, and its last decisions with their traces. Needs the read role.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetPolicy",
+                service_name="celestial.v1.MemoryService",
+                input=GetPolicyRequest,
+                output=GetPolicyResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def reset_policy(
+        self,
+        request: ResetPolicyRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ResetPolicyResponse:
+        """
+        Starts a tenant's turn policy again: what it learnt, its counts and its log are dropped;
+        its memories stay. Needs the write role.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ResetPolicy",
+                service_name="celestial.v1.MemoryService",
+                input=ResetPolicyRequest,
+                output=ResetPolicyResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

@@ -53,6 +53,7 @@ class ZoneEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ZONE_EVENT_KIND_MERGED: _ClassVar[ZoneEventKind]
     ZONE_EVENT_KIND_FEEDBACK_HELPFUL: _ClassVar[ZoneEventKind]
     ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL: _ClassVar[ZoneEventKind]
+    ZONE_EVENT_KIND_SKIPPED: _ClassVar[ZoneEventKind]
 
 class StorageBackend(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -69,6 +70,13 @@ class OperationStage(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     OPERATION_STAGE_ASKING_MODEL: _ClassVar[OperationStage]
     OPERATION_STAGE_WRITING: _ClassVar[OperationStage]
     OPERATION_STAGE_DONE: _ClassVar[OperationStage]
+
+class TurnAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TURN_ACTION_UNSPECIFIED: _ClassVar[TurnAction]
+    TURN_ACTION_SAVE: _ClassVar[TurnAction]
+    TURN_ACTION_SKIP: _ClassVar[TurnAction]
+    TURN_ACTION_RETRIEVE: _ClassVar[TurnAction]
 ZONE_UNSPECIFIED: Zone
 ZONE_CORE: Zone
 ZONE_INNER: Zone
@@ -97,6 +105,7 @@ ZONE_EVENT_KIND_DELETED: ZoneEventKind
 ZONE_EVENT_KIND_MERGED: ZoneEventKind
 ZONE_EVENT_KIND_FEEDBACK_HELPFUL: ZoneEventKind
 ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL: ZoneEventKind
+ZONE_EVENT_KIND_SKIPPED: ZoneEventKind
 STORAGE_BACKEND_UNSPECIFIED: StorageBackend
 STORAGE_BACKEND_EDGE: StorageBackend
 STORAGE_BACKEND_QDRANT_LOCAL: StorageBackend
@@ -107,6 +116,10 @@ OPERATION_STAGE_READING: OperationStage
 OPERATION_STAGE_ASKING_MODEL: OperationStage
 OPERATION_STAGE_WRITING: OperationStage
 OPERATION_STAGE_DONE: OperationStage
+TURN_ACTION_UNSPECIFIED: TurnAction
+TURN_ACTION_SAVE: TurnAction
+TURN_ACTION_SKIP: TurnAction
+TURN_ACTION_RETRIEVE: TurnAction
 
 class ScoreBreakdown(_message.Message):
     __slots__ = ("recall", "freshness", "importance", "context", "total")
@@ -722,7 +735,7 @@ class ExportRequest(_message.Message):
     def __init__(self, tenant: _Optional[str] = ..., after_id: _Optional[str] = ...) -> None: ...
 
 class ExportedMemory(_message.Message):
-    __slots__ = ("memory", "vector", "context_vector", "context_score", "created_at_s", "last_recalled_at_s", "written_at_s", "tenant", "written_at", "replace", "ranker_tuning")
+    __slots__ = ("memory", "vector", "context_vector", "context_score", "created_at_s", "last_recalled_at_s", "written_at_s", "tenant", "written_at", "replace", "ranker_tuning", "turn_policy")
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     VECTOR_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_VECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -734,6 +747,7 @@ class ExportedMemory(_message.Message):
     WRITTEN_AT_FIELD_NUMBER: _ClassVar[int]
     REPLACE_FIELD_NUMBER: _ClassVar[int]
     RANKER_TUNING_FIELD_NUMBER: _ClassVar[int]
+    TURN_POLICY_FIELD_NUMBER: _ClassVar[int]
     memory: Memory
     vector: _containers.RepeatedScalarFieldContainer[float]
     context_vector: _containers.RepeatedScalarFieldContainer[float]
@@ -745,7 +759,14 @@ class ExportedMemory(_message.Message):
     written_at: _timestamp_pb2.Timestamp
     replace: bool
     ranker_tuning: RankerTuning
-    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., vector: _Optional[_Iterable[float]] = ..., context_vector: _Optional[_Iterable[float]] = ..., context_score: _Optional[float] = ..., created_at_s: _Optional[float] = ..., last_recalled_at_s: _Optional[float] = ..., written_at_s: _Optional[float] = ..., tenant: _Optional[str] = ..., written_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., replace: _Optional[bool] = ..., ranker_tuning: _Optional[_Union[RankerTuning, _Mapping]] = ...) -> None: ...
+    turn_policy: TurnPolicyState
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., vector: _Optional[_Iterable[float]] = ..., context_vector: _Optional[_Iterable[float]] = ..., context_score: _Optional[float] = ..., created_at_s: _Optional[float] = ..., last_recalled_at_s: _Optional[float] = ..., written_at_s: _Optional[float] = ..., tenant: _Optional[str] = ..., written_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., replace: _Optional[bool] = ..., ranker_tuning: _Optional[_Union[RankerTuning, _Mapping]] = ..., turn_policy: _Optional[_Union[TurnPolicyState, _Mapping]] = ...) -> None: ...
+
+class TurnPolicyState(_message.Message):
+    __slots__ = ("state",)
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    state: str
+    def __init__(self, state: _Optional[str] = ...) -> None: ...
 
 class RankerTuning(_message.Message):
     __slots__ = ("features", "weights", "votes")
@@ -1158,3 +1179,171 @@ class ListOperationsResponse(_message.Message):
     operations: _containers.RepeatedCompositeFieldContainer[Operation]
     next_page_token: str
     def __init__(self, operations: _Optional[_Iterable[_Union[Operation, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ObserveRequest(_message.Message):
+    __slots__ = ("tenant", "session_id", "role", "text", "previous", "dry_run", "agent_id", "limit", "max_tokens")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    session_id: str
+    role: str
+    text: str
+    previous: _containers.RepeatedScalarFieldContainer[str]
+    dry_run: bool
+    agent_id: str
+    limit: int
+    max_tokens: int
+    def __init__(self, tenant: _Optional[str] = ..., session_id: _Optional[str] = ..., role: _Optional[str] = ..., text: _Optional[str] = ..., previous: _Optional[_Iterable[str]] = ..., dry_run: _Optional[bool] = ..., agent_id: _Optional[str] = ..., limit: _Optional[int] = ..., max_tokens: _Optional[int] = ...) -> None: ...
+
+class PolicyTrace(_message.Message):
+    __slots__ = ("phase", "rule", "importance", "parts", "scores", "probability", "explored", "features", "keep_by")
+    class PartsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    class ScoresEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    class FeaturesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    IMPORTANCE_FIELD_NUMBER: _ClassVar[int]
+    PARTS_FIELD_NUMBER: _ClassVar[int]
+    SCORES_FIELD_NUMBER: _ClassVar[int]
+    PROBABILITY_FIELD_NUMBER: _ClassVar[int]
+    EXPLORED_FIELD_NUMBER: _ClassVar[int]
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
+    KEEP_BY_FIELD_NUMBER: _ClassVar[int]
+    phase: int
+    rule: str
+    importance: float
+    parts: _containers.ScalarMap[str, float]
+    scores: _containers.ScalarMap[str, float]
+    probability: float
+    explored: bool
+    features: _containers.ScalarMap[str, float]
+    keep_by: str
+    def __init__(self, phase: _Optional[int] = ..., rule: _Optional[str] = ..., importance: _Optional[float] = ..., parts: _Optional[_Mapping[str, float]] = ..., scores: _Optional[_Mapping[str, float]] = ..., probability: _Optional[float] = ..., explored: _Optional[bool] = ..., features: _Optional[_Mapping[str, float]] = ..., keep_by: _Optional[str] = ...) -> None: ...
+
+class PolicyDecision(_message.Message):
+    __slots__ = ("id", "action", "keep", "trace", "at", "dry_run")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    KEEP_FIELD_NUMBER: _ClassVar[int]
+    TRACE_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    action: TurnAction
+    keep: bool
+    trace: PolicyTrace
+    at: _timestamp_pb2.Timestamp
+    dry_run: bool
+    def __init__(self, id: _Optional[int] = ..., action: _Optional[_Union[TurnAction, str]] = ..., keep: _Optional[bool] = ..., trace: _Optional[_Union[PolicyTrace, _Mapping]] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., dry_run: _Optional[bool] = ...) -> None: ...
+
+class ObserveResponse(_message.Message):
+    __slots__ = ("decision", "memory", "created", "merged_into", "results", "context", "context_tokens")
+    DECISION_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    MERGED_INTO_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    decision: PolicyDecision
+    memory: Memory
+    created: bool
+    merged_into: str
+    results: _containers.RepeatedCompositeFieldContainer[RecallResult]
+    context: str
+    context_tokens: int
+    def __init__(self, decision: _Optional[_Union[PolicyDecision, _Mapping]] = ..., memory: _Optional[_Union[Memory, _Mapping]] = ..., created: _Optional[bool] = ..., merged_into: _Optional[str] = ..., results: _Optional[_Iterable[_Union[RecallResult, _Mapping]]] = ..., context: _Optional[str] = ..., context_tokens: _Optional[int] = ...) -> None: ...
+
+class GetPolicyRequest(_message.Message):
+    __slots__ = ("tenant", "last")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    LAST_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    last: int
+    def __init__(self, tenant: _Optional[str] = ..., last: _Optional[int] = ...) -> None: ...
+
+class GetPolicyResponse(_message.Message):
+    __slots__ = ("fingerprint", "exploration", "decisions", "phases", "kept", "explored", "rewards", "reward_sum", "updates", "reward_by_rule", "last", "saved_at")
+    class DecisionsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class PhasesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class RewardByRuleEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    EXPLORATION_FIELD_NUMBER: _ClassVar[int]
+    DECISIONS_FIELD_NUMBER: _ClassVar[int]
+    PHASES_FIELD_NUMBER: _ClassVar[int]
+    KEPT_FIELD_NUMBER: _ClassVar[int]
+    EXPLORED_FIELD_NUMBER: _ClassVar[int]
+    REWARDS_FIELD_NUMBER: _ClassVar[int]
+    REWARD_SUM_FIELD_NUMBER: _ClassVar[int]
+    UPDATES_FIELD_NUMBER: _ClassVar[int]
+    REWARD_BY_RULE_FIELD_NUMBER: _ClassVar[int]
+    LAST_FIELD_NUMBER: _ClassVar[int]
+    SAVED_AT_FIELD_NUMBER: _ClassVar[int]
+    fingerprint: str
+    exploration: float
+    decisions: _containers.ScalarMap[str, int]
+    phases: _containers.ScalarMap[str, int]
+    kept: int
+    explored: int
+    rewards: int
+    reward_sum: float
+    updates: int
+    reward_by_rule: _containers.ScalarMap[str, float]
+    last: _containers.RepeatedCompositeFieldContainer[PolicyDecision]
+    saved_at: _timestamp_pb2.Timestamp
+    def __init__(self, fingerprint: _Optional[str] = ..., exploration: _Optional[float] = ..., decisions: _Optional[_Mapping[str, int]] = ..., phases: _Optional[_Mapping[str, int]] = ..., kept: _Optional[int] = ..., explored: _Optional[int] = ..., rewards: _Optional[int] = ..., reward_sum: _Optional[float] = ..., updates: _Optional[int] = ..., reward_by_rule: _Optional[_Mapping[str, float]] = ..., last: _Optional[_Iterable[_Union[PolicyDecision, _Mapping]]] = ..., saved_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ResetPolicyRequest(_message.Message):
+    __slots__ = ("tenant",)
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ...) -> None: ...
+
+class ResetPolicyResponse(_message.Message):
+    __slots__ = ("decisions",)
+    DECISIONS_FIELD_NUMBER: _ClassVar[int]
+    decisions: int
+    def __init__(self, decisions: _Optional[int] = ...) -> None: ...

@@ -180,6 +180,21 @@ class MemoryServiceStub:
                 request_serializer=celestial_dot_v1_dot_memory__pb2.ListOperationsRequest.SerializeToString,
                 response_deserializer=celestial_dot_v1_dot_memory__pb2.ListOperationsResponse.FromString,
                 _registered_method=True)
+        self.Observe = channel.unary_unary(
+                '/celestial.v1.MemoryService/Observe',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.ObserveRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.ObserveResponse.FromString,
+                _registered_method=True)
+        self.GetPolicy = channel.unary_unary(
+                '/celestial.v1.MemoryService/GetPolicy',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.GetPolicyRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.GetPolicyResponse.FromString,
+                _registered_method=True)
+        self.ResetPolicy = channel.unary_unary(
+                '/celestial.v1.MemoryService/ResetPolicy',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.ResetPolicyRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.ResetPolicyResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -456,6 +471,36 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Observe(self, request, context):
+        """One conversation turn, and the memory decides what to do with it (the turn policy): SAVE
+        stores the turn as Store does (the session's previous turns as its context); RETRIEVE
+        answers the memories and the context block the turn needs, and keeps the turn too when it
+        carries something worth keeping; SKIP writes the turn straight into the archive, where deep
+        recall finds it, Archived lists it and Restore brings it back: it never enters the zones and
+        is never sent to the model. The answer says why (PolicyTrace). dry_run decides without
+        acting, learning or drawing. Needs the write role (a dry run: the read role). Not a safe
+        retry: every call is a turn.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetPolicy(self, request, context):
+        """A tenant's turn policy: its exploration, counts of each decision and phase, rewards and
+        updates, and its last decisions with their traces. Needs the read role.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResetPolicy(self, request, context):
+        """Starts a tenant's turn policy again: what it learnt, its counts and its log are dropped;
+        its memories stay. Needs the write role.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -603,6 +648,21 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.ListOperations,
                     request_deserializer=celestial_dot_v1_dot_memory__pb2.ListOperationsRequest.FromString,
                     response_serializer=celestial_dot_v1_dot_memory__pb2.ListOperationsResponse.SerializeToString,
+            ),
+            'Observe': grpc.unary_unary_rpc_method_handler(
+                    servicer.Observe,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.ObserveRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.ObserveResponse.SerializeToString,
+            ),
+            'GetPolicy': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPolicy,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.GetPolicyRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.GetPolicyResponse.SerializeToString,
+            ),
+            'ResetPolicy': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResetPolicy,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.ResetPolicyRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.ResetPolicyResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1389,6 +1449,87 @@ class MemoryService:
             '/celestial.v1.MemoryService/ListOperations',
             celestial_dot_v1_dot_memory__pb2.ListOperationsRequest.SerializeToString,
             celestial_dot_v1_dot_memory__pb2.ListOperationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Observe(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/celestial.v1.MemoryService/Observe',
+            celestial_dot_v1_dot_memory__pb2.ObserveRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.ObserveResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetPolicy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/celestial.v1.MemoryService/GetPolicy',
+            celestial_dot_v1_dot_memory__pb2.GetPolicyRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.GetPolicyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResetPolicy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/celestial.v1.MemoryService/ResetPolicy',
+            celestial_dot_v1_dot_memory__pb2.ResetPolicyRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.ResetPolicyResponse.FromString,
             options,
             channel_credentials,
             insecure,

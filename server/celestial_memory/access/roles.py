@@ -2,8 +2,9 @@
 
 A key has a role and a set of tenants (or all of them). The role decides the methods:
 ``read`` (Recall without reinforcement, Get, Recent, List, Stats, Export, Ledger, GetOperation,
-WatchOperation, ListOperations), ``write`` (also Store, StoreBatch, Update, Delete, Restore, Recall
-that reinforces, Import, Feedback, Reflect, StartReflection, CancelOperation) and
+WatchOperation, ListOperations, GetPolicy, Observe's dry run), ``write`` (also Store, StoreBatch,
+Update, Delete, Restore, Recall that reinforces, Import, Feedback, Reflect, StartReflection,
+CancelOperation, Observe, ResetPolicy) and
 ``admin`` (also Rebalance, Consolidate, DeleteByFilter, SetClock, and Delete of an immutable
 memory). The tenants decide the data: a request naming
 a tenant outside the key's set is refused, and one naming none gets the key's tenant. A tenant's
@@ -33,7 +34,9 @@ METHOD_ROLES: dict[str, Role] = {
     "Get": Role.READ, "Recall": Role.READ, "Context": Role.READ, "Recent": Role.READ, "Stats": Role.READ,
     "Export": Role.READ, "Ledger": Role.READ, "List": Role.READ, "Related": Role.READ,
     "Entities": Role.READ, "GetOperation": Role.READ, "WatchOperation": Role.READ,
-    "ListOperations": Role.READ,
+    "ListOperations": Role.READ, "GetPolicy": Role.READ,
+    "Observe": Role.READ,  # a dry run; one that acts needs WRITE (the servicer checks)
+    "ResetPolicy": Role.WRITE,
     "Store": Role.WRITE, "StoreBatch": Role.WRITE, "Update": Role.WRITE, "Delete": Role.WRITE,
     "Import": Role.WRITE, "Restore": Role.WRITE, "Relate": Role.WRITE, "Unrelate": Role.WRITE,
     "Feedback": Role.WRITE,  # it moves a memory's importance

@@ -31,6 +31,11 @@ class NewMemory:
     immutable: bool = False  # protected from update, merging and forgetting
     # Queued for the model (CELESTIAL_EXTRACTOR=llm); False for what the model itself wrote.
     understand: bool = True
+    # Written straight into the archive (a turn the turn policy skipped): never in the zones,
+    # never merged into another memory, never sent to the model.
+    archived: bool = False
+    # The content's vector as this server's encoder gave it (Observe encodes a turn once).
+    embedded: Vector | None = None
 
 
 @dataclass(slots=True)

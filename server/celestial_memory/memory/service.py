@@ -32,12 +32,7 @@ from celestial_memory.domain.models import (
 from celestial_memory.domain.next_move import NextMove, next_move
 from celestial_memory.domain.paging import ENVELOPE_BYTES
 from celestial_memory.domain.reinforcing import reinforce
-from celestial_memory.domain.requests import (
-    MemoryChanges,
-    NewMemory,
-    RecallQuery,
-    Stored,
-)
+from celestial_memory.domain.requests import MemoryChanges, NewMemory, RecallQuery, Stored
 from celestial_memory.domain.scoring import MemoryFunction, ScoreBreakdown
 from celestial_memory.domain.zones import Zone, ZoneTable
 from celestial_memory.encoding.embedding import Embedder
@@ -50,10 +45,12 @@ from celestial_memory.memory.cancellation import NEVER, Cancellation
 from celestial_memory.memory.context_neighbours import with_neighbours
 from celestial_memory.memory.editing import Editing
 from celestial_memory.memory.listing import Listing
+from celestial_memory.memory.observing import Observing
 from celestial_memory.memory.prompt_context import Assembler, ContextBlock, token_counter
 from celestial_memory.memory.storing import Storing
 from celestial_memory.memory.transfer import Transfer
 from celestial_memory.observability import metrics
+from celestial_memory.policy.keeping import PolicyKeeper
 from celestial_memory.ranking import learned, tuning
 from celestial_memory.recall.candidates import RecallCandidates
 from celestial_memory.recall.retrieval import Retrieval, zone_order
@@ -119,11 +116,15 @@ class MemoryService:
         self.editing = Editing(settings, store, embedder, self.retrieval, self.fn, self.zones,
                                clock, self.placement)
         self.feedback = Feedback(settings, store, self.fn, self.zones, clock, self.placement, self.tuning)
+        self.observing = Observing(settings, store, embedder,
+                                   PolicyKeeper(store, clock, settings.policy_save_s),
+                                   self.store_batch, self.context_results)
 
     def close(self) -> None:
         """Write pending reinforcements, then flush and close the store (and an evaluator that
         holds connections)."""
         self.reflection.close()  # its workers write: they end first
+        self.observing.policies.close()
         self.placement.close()
         self.store.close()
         if callable(close := getattr(self._evaluator, "close", None)):
@@ -148,9 +149,7 @@ class MemoryService:
 
     # -- store (memory/storing.py) --------------------------------------------------------------------
 
-    def store_memory(
-        self, tenant: str, item: NewMemory, cancel: Cancellation = NEVER
-    ) -> Memory:
+    def store_memory(self, tenant: str, item: NewMemory, cancel: Cancellation = NEVER) -> Memory:
         return self.store_batch(tenant, [item], cancel=cancel).memories[0]
 
     def store_many(
@@ -170,9 +169,8 @@ class MemoryService:
     def check_new(self, item: NewMemory, index: int, batch: bool) -> NewMemory:
         return self.storing.check_new(item, index, batch)
 
-    def consolidate(
-        self, tenant: str, dry_run: bool = False
-    ) -> tuple[list[tuple[str, list[str]]], int]:
+    def consolidate(self, tenant: str, dry_run: bool = False,
+                    ) -> tuple[list[tuple[str, list[str]]], int]:
         return self.storing.consolidate(tenant, dry_run)
 
     # -- recall --------------------------------------------------------------------------
@@ -257,13 +255,19 @@ class MemoryService:
                     # Capacity follows off the recall's path (zones/placement.py).
                     self.placement.reinforce(tenant, [mems[i] for i in live])
         stages.done()
-        return [
-            RecallResult(m, z, r.relevance, b, archived=a, via=via.get(m.id))
-            for m, z, r, b, a in zip(mems, found_in, ranked, breakdowns, archived, strict=True)
-        ]
+        results = [RecallResult(m, z, r.relevance, b, archived=a, via=via.get(m.id)) for m, z, r, b, a
+                   in zip(mems, found_in, ranked, breakdowns, archived, strict=True)]
+        if any(archived):  # a turn the turn policy skipped, needed after all
+            self.observing.recalled(tenant, results)
+        return results
 
     def context(self, tenant: str, q: RecallQuery, max_tokens: int, neighbours: bool = False,
                 cancel: Cancellation = NEVER) -> ContextBlock:
+        return self.context_results(tenant, q, max_tokens, cancel, neighbours)[0]
+
+    def context_results(self, tenant: str, q: RecallQuery, max_tokens: int,
+                        cancel: Cancellation = NEVER, neighbours: bool = False,
+                        ) -> tuple[ContextBlock, list[RecallResult]]:
         """The recall's memories as a block for a prompt within ``max_tokens``
         (memory/prompt_context.py); only the memories the block holds are reinforced. ``q.limit`` is
         how many to consider (0: 30). ``neighbours``: the memories related to each recalled one
@@ -280,10 +284,9 @@ class MemoryService:
         if neighbours:
             def select(mems: Sequence[Memory], zones: Sequence[Zone | None]) -> list[int]:
                 return with_neighbours(self.store, tenant, assembler, mems, zones)
-        self.recall(tenant, replace(q, select=select,
-                                    limit=q.limit or min(30, self.settings.max_recall_limit)),
-                    cancel)
-        return assembler.block
+        got = self.recall(tenant, replace(q, select=select,
+                                          limit=q.limit or min(30, s.max_recall_limit)), cancel)
+        return assembler.block, got
 
     # -- get / update / delete -------------------------------------------------------------
 
@@ -314,7 +317,9 @@ class MemoryService:
         return self.archive.delete_by_filter(tenant, flt)
 
     def restore(self, tenant: str, memory_id: str) -> Memory:
-        return self.archive.restore(tenant, memory_id)
+        m = self.archive.restore(tenant, memory_id)
+        self.observing.found(tenant, [m], "restored")  # a skipped turn needed after all
+        return m
 
     # -- relations (graph/) ---------------------------------------------------------------------
 
@@ -359,9 +364,8 @@ class MemoryService:
             archived=self.store.count_archived(tenant),
         )
 
-    def rebalance(
-        self, tenant: str, dry_run: bool = False, full: bool = False, forget: bool = True
-    ) -> RebalanceReport:
+    def rebalance(self, tenant: str, dry_run: bool = False, full: bool = False,
+                  forget: bool = True) -> RebalanceReport:
         return self.placement.rebalance(tenant, dry_run, full, forget)
 
     def set_clock(self, now: float) -> float:
@@ -374,9 +378,8 @@ class MemoryService:
         self.clock.set(t)
         return t
 
-    def ledger(
-        self, tenant: str, since: float | None = None, limit: int = 100, memory_id: str = ""
-    ) -> list[ZoneEvent]:
+    def ledger(self, tenant: str, since: float | None = None, limit: int = 100,
+               memory_id: str = "") -> list[ZoneEvent]:
         """The first ``limit`` zone events of a tenant, oldest first (memory/listing.py pages)."""
         return self.listing.ledger(tenant, since, limit, memory_id)[0]
 

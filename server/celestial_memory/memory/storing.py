@@ -1,6 +1,6 @@
 """Writing new memories: validation, embedding in chunks, placement, create-only ids and
 retries, and repeats (a new memory that repeats a live one is folded into it, memory/repeats.py), for
-Store, StoreBatch and Consolidate.
+Store, StoreBatch and Observe (Consolidate's merging is memory/consolidation.py).
 
 Every item is validated before anything is written. Ids given or derived from a request_id are
 checked and written under the ids' stripe locks (zones/placement.py), so two creates of one id are
@@ -24,13 +24,14 @@ from celestial_memory.domain.models import MERGED, Memory, Vector, ZoneEvent, co
 from celestial_memory.domain.reinforcing import reinforce
 from celestial_memory.domain.requests import NewMemory, Stored, derived_id
 from celestial_memory.domain.scoring import MemoryFunction
-from celestial_memory.domain.zones import ZoneTable
+from celestial_memory.domain.zones import Zone, ZoneTable
 from celestial_memory.encoding.embedding import Embedder
 from celestial_memory.errors import AlreadyExists, Immutable, InvalidArgument
 from celestial_memory.graph.entities import RuleExtractor
 from celestial_memory.graph.entity_index import ref
 from celestial_memory.graph.relations import Relations
 from celestial_memory.memory.cancellation import NEVER, Cancellation
+from celestial_memory.memory.consolidation import consolidate
 from celestial_memory.memory.repeats import Repeats
 from celestial_memory.recall.retrieval import Retrieval
 from celestial_memory.store.repository import MemoryRepository
@@ -84,7 +85,8 @@ class Storing:
         # Read before encoding, so that a retry costs no encode; decided again under the ids'
         # locks, where a concurrent create of the same id cannot slip between check and write.
         held = self._held(tenant, checked, ids, batch)
-        vectors: dict[int, Vector] = {}
+        vectors: dict[int, Vector] = {i: it.embedded for i, it in enumerate(checked)
+                                      if it.embedded is not None and it.vector is None}
         self._embed_missing(checked, [i for i in range(len(checked)) if i not in held], vectors,
                             cancel)
         # Rated before the ids' locks: an evaluator may call out (understanding/llm_importance.py).
@@ -104,7 +106,7 @@ class Storing:
                 # An immutable item is stored as given, never folded into another memory.
                 merged = self._merge_repeats(tenant, memories, [
                     i for i in fresh if not checked[i].id and not checked[i].upsert
-                    and not checked[i].immutable], ids)
+                    and not checked[i].immutable and not checked[i].archived], ids)
                 # An upsert writes the point whole: the relations it had stay.
                 upserts = [i for i in fresh if checked[i].upsert]
                 kept = self._store.graph.edges_of(tenant, [memories[i].id for i in upserts])
@@ -112,16 +114,18 @@ class Storing:
                     memories[i].edges = kept.get(memories[i].id, [])
                 # Create-only writes never replace a memory another call created meanwhile, and
                 # an upsert replaces only this tenant's.
+                live = [i for i in fresh if not checked[i].archived]
                 self._placement.write(
-                    tenant, [memories[i] for i in fresh
+                    tenant, [memories[i] for i in live
                              if not checked[i].upsert and i not in merged],
-                    replacing=[memories[i] for i in fresh if checked[i].upsert])
+                    replacing=[memories[i] for i in live if checked[i].upsert])
+                self._archive_new(tenant, [memories[i] for i in fresh if checked[i].archived])
                 # A repeat stands in its session where it was said, as the memory it went into.
                 with self._placement.locked(tenant):
                     linked = self._relations.follow_sessions(tenant, [
                         replace(merged[i], session_id=checked[i].session_id,
                                 created_at=memories[i].created_at) if i in merged
-                        else memories[i] for i in fresh])
+                        else memories[i] for i in live])
                 for m in [*memories.values(), *merged.values()]:  # answered as now stored
                     m.edges = linked.get(m.id, m.edges)
         for m in [*memories.values(), *merged.values()]:
@@ -260,12 +264,25 @@ class Storing:
                     entities=list(dict.fromkeys(ref(e) for e in mentions[k])),
                     # Queued for the model in the same write (understanding/extraction_queue.py).
                     understand_due=(now if self._settings.extractor == "llm" and it.understand
-                                    else None),
+                                    and not it.archived else None),
+                    archived_at=now if it.archived else None,
                     memory_type=it.memory_type or memory_types.DEFAULT, immutable=it.immutable,
                 ), now
             )
             resolutions.by_rules(memories[i], self._settings.summary_max_chars)
         return memories
+
+    def _archive_new(self, tenant: str, memories: Sequence[Memory]) -> None:
+        """New memories written straight into the archive, each with its ledger event first
+        ("skipped"): no zone grew, so no capacity is enforced."""
+        if not memories:
+            return
+        with self._placement.locked(tenant):
+            self._store.append_events([ZoneEvent(
+                event_id(m.id, repr(m.created_at), int(Zone.CLOUD), "skipped"), tenant, m.id,
+                Zone.CLOUD, None, "skipped", cast(float, m.archived_at), m.content_hash)
+                for m in memories])
+            self._store.upsert(memories, insert_only=True)
 
     def _held(
         self, tenant: str, items: Sequence[NewMemory], ids: Sequence[str], batch: bool
@@ -339,54 +356,9 @@ class Storing:
             memory_type=memory_types.checked(item.memory_type, f"{p}memory_type"),
         )
 
-
     def consolidate(
         self, tenant: str, dry_run: bool = False
     ) -> tuple[list[tuple[str, list[str]]], int]:
-        """Merge the repeats among memories stored before (memory/repeats.py ``groups``): each group's
-        oldest memory stays, counts each other one as a mention plus its recalls, keeps its
-        wording and provenance (id included), importance (the highest), pin and tags; each
-        folded one leaves a "merged" ledger event and is deleted. Returns (stays, folded ids)
-        per group and how many memories were examined. Holds the tenant's lock throughout (a
-        scan of its live memories)."""
-        with self._placement.locked(tenant):
-            groups, scanned = self._repeats.groups(tenant)
-            if dry_run or not groups:
-                return [(m.id, [o.id for o in os]) for m, os in groups], scanned
-            self._overlay_pending(tenant, [m for t, os in groups for m in (t, *os)])
-            now = self._clock.now()
-            merges: list[tuple[Memory, list[Memory]]] = []
-            for target, others in groups:
-                folded = []
-                for o in others:
-                    if self._repeats.fold(target, o, o.id) is not None:
-                        folded.append(o)
-                        self._repeats.keep(target, o.merged)
-                if folded:
-                    target.recall_count += sum(o.recall_count + 1 for o in folded) - 1
-                    merges.append((target, folded))
-            targets = [t for t, _ in merges]
-            if not merges:
-                return [], scanned
-            reinforce(self._fn, self._zones, targets, [t.context_score for t in targets], now,
-                      True)
-            # Written whole (a target may have taken a repeat's wording): keyword vectors are
-            # rebuilt from the text, as an import does; the read kept the dense ones.
-            index = self._retrieval.index_vectors(
-                [t.content for t in targets], [t.context for t in targets],
-                [cast(Vector, t.vector) for t in targets], [False] * len(targets),
-                [t.index.context_dense if t.index else None for t in targets])
-            for t, ix in zip(targets, index, strict=True):
-                t.index = ix
-            self._store.append_events([
-                ZoneEvent(event_id(o.id, repr(now), int(o.zone), "merged"), tenant, o.id, o.zone,
-                          t.zone, "merged", now, o.content_hash)
-                for t, os in merges for o in os])
-            # Written before the repeats go: a crash between leaves a repeat twice, not lost.
-            self._store.upsert(targets, tenant=tenant)
-            # The repeats' relations move to the memory they went into, then the repeats go.
-            self._relations.relink(tenant, {o.id: t.id for t, os in merges for o in os})
-            self._store.delete(tenant, [o.id for _, os in merges for o in os])
-            self._placement.reinforce(tenant, targets)  # supersedes what was queued
-            self._placement.enforce(tenant, targets, keep_ids={t.id for t in targets})
-        return [(m.id, [o.id for o in os]) for m, os in merges], scanned
+        return consolidate(self._store, self._placement, self._repeats, self._retrieval,
+                           self._relations, self._fn, self._zones, self._clock,
+                           self._overlay_pending, tenant, dry_run)

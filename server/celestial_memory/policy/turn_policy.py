@@ -225,6 +225,11 @@ class TurnPolicy:
             return 0.0
         return self.learn(decision_id, rewards.skip_found(how), keep=True)
 
+    def continuing(self, before: TurnPolicy) -> TurnPolicy:
+        """This (new) policy, numbering its decisions on from ``before``'s."""
+        self._next_id = max(self._next_id, before._next_id)
+        return self
+
     def last(self, n: int = 20) -> list[Decision]:
         """The last ``n`` decisions, newest first."""
         with self._lock:

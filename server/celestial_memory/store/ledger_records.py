@@ -21,6 +21,7 @@ from celestial_memory.store.payload import (
     Between,
     Either,
     Eq,
+    Ids,
     conditions,
     ledger_conditions,
 )
@@ -103,3 +104,19 @@ class LedgerRecords(PageReads):
         self.engine.upsert(LEDGER, [Point(_singleton_id(f"tuning:{tenant}"), {}, {
             "kind": "tuning", "tenant": tenant, "features": list(features),
             "weights": [float(w) for w in weights], "votes": int(votes)})])
+
+    def read_policy(self, tenant: str) -> tuple[str, float] | None:
+        """A tenant's turn policy as last saved (policy/keeping.py): its JSON and when."""
+        recs = self.engine.retrieve(LEDGER, [_singleton_id(f"policy:{tenant}")])
+        if not recs or recs[0].payload.get("tenant") != tenant:
+            return None
+        p = recs[0].payload
+        return str(p.get("state", "")), float(p.get("saved_at", 0.0))
+
+    def write_policy(self, tenant: str, state: str, saved_at: float) -> None:
+        self.engine.upsert(LEDGER, [Point(_singleton_id(f"policy:{tenant}"), {}, {
+            "kind": "policy", "tenant": tenant, "state": state, "saved_at": float(saved_at)})])
+
+    def delete_policy(self, tenant: str) -> None:
+        self.engine.delete(LEDGER, [Ids((_singleton_id(f"policy:{tenant}"),)),
+                                    Eq("tenant", tenant)])

@@ -266,7 +266,8 @@ EVENT_KINDS = {"capacity": pb.ZONE_EVENT_KIND_CAPACITY, "forgotten": pb.ZONE_EVE
                "restored": pb.ZONE_EVENT_KIND_RESTORED, "purged": pb.ZONE_EVENT_KIND_PURGED,
                "deleted": pb.ZONE_EVENT_KIND_DELETED, "merged": pb.ZONE_EVENT_KIND_MERGED,
                "helpful": pb.ZONE_EVENT_KIND_FEEDBACK_HELPFUL,
-               "not_helpful": pb.ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL}
+               "not_helpful": pb.ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL,
+               "skipped": pb.ZONE_EVENT_KIND_SKIPPED}
 BACKENDS = {"edge": pb.STORAGE_BACKEND_EDGE, "qdrant-local": pb.STORAGE_BACKEND_QDRANT_LOCAL,
             "qdrant-remote": pb.STORAGE_BACKEND_QDRANT_REMOTE}
 

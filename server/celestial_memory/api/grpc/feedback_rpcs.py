@@ -36,7 +36,9 @@ class FeedbackRpcs:
         helpful = VERDICTS.get(request.verdict)
         if helpful is None:
             raise InvalidArgument("verdict", "is required: VERDICT_HELPFUL or VERDICT_NOT_HELPFUL")
-        voted = await self._run(context, self._service.feedback.give,
-                                self._tenant(request.tenant), request.id, helpful)
+        tenant = self._tenant(request.tenant)
+        voted = await self._run(context, self._service.feedback.give, tenant, request.id, helpful)
+        # A vote also rewards the turn policy's decisions about the memory (memory/observing.py).
+        await self._run(context, self._service.observing.voted, tenant, voted.memory, helpful)
         return pb.FeedbackResponse(memory=self._memory(voted.memory),
                                    importance_before=voted.importance_before)

@@ -23,21 +23,19 @@ from celestial_memory.api.grpc.feedback_rpcs import FeedbackRpcs
 from celestial_memory.api.grpc.graph_rpcs import GraphRpcs
 from celestial_memory.api.grpc.idle_streams import items_until_idle
 from celestial_memory.api.grpc.observer import TENANT
+from celestial_memory.api.grpc.policy_rpcs import PolicyRpcs
 from celestial_memory.api.grpc.reflect_rpcs import ReflectRpcs
-from celestial_memory.api.grpc.status import mapped, mapped_stream
+from celestial_memory.api.grpc.status import mapped
+from celestial_memory.api.grpc.transfer_rpcs import TransferRpcs
 from celestial_memory.domain import paging
 from celestial_memory.domain.models import AdminEvent, ZoneEvent
 from celestial_memory.domain.paging import PageSize
-from celestial_memory.domain.requests import Imported, NewMemory
+from celestial_memory.domain.requests import NewMemory
 from celestial_memory.errors import DeadlineExceeded, InvalidArgument
 from celestial_memory.memory.cancellation import Cancellation, InFlight
 from celestial_memory.memory.service import MemoryService
 
 T = TypeVar("T")
-# Imported memories are validated and written in batches of this many (one write each). A bad
-# record stops the import: its batch writes nothing, the batches before it stay written (an id
-# already held is skipped, so sending the corrected import again is safe).
-IMPORT_BATCH = 512
 # Page sizes of the lists (AIP-158): the default and the most one page may ask for.
 RECENT_PAGE = PageSize(10, 1000)
 LIST_PAGE = PageSize(100, 1000)
@@ -50,7 +48,8 @@ Context = grpc.aio.ServicerContext[Any, Any]
 RpcContext = Context
 
 
-class MemoryServicer(GraphRpcs, FeedbackRpcs, ReflectRpcs, pb_grpc.MemoryServiceServicer):
+class MemoryServicer(GraphRpcs, FeedbackRpcs, ReflectRpcs, TransferRpcs, PolicyRpcs,
+                     pb_grpc.MemoryServiceServicer):
     def __init__(self, service: MemoryService) -> None:
         self._service = service
         self.inflight = InFlight()
@@ -321,65 +320,6 @@ class MemoryServicer(GraphRpcs, FeedbackRpcs, ReflectRpcs, pb_grpc.MemoryService
     async def Stats(self, request: pb.StatsRequest, context: Context) -> pb.StatsResponse:
         s = await self._run(context, self._service.stats, self._tenant(request.tenant))
         return cv.stats_to_pb(s)
-
-    @mapped_stream
-    async def Export(
-        self, request: pb.ExportRequest, context: Context
-    ) -> AsyncIterator[pb.ExportedMemory]:
-        tenant = self._tenant(request.tenant)
-        pages = self._service.transfer.export_pages(tenant, request.after_id)
-        tuned = None if request.after_id else await self._run(
-            context, self._service.tuning.exported, tenant)
-        while (page := await self._run(context, next, pages, None)) is not None:
-            for m in page:
-                e = cv.exported_to_pb(m, self._service.breakdown(m))
-                if tuned is not None:  # on the first message only
-                    e.ranker_tuning.CopyFrom(cv.tuning_to_pb(tuned))
-                    tuned = None
-                yield e
-
-    @mapped
-    async def Import(
-        self, request_iterator: AsyncIterator[pb.ExportedMemory], context: Context
-    ) -> pb.ImportResponse:
-        async with self._client_stream("Import", request_iterator, context) as requests:
-            return await self._import(requests, context)
-
-    async def _import(
-        self, request_iterator: AsyncIterator[pb.ExportedMemory], context: Context
-    ) -> pb.ImportResponse:
-        tenant: str | None = None
-        replace = False
-        tuned = None
-        batch: list[Imported] = []
-        seen = imported = skipped = 0
-
-        async def write() -> None:
-            nonlocal imported, skipped
-            assert tenant is not None
-            wrote, held = await self._run(context, self._service.transfer.import_batch, tenant,
-                                          batch, seen - len(batch), replace, cancellable=True)
-            imported, skipped = imported + wrote, skipped + held
-
-        async for e in request_iterator:
-            if tenant is None:  # the first message decides the tenant and replace
-                tenant, replace = self._tenant(e.tenant), e.replace
-                tuned = cv.tuning_from_pb(e.ranker_tuning) if e.HasField("ranker_tuning") else None
-            elif e.tenant and self._tenant(e.tenant) != tenant:
-                raise InvalidArgument(f"memories[{seen}].tenant", "differs within an import")
-            try:
-                batch.append(cv.imported_from_pb(e))
-            except InvalidArgument as exc:  # named by its place in the whole import
-                raise InvalidArgument(f"memories[{seen}].{exc.field}", exc.problem) from None
-            seen += 1
-            if len(batch) == IMPORT_BATCH:
-                await write()
-                batch = []
-        if batch:
-            await write()
-        if tenant is not None and tuned is not None:  # once every memory is in
-            await self._run(context, self._service.tuning.restore, tenant, tuned)
-        return pb.ImportResponse(imported=imported, skipped=skipped)
 
     # Last in the class: the method's name hides the Context type in the class body below it.
     @mapped

@@ -322,6 +322,11 @@ export enum ZoneEventKind {
   ZONE_EVENT_KIND_FEEDBACK_HELPFUL = 7,
   /** ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL - A Feedback said the memory did not help; from_zone and to_zone as above. */
   ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL = 8,
+  /**
+   * ZONE_EVENT_KIND_SKIPPED - Skipped by the turn policy (Observe): written straight into the archive, never in the
+   * zones; to_zone is not set.
+   */
+  ZONE_EVENT_KIND_SKIPPED = 9,
   UNRECOGNIZED = -1,
 }
 
@@ -354,6 +359,9 @@ export function zoneEventKindFromJSON(object: any): ZoneEventKind {
     case 8:
     case "ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL":
       return ZoneEventKind.ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL;
+    case 9:
+    case "ZONE_EVENT_KIND_SKIPPED":
+      return ZoneEventKind.ZONE_EVENT_KIND_SKIPPED;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -381,6 +389,8 @@ export function zoneEventKindToJSON(object: ZoneEventKind): string {
       return "ZONE_EVENT_KIND_FEEDBACK_HELPFUL";
     case ZoneEventKind.ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL:
       return "ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL";
+    case ZoneEventKind.ZONE_EVENT_KIND_SKIPPED:
+      return "ZONE_EVENT_KIND_SKIPPED";
     case ZoneEventKind.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -496,6 +506,59 @@ export function operationStageToJSON(object: OperationStage): string {
     case OperationStage.OPERATION_STAGE_DONE:
       return "OPERATION_STAGE_DONE";
     case OperationStage.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
+/** What the turn policy decides for a turn. */
+export enum TurnAction {
+  /** TURN_ACTION_UNSPECIFIED - Not set (never sent). */
+  TURN_ACTION_UNSPECIFIED = 0,
+  /** TURN_ACTION_SAVE - Keep the turn: stored as Store stores it. */
+  TURN_ACTION_SAVE = 1,
+  /** TURN_ACTION_SKIP - Nothing worth keeping: the turn goes straight into the archive (never lost). */
+  TURN_ACTION_SKIP = 2,
+  /**
+   * TURN_ACTION_RETRIEVE - The turn asks the memory: its memories and context block are answered (the turn is also
+   * kept when PolicyDecision.keep).
+   */
+  TURN_ACTION_RETRIEVE = 3,
+  UNRECOGNIZED = -1,
+}
+
+export function turnActionFromJSON(object: any): TurnAction {
+  switch (object) {
+    case 0:
+    case "TURN_ACTION_UNSPECIFIED":
+      return TurnAction.TURN_ACTION_UNSPECIFIED;
+    case 1:
+    case "TURN_ACTION_SAVE":
+      return TurnAction.TURN_ACTION_SAVE;
+    case 2:
+    case "TURN_ACTION_SKIP":
+      return TurnAction.TURN_ACTION_SKIP;
+    case 3:
+    case "TURN_ACTION_RETRIEVE":
+      return TurnAction.TURN_ACTION_RETRIEVE;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return TurnAction.UNRECOGNIZED;
+  }
+}
+
+export function turnActionToJSON(object: TurnAction): string {
+  switch (object) {
+    case TurnAction.TURN_ACTION_UNSPECIFIED:
+      return "TURN_ACTION_UNSPECIFIED";
+    case TurnAction.TURN_ACTION_SAVE:
+      return "TURN_ACTION_SAVE";
+    case TurnAction.TURN_ACTION_SKIP:
+      return "TURN_ACTION_SKIP";
+    case TurnAction.TURN_ACTION_RETRIEVE:
+      return "TURN_ACTION_RETRIEVE";
+    case TurnAction.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
   }
@@ -1381,7 +1444,24 @@ export interface ExportedMemory {
    * Export sends it on the first message when votes have taught it; Import reads it from the
    * first message only.
    */
-  rankerTuning: RankerTuning | undefined;
+  rankerTuning:
+    | RankerTuning
+    | undefined;
+  /**
+   * The tenant's turn policy (Observe), as the server keeps it: Export sends it on the first
+   * message when the tenant has one; Import reads it from the first message only.
+   */
+  turnPolicy: TurnPolicyState | undefined;
+}
+
+/**
+ * A tenant's turn policy as the server saves it: versioned JSON, read back by a server of the
+ * same version (another version's is refused; one saved under other rules or features keeps
+ * its counts and log and learns again). Callers carry it; they do not read it.
+ */
+export interface TurnPolicyState {
+  /** The saved policy (JSON). */
+  state: string;
 }
 
 /** A tenant's learned-ranking layer: a weight per feature of the learned ranker, by name. */
@@ -1860,6 +1940,185 @@ export interface ListOperationsResponse {
   operations: Operation[];
   /** The token of the next page; empty on the last page. */
   nextPageToken: string;
+}
+
+/** Request of Observe. */
+export interface ObserveRequest {
+  /** Tenant of the turn. */
+  tenant: string;
+  /** The conversation the turn belongs to (a saved turn's session_id). */
+  sessionId: string;
+  /**
+   * Who said it: "user" by default; an assistant's, system's, tool's or model's own question
+   * asks the memory nothing (no RETRIEVE by rule). At most 64 characters.
+   */
+  role: string;
+  /** The turn's text. Required; within the server's content limit. */
+  text: string;
+  /**
+   * The session's earlier turns, oldest first, when the caller has them: their number is the
+   * turn's position, and the last few are a saved turn's context. At most 64.
+   */
+  previous: string[];
+  /** Decide only: nothing is stored, recalled, learnt or drawn. */
+  dryRun: boolean;
+  /** The agent a saved turn is attributed to. */
+  agentId: string;
+  /** RETRIEVE: how many memories to consider (0: 10). */
+  limit: number;
+  /** RETRIEVE: the context block's budget in tokens (0: 1,000). */
+  maxTokens: number;
+}
+
+/** Why the turn policy decided what it did. */
+export interface PolicyTrace {
+  /** The phase that decided: 0 the retrieve rules, 1 the clear-case rules, 2 the bandit. */
+  phase: number;
+  /** The rule that decided (phases 0 and 1); empty for the bandit. */
+  rule: string;
+  /** The turn's importance by the rules. */
+  importance: number;
+  /** Its terms: cue kind -> weight. */
+  parts: { [key: string]: number };
+  /**
+   * The bandit's bound for each action it weighed ("SAVE", "SKIP"); phase 2, and a RETRIEVE
+   * whose keeping the bandit decided.
+   */
+  scores: { [key: string]: number };
+  /**
+   * The chance the chosen action had of being chosen (1 for a rule): what evaluating another
+   * policy off the log needs.
+   */
+  probability: number;
+  /** The bandit's exploration drew this action instead of its best. */
+  explored: boolean;
+  /** The state the bandit saw, by feature name. */
+  features: { [key: string]: number };
+  /** For a RETRIEVE: what decided whether the turn is also kept (a rule's name, or "bandit"). */
+  keepBy: string;
+}
+
+export interface PolicyTrace_PartsEntry {
+  key: string;
+  value: number;
+}
+
+export interface PolicyTrace_ScoresEntry {
+  key: string;
+  value: number;
+}
+
+export interface PolicyTrace_FeaturesEntry {
+  key: string;
+  value: number;
+}
+
+/** One decision of the turn policy. */
+export interface PolicyDecision {
+  /** What a reward names (per tenant, from 1; 0 for a dry run). */
+  id: number;
+  /** What the policy decided. */
+  action: TurnAction;
+  /**
+   * Whether the turn is kept in the zones (SAVE; RETRIEVE when worth keeping); a turn not kept
+   * is in the archive.
+   */
+  keep: boolean;
+  /** Why. */
+  trace:
+    | PolicyTrace
+    | undefined;
+  /** When, by the server's clock. */
+  at:
+    | Date
+    | undefined;
+  /** Decided only (ObserveRequest.dry_run): nothing was done or learnt. */
+  dryRun: boolean;
+}
+
+/** Response of Observe. */
+export interface ObserveResponse {
+  /** The decision and its trace. */
+  decision:
+    | PolicyDecision
+    | undefined;
+  /** The turn as stored: in its zone when kept, archived when skipped. Not set for a dry run. */
+  memory:
+    | Memory
+    | undefined;
+  /** The turn was written as a new memory (false: a repeat went into merged_into, or a retry). */
+  created: boolean;
+  /** The live memory a repeated turn went into (a SAVE of what the tenant already holds). */
+  mergedInto: string;
+  /** RETRIEVE: the memories the context block holds, best first. */
+  results: RecallResult[];
+  /** RETRIEVE: the block for a prompt (empty when nothing was found). */
+  context: string;
+  /** RETRIEVE: the block's size in tokens. */
+  contextTokens: number;
+}
+
+/** Request of GetPolicy. */
+export interface GetPolicyRequest {
+  /** Tenant whose policy to read. */
+  tenant: string;
+  /** How many of the last decisions to list, newest first (0: 20; at most 256). */
+  last: number;
+}
+
+/** Response of GetPolicy. */
+export interface GetPolicyResponse {
+  /** SHA-256 of the rule set and the feature schema the policy decides by. */
+  fingerprint: string;
+  /** The share of the bandit's decisions drawn at random (exploration). */
+  exploration: number;
+  /** Decisions by action ("SAVE", "SKIP", "RETRIEVE"). */
+  decisions: { [key: string]: number };
+  /** Decisions by the phase that took them ("0", "1", "2"). */
+  phases: { [key: string]: number };
+  /** Turns kept in the zones. */
+  kept: number;
+  /** Decisions the bandit's exploration drew. */
+  explored: number;
+  /** Rewards credited to decisions. */
+  rewards: number;
+  /** Their sum, each decision's within [-1, 1]. */
+  rewardSum: number;
+  /** Rewards the bandit learnt from. */
+  updates: number;
+  /** What the rules' decisions were credited, by "phase:rule" (no reward changes a rule). */
+  rewardByRule: { [key: string]: number };
+  /** The last decisions, newest first, with their traces. */
+  last: PolicyDecision[];
+  /** When the policy was last saved to the store (not set: never). */
+  savedAt: Date | undefined;
+}
+
+export interface GetPolicyResponse_DecisionsEntry {
+  key: string;
+  value: number;
+}
+
+export interface GetPolicyResponse_PhasesEntry {
+  key: string;
+  value: number;
+}
+
+export interface GetPolicyResponse_RewardByRuleEntry {
+  key: string;
+  value: number;
+}
+
+/** Request of ResetPolicy. */
+export interface ResetPolicyRequest {
+  /** Tenant whose policy starts again. */
+  tenant: string;
+}
+
+/** Response of ResetPolicy. */
+export interface ResetPolicyResponse {
+  /** Decisions the dropped policy had taken. */
+  decisions: number;
 }
 
 function createBaseScoreBreakdown(): ScoreBreakdown {
@@ -8436,6 +8695,7 @@ function createBaseExportedMemory(): ExportedMemory {
     writtenAt: undefined,
     replace: false,
     rankerTuning: undefined,
+    turnPolicy: undefined,
   };
 }
 
@@ -8481,6 +8741,9 @@ export const ExportedMemory: MessageFns<ExportedMemory> = {
     }
     if (message.rankerTuning !== undefined) {
       RankerTuning.encode(message.rankerTuning, writer.uint32(90).fork()).join();
+    }
+    if (message.turnPolicy !== undefined) {
+      TurnPolicyState.encode(message.turnPolicy, writer.uint32(98).fork()).join();
     }
     return writer;
   },
@@ -8606,6 +8869,14 @@ export const ExportedMemory: MessageFns<ExportedMemory> = {
             message.rankerTuning = RankerTuning.decode(reader, reader.uint32());
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.turnPolicy = TurnPolicyState.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -8659,6 +8930,11 @@ export const ExportedMemory: MessageFns<ExportedMemory> = {
         : isSet(object.ranker_tuning)
         ? RankerTuning.fromJSON(object.ranker_tuning)
         : undefined,
+      turnPolicy: isSet(object.turnPolicy)
+        ? TurnPolicyState.fromJSON(object.turnPolicy)
+        : isSet(object.turn_policy)
+        ? TurnPolicyState.fromJSON(object.turn_policy)
+        : undefined,
     };
   },
 
@@ -8697,6 +8973,9 @@ export const ExportedMemory: MessageFns<ExportedMemory> = {
     if (message.rankerTuning !== undefined) {
       obj.rankerTuning = RankerTuning.toJSON(message.rankerTuning);
     }
+    if (message.turnPolicy !== undefined) {
+      obj.turnPolicy = TurnPolicyState.toJSON(message.turnPolicy);
+    }
     return obj;
   },
 
@@ -8720,6 +8999,76 @@ export const ExportedMemory: MessageFns<ExportedMemory> = {
     message.rankerTuning = (object.rankerTuning !== undefined && object.rankerTuning !== null)
       ? RankerTuning.fromPartial(object.rankerTuning)
       : undefined;
+    message.turnPolicy = (object.turnPolicy !== undefined && object.turnPolicy !== null)
+      ? TurnPolicyState.fromPartial(object.turnPolicy)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseTurnPolicyState(): TurnPolicyState {
+  return { state: "" };
+}
+
+export const TurnPolicyState: MessageFns<TurnPolicyState> = {
+  encode(message: TurnPolicyState, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.state !== "") {
+      writer.uint32(10).string(message.state);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TurnPolicyState {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTurnPolicyState();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.state = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TurnPolicyState {
+    return { state: isSet(object.state) ? globalThis.String(object.state) : "" };
+  },
+
+  toJSON(message: TurnPolicyState): unknown {
+    const obj: any = {};
+    if (message.state !== "") {
+      obj.state = message.state;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TurnPolicyState>, I>>(base?: I): TurnPolicyState {
+    return TurnPolicyState.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TurnPolicyState>, I>>(object: I): TurnPolicyState {
+    const message = createBaseTurnPolicyState();
+    message.state = object.state ?? "";
     return message;
   },
 };
@@ -13067,6 +13416,1982 @@ export const ListOperationsResponse: MessageFns<ListOperationsResponse> = {
   },
 };
 
+function createBaseObserveRequest(): ObserveRequest {
+  return {
+    tenant: "",
+    sessionId: "",
+    role: "",
+    text: "",
+    previous: [],
+    dryRun: false,
+    agentId: "",
+    limit: 0,
+    maxTokens: 0,
+  };
+}
+
+export const ObserveRequest: MessageFns<ObserveRequest> = {
+  encode(message: ObserveRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenant !== "") {
+      writer.uint32(10).string(message.tenant);
+    }
+    if (message.sessionId !== "") {
+      writer.uint32(18).string(message.sessionId);
+    }
+    if (message.role !== "") {
+      writer.uint32(26).string(message.role);
+    }
+    if (message.text !== "") {
+      writer.uint32(34).string(message.text);
+    }
+    for (const v of message.previous) {
+      writer.uint32(42).string(v!);
+    }
+    if (message.dryRun !== false) {
+      writer.uint32(48).bool(message.dryRun);
+    }
+    if (message.agentId !== "") {
+      writer.uint32(58).string(message.agentId);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(64).int32(message.limit);
+    }
+    if (message.maxTokens !== 0) {
+      writer.uint32(72).int32(message.maxTokens);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ObserveRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseObserveRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenant = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.role = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.text = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.previous.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.dryRun = reader.bool();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.agentId = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.maxTokens = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ObserveRequest {
+    return {
+      tenant: isSet(object.tenant) ? globalThis.String(object.tenant) : "",
+      sessionId: isSet(object.sessionId)
+        ? globalThis.String(object.sessionId)
+        : isSet(object.session_id)
+        ? globalThis.String(object.session_id)
+        : "",
+      role: isSet(object.role) ? globalThis.String(object.role) : "",
+      text: isSet(object.text) ? globalThis.String(object.text) : "",
+      previous: globalThis.Array.isArray(object?.previous) ? object.previous.map((e: any) => globalThis.String(e)) : [],
+      dryRun: isSet(object.dryRun)
+        ? globalThis.Boolean(object.dryRun)
+        : isSet(object.dry_run)
+        ? globalThis.Boolean(object.dry_run)
+        : false,
+      agentId: isSet(object.agentId)
+        ? globalThis.String(object.agentId)
+        : isSet(object.agent_id)
+        ? globalThis.String(object.agent_id)
+        : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      maxTokens: isSet(object.maxTokens)
+        ? globalThis.Number(object.maxTokens)
+        : isSet(object.max_tokens)
+        ? globalThis.Number(object.max_tokens)
+        : 0,
+    };
+  },
+
+  toJSON(message: ObserveRequest): unknown {
+    const obj: any = {};
+    if (message.tenant !== "") {
+      obj.tenant = message.tenant;
+    }
+    if (message.sessionId !== "") {
+      obj.sessionId = message.sessionId;
+    }
+    if (message.role !== "") {
+      obj.role = message.role;
+    }
+    if (message.text !== "") {
+      obj.text = message.text;
+    }
+    if (message.previous?.length) {
+      obj.previous = message.previous;
+    }
+    if (message.dryRun !== false) {
+      obj.dryRun = message.dryRun;
+    }
+    if (message.agentId !== "") {
+      obj.agentId = message.agentId;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.maxTokens !== 0) {
+      obj.maxTokens = Math.round(message.maxTokens);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ObserveRequest>, I>>(base?: I): ObserveRequest {
+    return ObserveRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ObserveRequest>, I>>(object: I): ObserveRequest {
+    const message = createBaseObserveRequest();
+    message.tenant = object.tenant ?? "";
+    message.sessionId = object.sessionId ?? "";
+    message.role = object.role ?? "";
+    message.text = object.text ?? "";
+    message.previous = object.previous?.map((e) => e) || [];
+    message.dryRun = object.dryRun ?? false;
+    message.agentId = object.agentId ?? "";
+    message.limit = object.limit ?? 0;
+    message.maxTokens = object.maxTokens ?? 0;
+    return message;
+  },
+};
+
+function createBasePolicyTrace(): PolicyTrace {
+  return {
+    phase: 0,
+    rule: "",
+    importance: 0,
+    parts: {},
+    scores: {},
+    probability: 0,
+    explored: false,
+    features: {},
+    keepBy: "",
+  };
+}
+
+export const PolicyTrace: MessageFns<PolicyTrace> = {
+  encode(message: PolicyTrace, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.phase !== 0) {
+      writer.uint32(8).int32(message.phase);
+    }
+    if (message.rule !== "") {
+      writer.uint32(18).string(message.rule);
+    }
+    if (message.importance !== 0) {
+      writer.uint32(25).double(message.importance);
+    }
+    globalThis.Object.entries(message.parts).forEach(([key, value]: [string, number]) => {
+      PolicyTrace_PartsEntry.encode({ key: key as any, value }, writer.uint32(34).fork()).join();
+    });
+    globalThis.Object.entries(message.scores).forEach(([key, value]: [string, number]) => {
+      PolicyTrace_ScoresEntry.encode({ key: key as any, value }, writer.uint32(42).fork()).join();
+    });
+    if (message.probability !== 0) {
+      writer.uint32(49).double(message.probability);
+    }
+    if (message.explored !== false) {
+      writer.uint32(56).bool(message.explored);
+    }
+    globalThis.Object.entries(message.features).forEach(([key, value]: [string, number]) => {
+      PolicyTrace_FeaturesEntry.encode({ key: key as any, value }, writer.uint32(66).fork()).join();
+    });
+    if (message.keepBy !== "") {
+      writer.uint32(74).string(message.keepBy);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PolicyTrace {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePolicyTrace();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.phase = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.rule = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 25) {
+              break;
+            }
+
+            message.importance = reader.double();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            const entry4 = PolicyTrace_PartsEntry.decode(reader, reader.uint32());
+            if (entry4.value !== undefined) {
+              message.parts[entry4.key] = entry4.value;
+            }
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            const entry5 = PolicyTrace_ScoresEntry.decode(reader, reader.uint32());
+            if (entry5.value !== undefined) {
+              message.scores[entry5.key] = entry5.value;
+            }
+            continue;
+          }
+          case 6: {
+            if (tag !== 49) {
+              break;
+            }
+
+            message.probability = reader.double();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.explored = reader.bool();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            const entry8 = PolicyTrace_FeaturesEntry.decode(reader, reader.uint32());
+            if (entry8.value !== undefined) {
+              message.features[entry8.key] = entry8.value;
+            }
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.keepBy = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PolicyTrace {
+    return {
+      phase: isSet(object.phase) ? globalThis.Number(object.phase) : 0,
+      rule: isSet(object.rule) ? globalThis.String(object.rule) : "",
+      importance: isSet(object.importance) ? globalThis.Number(object.importance) : 0,
+      parts: isObject(object.parts)
+        ? (globalThis.Object.entries(object.parts) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      scores: isObject(object.scores)
+        ? (globalThis.Object.entries(object.scores) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      probability: isSet(object.probability) ? globalThis.Number(object.probability) : 0,
+      explored: isSet(object.explored) ? globalThis.Boolean(object.explored) : false,
+      features: isObject(object.features)
+        ? (globalThis.Object.entries(object.features) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      keepBy: isSet(object.keepBy)
+        ? globalThis.String(object.keepBy)
+        : isSet(object.keep_by)
+        ? globalThis.String(object.keep_by)
+        : "",
+    };
+  },
+
+  toJSON(message: PolicyTrace): unknown {
+    const obj: any = {};
+    if (message.phase !== 0) {
+      obj.phase = Math.round(message.phase);
+    }
+    if (message.rule !== "") {
+      obj.rule = message.rule;
+    }
+    if (message.importance !== 0) {
+      obj.importance = floatToJson(message.importance);
+    }
+    if (message.parts) {
+      const entries = globalThis.Object.entries(message.parts) as [string, number][];
+      if (entries.length > 0) {
+        obj.parts = {};
+        entries.forEach(([k, v]) => {
+          obj.parts[k] = floatToJson(v);
+        });
+      }
+    }
+    if (message.scores) {
+      const entries = globalThis.Object.entries(message.scores) as [string, number][];
+      if (entries.length > 0) {
+        obj.scores = {};
+        entries.forEach(([k, v]) => {
+          obj.scores[k] = floatToJson(v);
+        });
+      }
+    }
+    if (message.probability !== 0) {
+      obj.probability = floatToJson(message.probability);
+    }
+    if (message.explored !== false) {
+      obj.explored = message.explored;
+    }
+    if (message.features) {
+      const entries = globalThis.Object.entries(message.features) as [string, number][];
+      if (entries.length > 0) {
+        obj.features = {};
+        entries.forEach(([k, v]) => {
+          obj.features[k] = floatToJson(v);
+        });
+      }
+    }
+    if (message.keepBy !== "") {
+      obj.keepBy = message.keepBy;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PolicyTrace>, I>>(base?: I): PolicyTrace {
+    return PolicyTrace.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PolicyTrace>, I>>(object: I): PolicyTrace {
+    const message = createBasePolicyTrace();
+    message.phase = object.phase ?? 0;
+    message.rule = object.rule ?? "";
+    message.importance = object.importance ?? 0;
+    message.parts = (globalThis.Object.entries(object.parts ?? {}) as [string, number][]).reduce(
+      (acc: { [key: string]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.Number(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.scores = (globalThis.Object.entries(object.scores ?? {}) as [string, number][]).reduce(
+      (acc: { [key: string]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.Number(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.probability = object.probability ?? 0;
+    message.explored = object.explored ?? false;
+    message.features = (globalThis.Object.entries(object.features ?? {}) as [string, number][]).reduce(
+      (acc: { [key: string]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.Number(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.keepBy = object.keepBy ?? "";
+    return message;
+  },
+};
+
+function createBasePolicyTrace_PartsEntry(): PolicyTrace_PartsEntry {
+  return { key: "", value: 0 };
+}
+
+export const PolicyTrace_PartsEntry: MessageFns<PolicyTrace_PartsEntry> = {
+  encode(message: PolicyTrace_PartsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(17).double(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PolicyTrace_PartsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePolicyTrace_PartsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.value = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PolicyTrace_PartsEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: PolicyTrace_PartsEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== 0) {
+      obj.value = floatToJson(message.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PolicyTrace_PartsEntry>, I>>(base?: I): PolicyTrace_PartsEntry {
+    return PolicyTrace_PartsEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PolicyTrace_PartsEntry>, I>>(object: I): PolicyTrace_PartsEntry {
+    const message = createBasePolicyTrace_PartsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? 0;
+    return message;
+  },
+};
+
+function createBasePolicyTrace_ScoresEntry(): PolicyTrace_ScoresEntry {
+  return { key: "", value: 0 };
+}
+
+export const PolicyTrace_ScoresEntry: MessageFns<PolicyTrace_ScoresEntry> = {
+  encode(message: PolicyTrace_ScoresEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(17).double(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PolicyTrace_ScoresEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePolicyTrace_ScoresEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.value = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PolicyTrace_ScoresEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: PolicyTrace_ScoresEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== 0) {
+      obj.value = floatToJson(message.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PolicyTrace_ScoresEntry>, I>>(base?: I): PolicyTrace_ScoresEntry {
+    return PolicyTrace_ScoresEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PolicyTrace_ScoresEntry>, I>>(object: I): PolicyTrace_ScoresEntry {
+    const message = createBasePolicyTrace_ScoresEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? 0;
+    return message;
+  },
+};
+
+function createBasePolicyTrace_FeaturesEntry(): PolicyTrace_FeaturesEntry {
+  return { key: "", value: 0 };
+}
+
+export const PolicyTrace_FeaturesEntry: MessageFns<PolicyTrace_FeaturesEntry> = {
+  encode(message: PolicyTrace_FeaturesEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(17).double(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PolicyTrace_FeaturesEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePolicyTrace_FeaturesEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.value = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PolicyTrace_FeaturesEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: PolicyTrace_FeaturesEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== 0) {
+      obj.value = floatToJson(message.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PolicyTrace_FeaturesEntry>, I>>(base?: I): PolicyTrace_FeaturesEntry {
+    return PolicyTrace_FeaturesEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PolicyTrace_FeaturesEntry>, I>>(object: I): PolicyTrace_FeaturesEntry {
+    const message = createBasePolicyTrace_FeaturesEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? 0;
+    return message;
+  },
+};
+
+function createBasePolicyDecision(): PolicyDecision {
+  return { id: 0, action: 0, keep: false, trace: undefined, at: undefined, dryRun: false };
+}
+
+export const PolicyDecision: MessageFns<PolicyDecision> = {
+  encode(message: PolicyDecision, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== 0) {
+      writer.uint32(8).int64(message.id);
+    }
+    if (message.action !== 0) {
+      writer.uint32(16).int32(message.action);
+    }
+    if (message.keep !== false) {
+      writer.uint32(24).bool(message.keep);
+    }
+    if (message.trace !== undefined) {
+      PolicyTrace.encode(message.trace, writer.uint32(34).fork()).join();
+    }
+    if (message.at !== undefined) {
+      Timestamp.encode(toTimestamp(message.at), writer.uint32(42).fork()).join();
+    }
+    if (message.dryRun !== false) {
+      writer.uint32(48).bool(message.dryRun);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PolicyDecision {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePolicyDecision();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.id = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.action = reader.int32() as any;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.keep = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.trace = PolicyTrace.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.at = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.dryRun = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PolicyDecision {
+    return {
+      id: isSet(object.id) ? globalThis.Number(object.id) : 0,
+      action: isSet(object.action) ? turnActionFromJSON(object.action) : 0,
+      keep: isSet(object.keep) ? globalThis.Boolean(object.keep) : false,
+      trace: isSet(object.trace) ? PolicyTrace.fromJSON(object.trace) : undefined,
+      at: isSet(object.at) ? fromJsonTimestamp(object.at) : undefined,
+      dryRun: isSet(object.dryRun)
+        ? globalThis.Boolean(object.dryRun)
+        : isSet(object.dry_run)
+        ? globalThis.Boolean(object.dry_run)
+        : false,
+    };
+  },
+
+  toJSON(message: PolicyDecision): unknown {
+    const obj: any = {};
+    if (message.id !== 0) {
+      obj.id = Math.round(message.id);
+    }
+    if (message.action !== 0) {
+      obj.action = turnActionToJSON(message.action);
+    }
+    if (message.keep !== false) {
+      obj.keep = message.keep;
+    }
+    if (message.trace !== undefined) {
+      obj.trace = PolicyTrace.toJSON(message.trace);
+    }
+    if (message.at !== undefined) {
+      obj.at = message.at.toISOString();
+    }
+    if (message.dryRun !== false) {
+      obj.dryRun = message.dryRun;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PolicyDecision>, I>>(base?: I): PolicyDecision {
+    return PolicyDecision.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PolicyDecision>, I>>(object: I): PolicyDecision {
+    const message = createBasePolicyDecision();
+    message.id = object.id ?? 0;
+    message.action = object.action ?? 0;
+    message.keep = object.keep ?? false;
+    message.trace = (object.trace !== undefined && object.trace !== null)
+      ? PolicyTrace.fromPartial(object.trace)
+      : undefined;
+    message.at = object.at ?? undefined;
+    message.dryRun = object.dryRun ?? false;
+    return message;
+  },
+};
+
+function createBaseObserveResponse(): ObserveResponse {
+  return {
+    decision: undefined,
+    memory: undefined,
+    created: false,
+    mergedInto: "",
+    results: [],
+    context: "",
+    contextTokens: 0,
+  };
+}
+
+export const ObserveResponse: MessageFns<ObserveResponse> = {
+  encode(message: ObserveResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.decision !== undefined) {
+      PolicyDecision.encode(message.decision, writer.uint32(10).fork()).join();
+    }
+    if (message.memory !== undefined) {
+      Memory.encode(message.memory, writer.uint32(18).fork()).join();
+    }
+    if (message.created !== false) {
+      writer.uint32(24).bool(message.created);
+    }
+    if (message.mergedInto !== "") {
+      writer.uint32(34).string(message.mergedInto);
+    }
+    for (const v of message.results) {
+      RecallResult.encode(v!, writer.uint32(42).fork()).join();
+    }
+    if (message.context !== "") {
+      writer.uint32(50).string(message.context);
+    }
+    if (message.contextTokens !== 0) {
+      writer.uint32(56).int32(message.contextTokens);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ObserveResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseObserveResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.decision = PolicyDecision.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.memory = Memory.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.created = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.mergedInto = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.results.push(RecallResult.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.context = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.contextTokens = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ObserveResponse {
+    return {
+      decision: isSet(object.decision) ? PolicyDecision.fromJSON(object.decision) : undefined,
+      memory: isSet(object.memory) ? Memory.fromJSON(object.memory) : undefined,
+      created: isSet(object.created) ? globalThis.Boolean(object.created) : false,
+      mergedInto: isSet(object.mergedInto)
+        ? globalThis.String(object.mergedInto)
+        : isSet(object.merged_into)
+        ? globalThis.String(object.merged_into)
+        : "",
+      results: globalThis.Array.isArray(object?.results)
+        ? object.results.map((e: any) => RecallResult.fromJSON(e))
+        : [],
+      context: isSet(object.context) ? globalThis.String(object.context) : "",
+      contextTokens: isSet(object.contextTokens)
+        ? globalThis.Number(object.contextTokens)
+        : isSet(object.context_tokens)
+        ? globalThis.Number(object.context_tokens)
+        : 0,
+    };
+  },
+
+  toJSON(message: ObserveResponse): unknown {
+    const obj: any = {};
+    if (message.decision !== undefined) {
+      obj.decision = PolicyDecision.toJSON(message.decision);
+    }
+    if (message.memory !== undefined) {
+      obj.memory = Memory.toJSON(message.memory);
+    }
+    if (message.created !== false) {
+      obj.created = message.created;
+    }
+    if (message.mergedInto !== "") {
+      obj.mergedInto = message.mergedInto;
+    }
+    if (message.results?.length) {
+      obj.results = message.results.map((e) => RecallResult.toJSON(e));
+    }
+    if (message.context !== "") {
+      obj.context = message.context;
+    }
+    if (message.contextTokens !== 0) {
+      obj.contextTokens = Math.round(message.contextTokens);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ObserveResponse>, I>>(base?: I): ObserveResponse {
+    return ObserveResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ObserveResponse>, I>>(object: I): ObserveResponse {
+    const message = createBaseObserveResponse();
+    message.decision = (object.decision !== undefined && object.decision !== null)
+      ? PolicyDecision.fromPartial(object.decision)
+      : undefined;
+    message.memory = (object.memory !== undefined && object.memory !== null)
+      ? Memory.fromPartial(object.memory)
+      : undefined;
+    message.created = object.created ?? false;
+    message.mergedInto = object.mergedInto ?? "";
+    message.results = object.results?.map((e) => RecallResult.fromPartial(e)) || [];
+    message.context = object.context ?? "";
+    message.contextTokens = object.contextTokens ?? 0;
+    return message;
+  },
+};
+
+function createBaseGetPolicyRequest(): GetPolicyRequest {
+  return { tenant: "", last: 0 };
+}
+
+export const GetPolicyRequest: MessageFns<GetPolicyRequest> = {
+  encode(message: GetPolicyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenant !== "") {
+      writer.uint32(10).string(message.tenant);
+    }
+    if (message.last !== 0) {
+      writer.uint32(16).int32(message.last);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetPolicyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetPolicyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenant = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.last = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetPolicyRequest {
+    return {
+      tenant: isSet(object.tenant) ? globalThis.String(object.tenant) : "",
+      last: isSet(object.last) ? globalThis.Number(object.last) : 0,
+    };
+  },
+
+  toJSON(message: GetPolicyRequest): unknown {
+    const obj: any = {};
+    if (message.tenant !== "") {
+      obj.tenant = message.tenant;
+    }
+    if (message.last !== 0) {
+      obj.last = Math.round(message.last);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetPolicyRequest>, I>>(base?: I): GetPolicyRequest {
+    return GetPolicyRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetPolicyRequest>, I>>(object: I): GetPolicyRequest {
+    const message = createBaseGetPolicyRequest();
+    message.tenant = object.tenant ?? "";
+    message.last = object.last ?? 0;
+    return message;
+  },
+};
+
+function createBaseGetPolicyResponse(): GetPolicyResponse {
+  return {
+    fingerprint: "",
+    exploration: 0,
+    decisions: {},
+    phases: {},
+    kept: 0,
+    explored: 0,
+    rewards: 0,
+    rewardSum: 0,
+    updates: 0,
+    rewardByRule: {},
+    last: [],
+    savedAt: undefined,
+  };
+}
+
+export const GetPolicyResponse: MessageFns<GetPolicyResponse> = {
+  encode(message: GetPolicyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.fingerprint !== "") {
+      writer.uint32(10).string(message.fingerprint);
+    }
+    if (message.exploration !== 0) {
+      writer.uint32(17).double(message.exploration);
+    }
+    globalThis.Object.entries(message.decisions).forEach(([key, value]: [string, number]) => {
+      GetPolicyResponse_DecisionsEntry.encode({ key: key as any, value }, writer.uint32(26).fork()).join();
+    });
+    globalThis.Object.entries(message.phases).forEach(([key, value]: [string, number]) => {
+      GetPolicyResponse_PhasesEntry.encode({ key: key as any, value }, writer.uint32(34).fork()).join();
+    });
+    if (message.kept !== 0) {
+      writer.uint32(40).int64(message.kept);
+    }
+    if (message.explored !== 0) {
+      writer.uint32(48).int64(message.explored);
+    }
+    if (message.rewards !== 0) {
+      writer.uint32(56).int64(message.rewards);
+    }
+    if (message.rewardSum !== 0) {
+      writer.uint32(65).double(message.rewardSum);
+    }
+    if (message.updates !== 0) {
+      writer.uint32(72).int64(message.updates);
+    }
+    globalThis.Object.entries(message.rewardByRule).forEach(([key, value]: [string, number]) => {
+      GetPolicyResponse_RewardByRuleEntry.encode({ key: key as any, value }, writer.uint32(82).fork()).join();
+    });
+    for (const v of message.last) {
+      PolicyDecision.encode(v!, writer.uint32(90).fork()).join();
+    }
+    if (message.savedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.savedAt), writer.uint32(98).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetPolicyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetPolicyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.fingerprint = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.exploration = reader.double();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            const entry3 = GetPolicyResponse_DecisionsEntry.decode(reader, reader.uint32());
+            if (entry3.value !== undefined) {
+              message.decisions[entry3.key] = entry3.value;
+            }
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            const entry4 = GetPolicyResponse_PhasesEntry.decode(reader, reader.uint32());
+            if (entry4.value !== undefined) {
+              message.phases[entry4.key] = entry4.value;
+            }
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.kept = longToNumber(reader.int64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.explored = longToNumber(reader.int64());
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.rewards = longToNumber(reader.int64());
+            continue;
+          }
+          case 8: {
+            if (tag !== 65) {
+              break;
+            }
+
+            message.rewardSum = reader.double();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.updates = longToNumber(reader.int64());
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            const entry10 = GetPolicyResponse_RewardByRuleEntry.decode(reader, reader.uint32());
+            if (entry10.value !== undefined) {
+              message.rewardByRule[entry10.key] = entry10.value;
+            }
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.last.push(PolicyDecision.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.savedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetPolicyResponse {
+    return {
+      fingerprint: isSet(object.fingerprint) ? globalThis.String(object.fingerprint) : "",
+      exploration: isSet(object.exploration) ? globalThis.Number(object.exploration) : 0,
+      decisions: isObject(object.decisions)
+        ? (globalThis.Object.entries(object.decisions) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      phases: isObject(object.phases)
+        ? (globalThis.Object.entries(object.phases) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      kept: isSet(object.kept) ? globalThis.Number(object.kept) : 0,
+      explored: isSet(object.explored) ? globalThis.Number(object.explored) : 0,
+      rewards: isSet(object.rewards) ? globalThis.Number(object.rewards) : 0,
+      rewardSum: isSet(object.rewardSum)
+        ? globalThis.Number(object.rewardSum)
+        : isSet(object.reward_sum)
+        ? globalThis.Number(object.reward_sum)
+        : 0,
+      updates: isSet(object.updates) ? globalThis.Number(object.updates) : 0,
+      rewardByRule: isObject(object.rewardByRule)
+        ? (globalThis.Object.entries(object.rewardByRule) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : isObject(object.reward_by_rule)
+        ? (globalThis.Object.entries(object.reward_by_rule) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      last: globalThis.Array.isArray(object?.last)
+        ? object.last.map((e: any) => PolicyDecision.fromJSON(e))
+        : [],
+      savedAt: isSet(object.savedAt)
+        ? fromJsonTimestamp(object.savedAt)
+        : isSet(object.saved_at)
+        ? fromJsonTimestamp(object.saved_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: GetPolicyResponse): unknown {
+    const obj: any = {};
+    if (message.fingerprint !== "") {
+      obj.fingerprint = message.fingerprint;
+    }
+    if (message.exploration !== 0) {
+      obj.exploration = floatToJson(message.exploration);
+    }
+    if (message.decisions) {
+      const entries = globalThis.Object.entries(message.decisions) as [string, number][];
+      if (entries.length > 0) {
+        obj.decisions = {};
+        entries.forEach(([k, v]) => {
+          obj.decisions[k] = Math.round(v);
+        });
+      }
+    }
+    if (message.phases) {
+      const entries = globalThis.Object.entries(message.phases) as [string, number][];
+      if (entries.length > 0) {
+        obj.phases = {};
+        entries.forEach(([k, v]) => {
+          obj.phases[k] = Math.round(v);
+        });
+      }
+    }
+    if (message.kept !== 0) {
+      obj.kept = Math.round(message.kept);
+    }
+    if (message.explored !== 0) {
+      obj.explored = Math.round(message.explored);
+    }
+    if (message.rewards !== 0) {
+      obj.rewards = Math.round(message.rewards);
+    }
+    if (message.rewardSum !== 0) {
+      obj.rewardSum = floatToJson(message.rewardSum);
+    }
+    if (message.updates !== 0) {
+      obj.updates = Math.round(message.updates);
+    }
+    if (message.rewardByRule) {
+      const entries = globalThis.Object.entries(message.rewardByRule) as [string, number][];
+      if (entries.length > 0) {
+        obj.rewardByRule = {};
+        entries.forEach(([k, v]) => {
+          obj.rewardByRule[k] = floatToJson(v);
+        });
+      }
+    }
+    if (message.last?.length) {
+      obj.last = message.last.map((e) => PolicyDecision.toJSON(e));
+    }
+    if (message.savedAt !== undefined) {
+      obj.savedAt = message.savedAt.toISOString();
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetPolicyResponse>, I>>(base?: I): GetPolicyResponse {
+    return GetPolicyResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetPolicyResponse>, I>>(object: I): GetPolicyResponse {
+    const message = createBaseGetPolicyResponse();
+    message.fingerprint = object.fingerprint ?? "";
+    message.exploration = object.exploration ?? 0;
+    message.decisions = (globalThis.Object.entries(object.decisions ?? {}) as [string, number][]).reduce(
+      (acc: { [key: string]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.Number(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.phases = (globalThis.Object.entries(object.phases ?? {}) as [string, number][]).reduce(
+      (acc: { [key: string]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.Number(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.kept = object.kept ?? 0;
+    message.explored = object.explored ?? 0;
+    message.rewards = object.rewards ?? 0;
+    message.rewardSum = object.rewardSum ?? 0;
+    message.updates = object.updates ?? 0;
+    message.rewardByRule = (globalThis.Object.entries(object.rewardByRule ?? {}) as [string, number][]).reduce(
+      (acc: { [key: string]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.Number(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.last = object.last?.map((e) => PolicyDecision.fromPartial(e)) || [];
+    message.savedAt = object.savedAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseGetPolicyResponse_DecisionsEntry(): GetPolicyResponse_DecisionsEntry {
+  return { key: "", value: 0 };
+}
+
+export const GetPolicyResponse_DecisionsEntry: MessageFns<GetPolicyResponse_DecisionsEntry> = {
+  encode(message: GetPolicyResponse_DecisionsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(16).int64(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetPolicyResponse_DecisionsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetPolicyResponse_DecisionsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.value = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetPolicyResponse_DecisionsEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: GetPolicyResponse_DecisionsEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== 0) {
+      obj.value = Math.round(message.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetPolicyResponse_DecisionsEntry>, I>>(
+    base?: I,
+  ): GetPolicyResponse_DecisionsEntry {
+    return GetPolicyResponse_DecisionsEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetPolicyResponse_DecisionsEntry>, I>>(
+    object: I,
+  ): GetPolicyResponse_DecisionsEntry {
+    const message = createBaseGetPolicyResponse_DecisionsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? 0;
+    return message;
+  },
+};
+
+function createBaseGetPolicyResponse_PhasesEntry(): GetPolicyResponse_PhasesEntry {
+  return { key: "", value: 0 };
+}
+
+export const GetPolicyResponse_PhasesEntry: MessageFns<GetPolicyResponse_PhasesEntry> = {
+  encode(message: GetPolicyResponse_PhasesEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(16).int64(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetPolicyResponse_PhasesEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetPolicyResponse_PhasesEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.value = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetPolicyResponse_PhasesEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: GetPolicyResponse_PhasesEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== 0) {
+      obj.value = Math.round(message.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetPolicyResponse_PhasesEntry>, I>>(base?: I): GetPolicyResponse_PhasesEntry {
+    return GetPolicyResponse_PhasesEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetPolicyResponse_PhasesEntry>, I>>(
+    object: I,
+  ): GetPolicyResponse_PhasesEntry {
+    const message = createBaseGetPolicyResponse_PhasesEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? 0;
+    return message;
+  },
+};
+
+function createBaseGetPolicyResponse_RewardByRuleEntry(): GetPolicyResponse_RewardByRuleEntry {
+  return { key: "", value: 0 };
+}
+
+export const GetPolicyResponse_RewardByRuleEntry: MessageFns<GetPolicyResponse_RewardByRuleEntry> = {
+  encode(message: GetPolicyResponse_RewardByRuleEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(17).double(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetPolicyResponse_RewardByRuleEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetPolicyResponse_RewardByRuleEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.value = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetPolicyResponse_RewardByRuleEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: GetPolicyResponse_RewardByRuleEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== 0) {
+      obj.value = floatToJson(message.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetPolicyResponse_RewardByRuleEntry>, I>>(
+    base?: I,
+  ): GetPolicyResponse_RewardByRuleEntry {
+    return GetPolicyResponse_RewardByRuleEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetPolicyResponse_RewardByRuleEntry>, I>>(
+    object: I,
+  ): GetPolicyResponse_RewardByRuleEntry {
+    const message = createBaseGetPolicyResponse_RewardByRuleEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? 0;
+    return message;
+  },
+};
+
+function createBaseResetPolicyRequest(): ResetPolicyRequest {
+  return { tenant: "" };
+}
+
+export const ResetPolicyRequest: MessageFns<ResetPolicyRequest> = {
+  encode(message: ResetPolicyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenant !== "") {
+      writer.uint32(10).string(message.tenant);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResetPolicyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResetPolicyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenant = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ResetPolicyRequest {
+    return { tenant: isSet(object.tenant) ? globalThis.String(object.tenant) : "" };
+  },
+
+  toJSON(message: ResetPolicyRequest): unknown {
+    const obj: any = {};
+    if (message.tenant !== "") {
+      obj.tenant = message.tenant;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ResetPolicyRequest>, I>>(base?: I): ResetPolicyRequest {
+    return ResetPolicyRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResetPolicyRequest>, I>>(object: I): ResetPolicyRequest {
+    const message = createBaseResetPolicyRequest();
+    message.tenant = object.tenant ?? "";
+    return message;
+  },
+};
+
+function createBaseResetPolicyResponse(): ResetPolicyResponse {
+  return { decisions: 0 };
+}
+
+export const ResetPolicyResponse: MessageFns<ResetPolicyResponse> = {
+  encode(message: ResetPolicyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.decisions !== 0) {
+      writer.uint32(8).int64(message.decisions);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResetPolicyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResetPolicyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.decisions = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ResetPolicyResponse {
+    return { decisions: isSet(object.decisions) ? globalThis.Number(object.decisions) : 0 };
+  },
+
+  toJSON(message: ResetPolicyResponse): unknown {
+    const obj: any = {};
+    if (message.decisions !== 0) {
+      obj.decisions = Math.round(message.decisions);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ResetPolicyResponse>, I>>(base?: I): ResetPolicyResponse {
+    return ResetPolicyResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResetPolicyResponse>, I>>(object: I): ResetPolicyResponse {
+    const message = createBaseResetPolicyResponse();
+    message.decisions = object.decisions ?? 0;
+    return message;
+  },
+};
+
 /** The memory service. */
 export type MemoryServiceService = typeof MemoryServiceService;
 export const MemoryServiceService = {
@@ -13488,6 +15813,51 @@ export const MemoryServiceService = {
       Buffer.from(ListOperationsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListOperationsResponse => ListOperationsResponse.decode(value),
   },
+  /**
+   * One conversation turn, and the memory decides what to do with it (the turn policy): SAVE
+   * stores the turn as Store does (the session's previous turns as its context); RETRIEVE
+   * answers the memories and the context block the turn needs, and keeps the turn too when it
+   * carries something worth keeping; SKIP writes the turn straight into the archive, where deep
+   * recall finds it, Archived lists it and Restore brings it back: it never enters the zones and
+   * is never sent to the model. The answer says why (PolicyTrace). dry_run decides without
+   * acting, learning or drawing. Needs the write role (a dry run: the read role). Not a safe
+   * retry: every call is a turn.
+   */
+  observe: {
+    path: "/celestial.v1.MemoryService/Observe" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ObserveRequest): Buffer => Buffer.from(ObserveRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ObserveRequest => ObserveRequest.decode(value),
+    responseSerialize: (value: ObserveResponse): Buffer => Buffer.from(ObserveResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ObserveResponse => ObserveResponse.decode(value),
+  },
+  /**
+   * A tenant's turn policy: its exploration, counts of each decision and phase, rewards and
+   * updates, and its last decisions with their traces. Needs the read role.
+   */
+  getPolicy: {
+    path: "/celestial.v1.MemoryService/GetPolicy" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetPolicyRequest): Buffer => Buffer.from(GetPolicyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetPolicyRequest => GetPolicyRequest.decode(value),
+    responseSerialize: (value: GetPolicyResponse): Buffer => Buffer.from(GetPolicyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetPolicyResponse => GetPolicyResponse.decode(value),
+  },
+  /**
+   * Starts a tenant's turn policy again: what it learnt, its counts and its log are dropped;
+   * its memories stay. Needs the write role.
+   */
+  resetPolicy: {
+    path: "/celestial.v1.MemoryService/ResetPolicy" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ResetPolicyRequest): Buffer => Buffer.from(ResetPolicyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ResetPolicyRequest => ResetPolicyRequest.decode(value),
+    responseSerialize: (value: ResetPolicyResponse): Buffer => Buffer.from(ResetPolicyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ResetPolicyResponse => ResetPolicyResponse.decode(value),
+  },
 } as const;
 
 export interface MemoryServiceServer extends UntypedServiceImplementation {
@@ -13666,6 +16036,27 @@ export interface MemoryServiceServer extends UntypedServiceImplementation {
   cancelOperation: handleUnaryCall<CancelOperationRequest, CancelOperationResponse>;
   /** The tenant's operations, newest first, kept a week after they end. Needs the read role. */
   listOperations: handleUnaryCall<ListOperationsRequest, ListOperationsResponse>;
+  /**
+   * One conversation turn, and the memory decides what to do with it (the turn policy): SAVE
+   * stores the turn as Store does (the session's previous turns as its context); RETRIEVE
+   * answers the memories and the context block the turn needs, and keeps the turn too when it
+   * carries something worth keeping; SKIP writes the turn straight into the archive, where deep
+   * recall finds it, Archived lists it and Restore brings it back: it never enters the zones and
+   * is never sent to the model. The answer says why (PolicyTrace). dry_run decides without
+   * acting, learning or drawing. Needs the write role (a dry run: the read role). Not a safe
+   * retry: every call is a turn.
+   */
+  observe: handleUnaryCall<ObserveRequest, ObserveResponse>;
+  /**
+   * A tenant's turn policy: its exploration, counts of each decision and phase, rewards and
+   * updates, and its last decisions with their traces. Needs the read role.
+   */
+  getPolicy: handleUnaryCall<GetPolicyRequest, GetPolicyResponse>;
+  /**
+   * Starts a tenant's turn policy again: what it learnt, its counts and its log are dropped;
+   * its memories stay. Needs the write role.
+   */
+  resetPolicy: handleUnaryCall<ResetPolicyRequest, ResetPolicyResponse>;
 }
 
 export interface MemoryServiceClient extends Client {
@@ -14230,6 +16621,69 @@ export interface MemoryServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListOperationsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * One conversation turn, and the memory decides what to do with it (the turn policy): SAVE
+   * stores the turn as Store does (the session's previous turns as its context); RETRIEVE
+   * answers the memories and the context block the turn needs, and keeps the turn too when it
+   * carries something worth keeping; SKIP writes the turn straight into the archive, where deep
+   * recall finds it, Archived lists it and Restore brings it back: it never enters the zones and
+   * is never sent to the model. The answer says why (PolicyTrace). dry_run decides without
+   * acting, learning or drawing. Needs the write role (a dry run: the read role). Not a safe
+   * retry: every call is a turn.
+   */
+  observe(
+    request: ObserveRequest,
+    callback: (error: ServiceError | null, response: ObserveResponse) => void,
+  ): ClientUnaryCall;
+  observe(
+    request: ObserveRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ObserveResponse) => void,
+  ): ClientUnaryCall;
+  observe(
+    request: ObserveRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ObserveResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * A tenant's turn policy: its exploration, counts of each decision and phase, rewards and
+   * updates, and its last decisions with their traces. Needs the read role.
+   */
+  getPolicy(
+    request: GetPolicyRequest,
+    callback: (error: ServiceError | null, response: GetPolicyResponse) => void,
+  ): ClientUnaryCall;
+  getPolicy(
+    request: GetPolicyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetPolicyResponse) => void,
+  ): ClientUnaryCall;
+  getPolicy(
+    request: GetPolicyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetPolicyResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Starts a tenant's turn policy again: what it learnt, its counts and its log are dropped;
+   * its memories stay. Needs the write role.
+   */
+  resetPolicy(
+    request: ResetPolicyRequest,
+    callback: (error: ServiceError | null, response: ResetPolicyResponse) => void,
+  ): ClientUnaryCall;
+  resetPolicy(
+    request: ResetPolicyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ResetPolicyResponse) => void,
+  ): ClientUnaryCall;
+  resetPolicy(
+    request: ResetPolicyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ResetPolicyResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -1,0 +1,187 @@
+"""Observe: the turn policy deciding what to do with a conversation turn, and doing it
+(docs/design.md, "The turn policy").
+
+A turn is encoded once: that vector measures its novelty (1 - its best cosine to the tenant's
+live memories) and is the vector it is stored with. SAVE stores it as Store does, the
+session's last turns as its context; SKIP writes it straight into the archive (never in the
+zones, never sent to the model: memory/storing.py); RETRIEVE answers the context block and the
+memories in it, and keeps the turn too when the policy would. A saved or skipped turn carries
+its decision in its metadata (``policy``, ``policy_why``, ``policy_decision``), which is how a
+later Feedback, Restore or deep recall of it finds the decision to reward.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from celestial_memory.config import Settings
+from celestial_memory.domain import validation as check
+from celestial_memory.domain.models import Memory, RecallResult
+from celestial_memory.domain.requests import NewMemory, RecallQuery, Stored
+from celestial_memory.domain.selection import Selection
+from celestial_memory.encoding.embedding import Embedder
+from celestial_memory.errors import InvalidArgument
+from celestial_memory.memory.cancellation import NEVER, Cancellation
+from celestial_memory.memory.prompt_context import ContextBlock
+from celestial_memory.policy.decision import Action, Decision
+from celestial_memory.policy.keeping import PolicyKeeper
+from celestial_memory.policy.turn_policy import Turn
+from celestial_memory.store.repository import MemoryRepository
+
+MAX_PREVIOUS = 64  # earlier turns a call may carry
+MAX_ROLE_CHARS = 64
+CONTEXT_TURNS = 3  # the last earlier turns a saved turn keeps as its context
+RETRIEVE_LIMIT, RETRIEVE_TOKENS = 10, 1000
+COUNT_TTL_S = 5.0  # a tenant's memory count is read again after this long
+# What one Feedback vote on a memory the policy saved, or on one a RETRIEVE answered, credits.
+VOTE = 0.5
+MAX_ANSWERED = 4096  # memories a RETRIEVE answered, remembered for the votes on them
+POLICY, WHY, DECISION = "policy", "policy_why", "policy_decision"
+
+
+@dataclass(frozen=True)
+class ObservedTurn:
+    text: str
+    session: str = ""
+    role: str = ""
+    previous: Sequence[str] = ()
+    dry_run: bool = False
+    agent: str = ""
+    limit: int = 0
+    max_tokens: int = 0
+
+
+@dataclass
+class Observed:
+    decision: Decision
+    memory: Memory | None = None
+    created: bool = False
+    merged_into: str = ""
+    results: list[RecallResult] = field(default_factory=list)
+    context: ContextBlock | None = None
+
+
+StoreFn = Callable[[str, Sequence[NewMemory], bool, Cancellation], Stored]
+ContextFn = Callable[[str, RecallQuery, int, Cancellation],
+                     tuple[ContextBlock, list[RecallResult]]]
+
+
+class Observing:
+    def __init__(self, settings: Settings, store: MemoryRepository, embedder: Embedder,
+                 keeper: PolicyKeeper, store_fn: StoreFn, context_fn: ContextFn) -> None:
+        self._settings, self._store, self._embedder = settings, store, embedder
+        self.policies = keeper
+        self._store_fn, self._context_fn = store_fn, context_fn
+        self._counts: dict[str, tuple[float, int]] = {}
+        # Memory id -> (tenant, decision) for the memories RETRIEVEs answered.
+        self._answered: OrderedDict[str, tuple[str, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def observe(self, tenant: str, t: ObservedTurn, cancel: Cancellation = NEVER) -> Observed:
+        s = self._settings
+        text = check.content(t.text, s, "text")
+        role = (t.role or "user").strip()
+        if len(role) > MAX_ROLE_CHARS or "\x00" in role:
+            raise InvalidArgument("role", f"at most {MAX_ROLE_CHARS} characters, without NUL")
+        session = check.label(t.session, s, "session_id")
+        agent = check.label(t.agent, s, "agent_id")
+        if len(t.previous) > MAX_PREVIOUS:
+            raise InvalidArgument("previous", f"more than {MAX_PREVIOUS} turns")
+        previous = [check.content(p, s, f"previous[{i}]") for i, p in enumerate(t.previous)]
+        if t.limit < 0 or t.max_tokens < 0:
+            raise InvalidArgument("limit" if t.limit < 0 else "max_tokens", "must not be negative")
+        vec = self._embedder.embed([text])[0]
+        count = self._count(tenant)
+        novelty = None
+        if count:
+            best = self._store.nearest_live(tenant, [vec], 1)[0]
+            novelty = 1.0 - best[0][1] if best else 1.0
+        policy = self.policies.of(tenant)
+        d = policy.decide(Turn(text, role, session, previous), memory_count=count,
+                          novelty=novelty, dry_run=t.dry_run)
+        if t.dry_run:
+            return Observed(d)
+        self.policies.changed(tenant)
+        out = Observed(d)
+        if d.action is Action.RETRIEVE:
+            out.context, out.results = self._context_fn(
+                tenant, RecallQuery(query=text, query_vector=vec,
+                                    limit=min(t.limit or RETRIEVE_LIMIT, s.max_recall_limit)),
+                t.max_tokens or RETRIEVE_TOKENS, cancel)
+            with self._lock:
+                for r in out.results:
+                    self._answered[r.memory.id] = (tenant, d.id)
+                    self._answered.move_to_end(r.memory.id)
+                while len(self._answered) > MAX_ANSWERED:
+                    self._answered.popitem(last=False)
+        why = d.trace.rule or d.trace.keep_by or f"bandit p={d.trace.probability:.2f}"
+        item = NewMemory(
+            content=text, session_id=session, agent_id=agent, embedded=vec,
+            context="\n".join(previous[-CONTEXT_TURNS:])[-s.max_context_chars:],
+            metadata={POLICY: d.action.value, WHY: why[:s.max_label_chars],
+                      DECISION: str(d.id)},
+            archived=not d.keep, understand=d.keep)
+        stored = self._store_fn(tenant, [item], False, cancel)
+        out.memory, out.created = stored.memories[0], stored.created[0]
+        out.merged_into = stored.merged_into[0]
+        if out.created and d.keep:
+            with self._lock:
+                at, n = self._counts.get(tenant, (0.0, 0))
+                self._counts[tenant] = (at, n + 1)
+        return out
+
+    def _count(self, tenant: str) -> int:
+        """The tenant's live memories, read again every COUNT_TTL_S (the policy's state needs
+        its order of magnitude, not each memory)."""
+        now = time.monotonic()
+        with self._lock:
+            kept = self._counts.get(tenant)
+        if kept is not None and now - kept[0] < COUNT_TTL_S:
+            return kept[1]
+        n = self._store.count(tenant, Selection())
+        with self._lock:
+            self._counts[tenant] = (now, n)
+        return n
+
+    # -- rewards from what follows --------------------------------------------------------------
+
+    def voted(self, tenant: str, m: Memory, helpful: bool) -> None:
+        """A Feedback vote: to the decision that saved ``m`` and to the RETRIEVE that answered it."""
+        value = VOTE if helpful else -VOTE
+        decided = _decision_of(m)
+        if decided is not None:
+            self.policies.of(tenant).learn(decided, value, keep=True)
+            self.policies.changed(tenant)
+        with self._lock:
+            answered = self._answered.get(m.id)
+        if answered is not None and answered[0] == tenant:
+            self.policies.of(tenant).learn(answered[1], value)
+            self.policies.changed(tenant)
+
+    def found(self, tenant: str, memories: Sequence[Memory], how: str) -> None:
+        """Skipped turns that were needed after all (restored, or returned by deep recall):
+        each SKIP is penalised (policy/rewards.py)."""
+        skipped = [d for m in memories if m.metadata.get(POLICY) == Action.SKIP.value
+                   and (d := _decision_of(m)) is not None]
+        if not skipped:
+            return
+        policy = self.policies.of(tenant)
+        for d in skipped:
+            policy.skip_found(d, how)
+        self.policies.changed(tenant)
+
+    def recalled(self, tenant: str, results: Sequence[RecallResult]) -> None:
+        """A recall's answer: a skipped turn deep recall returned penalises its SKIP."""
+        archived = [r.memory for r in results if r.archived and POLICY in r.memory.metadata]
+        if archived:
+            self.found(tenant, archived, "deep recall")
+
+
+def _decision_of(m: Memory) -> int | None:
+    raw = m.metadata.get(DECISION, "")
+    return int(raw) if raw.isdigit() and POLICY in m.metadata else None
+
