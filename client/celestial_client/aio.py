@@ -30,6 +30,7 @@ from celestial_client._core.base import (
     _Base,
     _Unset,
 )
+from celestial_client._core.policy import AsyncPolicyCalls
 from celestial_client.connection import TLS, Connection, RetryPolicy
 from celestial_client.errors import from_rpc_error
 from celestial_client.types import (
@@ -56,7 +57,7 @@ from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 
 
-class AsyncCelestialClient(_Base):
+class AsyncCelestialClient(AsyncPolicyCalls, _Base):
     """asyncio client with the same methods and options as ``CelestialClient``, awaited."""
 
     def __init__(

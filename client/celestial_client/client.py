@@ -35,6 +35,7 @@ from celestial_client._core.base import (
     _first,
     _Unset,
 )
+from celestial_client._core.policy import PolicyCalls
 from celestial_client.aio import AsyncCelestialClient
 from celestial_client.connection import TLS, Connection, RetryPolicy
 from celestial_client.errors import from_rpc_error
@@ -74,14 +75,15 @@ __all__ = [
 ]
 
 
-class CelestialClient(_Base):
+class CelestialClient(PolicyCalls, _Base):
     """Blocking client. ``target`` is host:port. ``tenant`` is sent with every call (with an API
     key, empty means the key's own tenant). ``api_key`` (a string, or a function returning the
     current key) is sent as ``authorization: Bearer``. ``tls`` connects with TLS (and a client
     certificate, for mTLS). ``timeout`` is every call's deadline in seconds (None: none; see
     ``with_options``). ``retry``: gRPC's retries on UNAVAILABLE (None: off). ``keepalive_s``:
     ping an idle connection this often. ``options``: more gRPC channel options. ``channel``: a
-    channel of your own instead (then tls, retry, keepalive and options do not apply)."""
+    channel of your own instead (then tls, retry, keepalive and options do not apply). The turn
+    policy's calls (observe, policy, reset_policy) are ``PolicyCalls``'."""
 
     def __init__(
         self,

@@ -43,7 +43,7 @@ class TLS:
         return [("grpc.ssl_target_name_override", self.server_name)] if self.server_name else []
 
 
-NOT_RETRIED = ("Feedback", "Reflect")
+NOT_RETRIED = ("Feedback", "Reflect", "Observe")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +70,8 @@ class RetryPolicy:
                 "retryableStatusCodes": list(self.codes),
             },
         }, {
-            # Never retried: every Feedback is a vote, and a Reflect spends model calls (its
-            # UNAVAILABLE is the model's, not the connection's).
+            # Never retried: every Feedback is a vote, a Reflect spends model calls (its
+            # UNAVAILABLE is the model's, not the connection's), and every Observe is a turn.
             "name": [{"service": SERVICE, "method": m} for m in NOT_RETRIED],
         }]})
 

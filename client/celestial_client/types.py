@@ -7,6 +7,12 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Generic, TypeVar
 
+# What the turn policy answers (observe, policy): their own module, named here too.
+from celestial_client._core.policy_types import Observation as Observation
+from celestial_client._core.policy_types import PolicyDecision as PolicyDecision
+from celestial_client._core.policy_types import PolicyStatus as PolicyStatus
+from celestial_client._core.policy_types import PolicyTrace as PolicyTrace
+
 # What a reflection wrote, and the operation it runs as: their own module, named here too.
 from celestial_client.reflection_types import EntitySummary as EntitySummary
 from celestial_client.reflection_types import Insight as Insight

@@ -307,11 +307,11 @@ def test_a_poisoned_answer_is_a_failed_try_and_other_tenants_go_on(
     assert svc.store.get_one("zzz", good.id).understand_due is None
 
 
-def test_the_clients_never_retry_a_vote_or_a_reflection() -> None:
+def test_the_clients_never_retry_a_vote_a_reflection_or_a_turn() -> None:
     config = json.loads(RetryPolicy().service_config())["methodConfig"]
     retried = [c for c in config if "retryPolicy" in c]
     assert [n.get("method") for c in retried for n in c["name"]] == [None]  # the whole service
     plain = [n["method"] for c in config if "retryPolicy" not in c for n in c["name"]]
-    assert plain == ["Feedback", "Reflect"]  # a method's own entry wins over the service's
+    assert plain == ["Feedback", "Reflect", "Observe"]  # a method's own entry wins
     with CelestialClient("127.0.0.1:9", tenant=T) as c, pytest.raises(TypeError):
         c.feedback("00000000-0000-4000-8000-000000000001", "no")  # type: ignore[arg-type]

@@ -274,7 +274,8 @@ EVENT_REASONS = {pb.ZONE_EVENT_KIND_CAPACITY: "capacity", pb.ZONE_EVENT_KIND_FOR
                  pb.ZONE_EVENT_KIND_RESTORED: "restored", pb.ZONE_EVENT_KIND_PURGED: "purged",
                  pb.ZONE_EVENT_KIND_DELETED: "deleted", pb.ZONE_EVENT_KIND_MERGED: "merged",
                  pb.ZONE_EVENT_KIND_FEEDBACK_HELPFUL: "helpful",
-                 pb.ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL: "not_helpful"}
+                 pb.ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL: "not_helpful",
+                 pb.ZONE_EVENT_KIND_SKIPPED: "skipped"}
 
 
 def events(resp: pb.LedgerResponse) -> list[ZoneEvent]:
