@@ -2,6 +2,8 @@
 to what was said, fillers (greetings, thanks, acknowledgements, short replies), reactions, the
 kinds of content (personal, preference, technical, feeling) and how dense its content words are.
 
+A statement's form (words, questions, fillers, reactions, ``informative``) is the domain's
+(``domain/statement_cues.py``), since the importance rules read it too; it is re-exported here.
 The personal, preference and feeling kinds are the importance rules' own cues
 (``domain/importance_cues.py``), so a turn and a stored memory are read alike. Korean attaches
 particles to words, so its patterns match stems without word boundaries.
@@ -22,18 +24,36 @@ from celestial_memory.domain.importance_cues import (
     SECRET,
     CueKind,
 )
+from celestial_memory.domain.statement_cues import (
+    DIGIT,
+    FILLER_KO,
+    FILLER_WORDS,
+    FIRST_PERSON,
+    MAX_READ,
+    NAME,
+    QUESTION_KO,
+    QUESTION_WORD,
+    REACTION_START,
+    SECOND_PERSON,
+    STOP,
+    any_match,
+    compile_patterns,
+    content_words,
+    informative,
+    is_filler,
+    is_question,
+    is_reaction,
+    reaction_share,
+    words,
+)
 
-
-def _re(*patterns: str) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(p, re.IGNORECASE) for p in patterns)
-
-
-def _any(patterns: tuple[re.Pattern[str], ...], text: str) -> bool:
-    return any(p.search(text) for p in patterns)
-
+__all__ = [
+    "MAX_READ", "PERSONAL", "REFER_BACK", "TECHNICAL", "Reading", "content_words", "informative",
+    "is_filler", "is_question", "is_reaction", "reaction_share", "read", "rule_text", "words",
+]
 
 # A turn that points back at the conversation's past: a recall is what it needs.
-REFER_BACK = _re(
+REFER_BACK = compile_patterns(
     r"\b(?:as i (?:said|mentioned|told you)|like i (?:said|mentioned)|i (?:told|mentioned to) you|"
     r"remember (?:when|that|the|what|how|my|our)|do you remember|you remember|recall|"
     r"last time|the other day|earlier you|you (?:said|mentioned|told me)|we (?:talked|spoke) about|"
@@ -41,59 +61,9 @@ REFER_BACK = _re(
     r"지난번에?|저번에?|그때|아까|전에 말한|말했던|얘기했던|이야기했던|기억나|기억해\?|기억하니|"
     r"기억하세요|했었지|했잖아",
 )
-_QUESTION_WORD = _re(
-    r"^\s*(?:who|what|when|where|why|how|which|whose|whom|is|are|was|were|do|does|did|can|could|"
-    r"would|will|should|have|has|had)\b",
-)
-# Korean asks with its endings: -까, -니, -나요, -어요? and the like, or a question word.
-_QUESTION_KO = _re(
-    r"(?:까|니|나요|가요|냐|래|죠|지요)\s*[?？]?\s*$",
-    r"(?:누가|누구|무엇|뭐|뭘|언제|어디|왜|어떻게|어떤|몇)",
-)
-_QUESTION_MARK = re.compile(r"[?？]")
-
-# Greetings, thanks, acknowledgements and short replies: what a conversation says to go on.
-_FILLER_WORDS = frozenset({
-    "hi", "hey", "hello", "yo", "hiya", "howdy", "morning", "evening", "night", "afternoon",
-    "good", "bye", "goodbye", "cya", "see", "you", "later", "soon", "tomorrow", "take",
-    "care", "thanks", "thank", "thx", "ty", "cheers", "appreciate", "it", "ok", "okay", "k",
-    "kk", "sure", "yes", "yeah", "yep", "yup", "no", "nope", "nah", "right", "alright",
-    "fine", "cool", "nice", "great", "awesome", "perfect", "got", "sounds", "lol", "haha",
-    "hahaha", "hmm", "hm", "uh", "um", "oh", "ah", "wow", "whoa", "aww", "np", "welcome",
-    "pleasure", "mine", "too", "same", "agreed", "totally", "definitely", "absolutely",
-    "indeed", "true", "exactly", "will", "do", "noted", "understood", "the", "a", "and", "so",
-    "that's", "thats", "is", "was", "very", "really", "much", "all",
-})
-# One or more of them in a row ("안녕하세요 반가워요"), and nothing else. Possessive: a run of
-# "ㅋ" with something after it fails at once instead of trying every way to split the run.
-_FILLER_KO = _re(
-    r"^(?:(?:안녕(?:하세요|하십니까)?|반가워요?|반갑습니다|고마워요?|고맙습니다|감사(?:합니다|해요)|"
-    r"땡큐|응|어|네|넵|예|아니|그래|그래요|알았어|알겠어요?|알겠습니다|좋아|좋아요|좋네|오케이|"
-    r"ㅇㅋ|ㅇㅇ|ㅋ++|ㅎ++|ㅠ++|음++|아하|그렇구나|그렇군요|맞아요?|잘 자|잘 가|또 봐|다음에 봐|"
-    r"수고하세요|수고했어|굿|대박|헐)[\s.!~?,]*+)++$",
-)
-_WORD = re.compile(r"[A-Za-z][A-Za-z']*|[가-힣]+|\d+(?:[.,]\d+)*")
-_FIRST_PERSON = _re(r"\b(?:i|i'm|im|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|ours|us)\b",
-                    r"(?:^|\s)(?:나는|난|내가|내 |제가|저는|전 |우리|저희|나의|저의)")
-_SECOND_PERSON = _re(r"\b(?:you|your|you're|you've|you'd|you'll|yours|yourself|u|ur)\b",
-                     r"(?:너는|넌|네가|니가|너의|당신|님은|님이)")
-_REACTION_START = _re(
-    r"^\s*(?:wow|whoa|aww+|oh|ah|hey|hi|hello|yeah|yes|yep|no|nope|ok(?:ay)?|sure|thanks?|"
-    r"thank you|cool|nice|great|awesome|amazing|congrats|congratulations|haha|lol|totally|"
-    r"definitely|absolutely|exactly|right|true|agreed|same|bye|cheers|take care|good luck|"
-    r"that's|that is|sounds|so)\b",
-    r"^\s*(?:와|우와|오|아|헐|대박|진짜|정말|멋지|좋|축하)",
-)
-# A turn is read by its head: what decides a turn is said early, and the reading stays
-# bounded for a pasted document.
-MAX_READ = 8192
-_SENTENCE = re.compile(r"(?<=[.!?。？！])\s+|\n+")
-_DIGIT = re.compile(r"\d")
-# A capitalised word inside a sentence: a name, a place, a title.
-_NAME = re.compile(r"(?<=[a-z,;:'\")] )(?-i:[A-Z][a-z]+)|(?<=\w )(?-i:[A-Z]{2,})\b")
 
 # Code, systems and their words: what a technical conversation keeps.
-TECHNICAL = CueKind("technical", 0.3, _re(
+TECHNICAL = CueKind("technical", 0.3, compile_patterns(
     r"\b(?:api|sdk|server|database|db|sql|query|queries|endpoint|deploy(?:ed|ment)?|docker|"
     r"kubernetes|k8s|python|java(?:script)?|typescript|rust|golang|c\+\+|git|branch|commit|"
     r"merge|pull request|bug|error|exception|stack ?trace|crash(?:es|ed)?|timeout|latency|cpu|"
@@ -107,24 +77,6 @@ TECHNICAL = CueKind("technical", 0.3, _re(
 ))
 
 PERSONAL: tuple[CueKind, ...] = (SECRET, DUTY, PERSON, DATE_OR_NUMBER)
-
-_STOP = frozenset({
-    "a", "an", "the", "and", "or", "but", "so", "to", "of", "in", "on", "at", "by", "for",
-    "with", "from", "into", "onto", "about", "as", "is", "am", "are", "was", "were", "be",
-    "been", "being", "it", "its", "it's", "this", "that", "these", "those", "there", "here",
-    "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "do", "does",
-    "did", "done", "have", "has", "had", "having", "can", "could", "would", "should", "will",
-    "shall", "may", "might", "must", "just", "really", "very", "too", "also", "than", "then",
-    "not", "no", "yes", "yeah", "oh", "wow", "hey", "hi", "ok", "okay", "i", "me", "my",
-    "mine", "we", "us", "our", "you", "your", "he", "him", "his", "she", "her", "they",
-    "them", "their", "i'm", "i've", "i'd", "i'll", "you're", "you've", "we're", "that's",
-    "what's", "don't", "didn't", "can't", "won't", "isn't", "wasn't", "all", "any", "some",
-    "more", "most", "much", "many", "lot", "lots", "such", "if", "because", "while", "though",
-    "still", "even", "ever", "only", "own", "same", "get", "got", "go", "going", "gonna",
-    "like", "love", "thanks", "thank", "great", "cool", "nice", "awesome", "amazing", "good",
-    "glad", "happy", "sure", "totally", "definitely", "something", "anything", "everything",
-    "thing", "things", "one",
-})
 
 
 @dataclass(frozen=True)
@@ -158,61 +110,6 @@ class Reading:
         return len(self.content_words) / self.words if self.words else 0.0
 
 
-def words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
-
-
-def content_words(text: str) -> tuple[str, ...]:
-    """The words that carry content, in order (lower case; Korean words of two syllables or
-    more, since one syllable is mostly a particle or an ending)."""
-    return tuple(w for w in words(text)
-                 if w not in _STOP and (len(w) > 2 if w.isascii() else len(w) > 1))
-
-
-def is_question(text: str) -> bool:
-    t = text.strip()
-    return bool(_QUESTION_MARK.search(t) or _any(_QUESTION_WORD, t)
-                or (not t.isascii() and _any(_QUESTION_KO, t)))
-
-
-def is_filler(text: str) -> bool:
-    """A greeting, thanks, acknowledgement or short reply and nothing else."""
-    t = text.strip()
-    if not t:
-        return True
-    if _FILLER_KO[0].search(t):
-        return True
-    ws = words(t)
-    return len(ws) <= 8 and all(w in _FILLER_WORDS for w in ws) and not _DIGIT.search(t)
-
-
-def _reaction_sentence(s: str) -> bool:
-    """A sentence that answers the other speaker without news of its own: no first person, no
-    number, and either a short reaction or a short question back at them."""
-    s = s.strip()
-    if not s or is_filler(s):
-        return True
-    if _any(_FIRST_PERSON, s) or _DIGIT.search(s):
-        return False
-    n = len(words(s))
-    if _QUESTION_MARK.search(s) and _any(_SECOND_PERSON, s) and n <= 12:
-        return True
-    if _any(_REACTION_START, s) and n <= 12:
-        return True
-    return _any(_SECOND_PERSON, s) and n <= 16
-
-
-def reaction_share(text: str) -> float:
-    """The share of the turn's sentences that are fillers or reactions to the other speaker."""
-    sentences = _SENTENCE.split(text.strip())
-    return sum(map(_reaction_sentence, sentences)) / len(sentences)
-
-
-def is_reaction(text: str) -> bool:
-    """Every sentence of the turn is a filler or a reaction to the other speaker."""
-    return reaction_share(text) == 1.0
-
-
 def _strip_refer_back(text: str) -> str:
     for p in REFER_BACK:
         text = p.sub(" ", text)
@@ -231,7 +128,7 @@ def read(text: str) -> Reading:
         words=len(ws),
         content_words=content_words(text),
         question=is_question(text),
-        refers_back=_any(REFER_BACK, text),
+        refers_back=any_match(REFER_BACK, text),
         filler=is_filler(text),
         reactions=reaction_share(text),
         personal=_any_kind(PERSONAL, text),
@@ -240,34 +137,20 @@ def read(text: str) -> Reading:
         emotion=FEELING.matches(text),
         # "Do you remember ..." asks for a recall, not to keep the question.
         explicit=EXPLICIT.matches(_strip_refer_back(text)) or SECRET.matches(text),
-        first_person=_any(_FIRST_PERSON, text),
-        second_person=_any(_SECOND_PERSON, text),
-        has_number=bool(_DIGIT.search(text)),
-        names=len(_NAME.findall(text)),
+        first_person=any_match(FIRST_PERSON, text),
+        second_person=any_match(SECOND_PERSON, text),
+        has_number=bool(DIGIT.search(text)),
+        names=len(NAME.findall(text)),
     )
 
 
-def informative(text: str) -> bool:
-    """A statement that holds a fact without any cue the importance rules know: a name, a place
-    or a number in a sentence that is not a question, or enough dense content words. What a
-    floor on importance would lift out of the belt (benchmarks/policy_replay.py measures it)."""
-    t = text.strip()
-    if not t or is_filler(t) or is_question(t):
-        return False
-    r = read(t)
-    if r.reaction:
-        return False
-    if r.names or r.has_number:
-        return len(r.content_words) >= 2
-    return len(r.content_words) >= 4 and r.density >= 0.5
-
-
 def rule_text() -> str:
-    """Every pattern this module reads by, for the rule set's fingerprint."""
+    """Every pattern the policy reads by (its own and the statement's), for the rule set's
+    fingerprint."""
     groups: list[tuple[re.Pattern[str], ...]] = [
-        REFER_BACK, _QUESTION_WORD, _QUESTION_KO, _FILLER_KO, _FIRST_PERSON, _SECOND_PERSON,
-        _REACTION_START, TECHNICAL.patterns, *(k.patterns for k in PERSONAL),
+        REFER_BACK, QUESTION_WORD, QUESTION_KO, FILLER_KO, FIRST_PERSON, SECOND_PERSON,
+        REACTION_START, TECHNICAL.patterns, *(k.patterns for k in PERSONAL),
         PREFERENCE.patterns, FEELING.patterns]
     pats = [p.pattern for g in groups for p in g]
-    return "\n".join([*pats, _NAME.pattern, " ".join(sorted(_FILLER_WORDS)),
-                      " ".join(sorted(_STOP))])
+    return "\n".join([*pats, NAME.pattern, " ".join(sorted(FILLER_WORDS)),
+                      " ".join(sorted(STOP))])
