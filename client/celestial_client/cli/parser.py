@@ -15,14 +15,16 @@ from pathlib import Path
 from typing import NoReturn
 
 from celestial_client.cli.feedback import add_feedback_command
+from celestial_client.cli.policy import add_policy_commands
 from celestial_client.cli.reflect import add_reflect_command
 from celestial_client.cli.settings import UsageError
 from celestial_client.types import MEMORY_TYPES
 
 DESCRIPTION = """\
 Celestial Memory from the command line: store and recall memories; browse them (list, recent,
-get, archived); edit them (update, delete, restore, feedback); connect them (relate, unrelate,
-related, entities); reflect on them with the server's model (reflect, and follow its operation:
+get, archived); edit them (update, delete, restore, feedback); let the turn policy decide what
+to keep of a conversation (observe, policy); connect them (relate, unrelate, related, entities);
+reflect on them with the server's model (reflect, and follow its operation:
 operation); look after the zones
 (stats, rebalance, consolidate, ledger); move them between servers (export, import); measure
 recall (eval); serve the tools to an MCP host (mcp); show the effective configuration (config);
@@ -263,6 +265,7 @@ def _every_parser(p: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParse
 def _graph(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
     """relate, unrelate, related and entities."""
     add_feedback_command(command)
+    add_policy_commands(command)
     add_reflect_command(command)
     rl = command("relate", "relate two memories: a named, weighted edge FROM -> TO (relating "
                            "them again sets the weight)")

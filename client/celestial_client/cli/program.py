@@ -35,6 +35,8 @@ from celestial_client.cli.output import (
     table,
 )
 from celestial_client.cli.parser import SERVER_COMMANDS, asks_for_json, build
+from celestial_client.cli.policy import COMMANDS as POLICY_COMMANDS
+from celestial_client.cli.policy import run_policy
 from celestial_client.cli.reflect import COMMANDS as REFLECT_COMMANDS
 from celestial_client.cli.reflect import run_reflect
 from celestial_client.cli.settings import UsageError, api_key, client_settings, tls
@@ -139,6 +141,8 @@ def _run(args: argparse.Namespace) -> int:
             return _print(args, run_feedback(args, client))
         if args.command in REFLECT_COMMANDS:
             return _print(args, run_reflect(args, client))
+        if args.command in POLICY_COMMANDS:
+            return _print(args, run_policy(args, client))
         return _print(args, run_command(args, client))
 
 
