@@ -28,7 +28,9 @@ from celestial_client.client import CelestialClient
 from celestial_client.errors import CelestialClientError
 
 INSTRUCTIONS = (
-    "Long-term memory. Save facts worth keeping with memory_save; before answering from past "
+    "Long-term memory. Pass every conversation turn to memory_auto: it decides whether to keep "
+    "the turn, archive it, or retrieve what the turn needs, and answers the context block to "
+    "read before replying. Or save facts worth keeping with memory_save; before answering from past "
     "conversations, look them up with memory_search, and follow a memory's links (what came "
     "before or after it in its session, what it was related to) with memory_related. Memories "
     "are placed in zones (core to cloud) by how often they are recalled, how fresh and how "

@@ -46,7 +46,8 @@ async def test_mcp_over_stdio_lists_saves_searches_pins_and_reports_errors(
                               "memory_update",
                               "memory_pin", "memory_delete", "memory_stats", "memory_recent",
                               "memory_related", "memory_ledger", "memory_rebalance",
-                              "memory_feedback", "memory_reflect"}
+                              "memory_feedback", "memory_reflect", "memory_auto",
+                              "policy_decide", "policy_status"}
         save = tools["memory_save"].input_schema
         assert save["required"] == ["content"]
         assert all(p.get("description") for p in save["properties"].values())
