@@ -23,7 +23,10 @@ import type {
   LedgerPage,
   Memory,
   MemoryPage,
+  Observation,
+  ObserveOptions,
   PageOptions,
+  PolicyStatus,
   RebalanceOptions,
   RebalanceReport,
   RecallOptions,
@@ -169,6 +172,40 @@ export class CelestialClient {
     const resp = await this.unary(this.stub.feedback.bind(this.stub),
       pb.FeedbackRequest.fromPartial({ tenant: this.tenant, id, verdict }), false);
     return cv.memory(resp.memory);
+  }
+
+  /**
+   * One conversation turn, and the memory decides what to do with it (the turn policy): SAVE
+   * stores it (`previous`, the session's earlier turns, as its context); SKIP writes it straight
+   * into the archive (a recall with `includeArchived` or `deep` still finds it, restore() brings
+   * it back); RETRIEVE answers the context block and the memories in it, and keeps the turn too
+   * when it is worth keeping. The decision says why (`decision.trace`). Not retried, unless a dry
+   * run (`dryRun`: decide only, nothing stored, recalled or learnt): every call is a turn.
+   */
+  async observe(text: string, options: ObserveOptions = {}): Promise<Observation> {
+    const resp = await this.unary(this.stub.observe.bind(this.stub),
+      cv.observeRequest(this.tenant, text, options), options.dryRun === true);
+    return cv.observation(resp);
+  }
+
+  /**
+   * The tenant's turn policy: its counts by action and phase, exploration, rewards and updates,
+   * and its `last` decisions with their traces, newest first (absent or 0: 20; at most 256).
+   */
+  async policy(last = 0): Promise<PolicyStatus> {
+    const resp = await this.unary(this.stub.getPolicy.bind(this.stub),
+      pb.GetPolicyRequest.fromPartial({ tenant: this.tenant, last }), true);
+    return cv.policyStatus(resp);
+  }
+
+  /**
+   * Starts the tenant's turn policy again: what it learnt, its counts and its log are dropped; its
+   * memories stay. How many decisions the dropped policy had taken (a retry answers 0).
+   */
+  async resetPolicy(): Promise<number> {
+    const resp = await this.unary(this.stub.resetPolicy.bind(this.stub),
+      pb.ResetPolicyRequest.fromPartial({ tenant: this.tenant }), true);
+    return resp.decisions;
   }
 
   /** Brings an archived (forgotten) memory back into the zones; a live one is returned as is. */

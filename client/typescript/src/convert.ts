@@ -11,6 +11,10 @@ import {
   type MemoryPage,
   type MemoryType,
   MEMORY_TYPES,
+  type Observation,
+  type ObserveOptions,
+  type PolicyDecision,
+  type PolicyStatus,
   type RebalanceReport,
   type RecallOptions,
   type RecallResult,
@@ -21,6 +25,8 @@ import {
   type Stats,
   type StorageBackend,
   type StoreItem,
+  TURN_ACTIONS,
+  type TurnAction,
   type UpdateChanges,
   type Zone,
   type ZoneEvent,
@@ -150,7 +156,7 @@ export function recallRequest(tenant: string, query: string, o: RecallOptions): 
   });
 }
 
-export function recallResults(r: pb.RecallResponse): RecallResult[] {
+export function recallResults(r: { results: pb.RecallResult[] }): RecallResult[] {
   return r.results.map((x) => {
     const out: RecallResult = {
       memory: memory(x.memory), foundIn: zone(x.foundIn), relevance: x.relevance,
@@ -264,6 +270,7 @@ const EVENT_KINDS: Record<number, ZoneEventKind> = {
   [pb.ZoneEventKind.ZONE_EVENT_KIND_MERGED]: "merged",
   [pb.ZoneEventKind.ZONE_EVENT_KIND_FEEDBACK_HELPFUL]: "helpful",
   [pb.ZoneEventKind.ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL]: "not_helpful",
+  [pb.ZoneEventKind.ZONE_EVENT_KIND_SKIPPED]: "skipped",
 };
 
 function zoneEvent(e: pb.ZoneEvent): ZoneEvent {
@@ -285,4 +292,64 @@ export function ledger(r: pb.LedgerResponse): LedgerPage {
     events: r.events.map(zoneEvent), adminEvents: r.adminEvents.map(adminEvent),
     nextPageToken: r.nextPageToken,
   };
+}
+
+export function observeRequest(tenant: string, text: string, o: ObserveOptions): pb.ObserveRequest {
+  return pb.ObserveRequest.fromPartial({
+    tenant, text, sessionId: o.sessionId, role: o.role, previous: o.previous, dryRun: o.dryRun,
+    agentId: o.agentId, limit: o.limit, maxTokens: o.maxTokens,
+  });
+}
+
+function turnAction(a: pb.TurnAction): TurnAction {
+  const name = TURN_ACTIONS[a - 1];
+  if (a < 1 || name === undefined) {
+    throw new Error(`the server sent turn action ${a}, which this client does not know`);
+  }
+  return name;
+}
+
+export function decision(d: pb.PolicyDecision | undefined): PolicyDecision {
+  if (d === undefined) {
+    throw new Error("the server sent a response without its decision");
+  }
+  const t = d.trace;
+  return {
+    id: d.id, action: turnAction(d.action), keep: d.keep,
+    trace: {
+      phase: t?.phase ?? 0, rule: t?.rule ?? "", importance: t?.importance ?? 0,
+      parts: t?.parts ?? {}, scores: t?.scores ?? {}, probability: t?.probability ?? 0,
+      explored: t?.explored ?? false, features: t?.features ?? {}, keepBy: t?.keepBy ?? "",
+    },
+    at: date(d.at), dryRun: d.dryRun,
+  };
+}
+
+export function observation(r: pb.ObserveResponse): Observation {
+  const out: Observation = {
+    decision: decision(r.decision), created: r.created, mergedInto: r.mergedInto,
+    results: recallResults(r),
+    context: r.context, contextTokens: r.contextTokens,
+  };
+  if (r.memory !== undefined) {
+    out.memory = memory(r.memory);
+  }
+  return out;
+}
+
+export function policyStatus(r: pb.GetPolicyResponse): PolicyStatus {
+  // Every action and phase, in order (0 when the server sent none), so they read the same.
+  const decisions = Object.fromEntries(TURN_ACTIONS.map((a) => [a, r.decisions[a] ?? 0])) as
+    Record<TurnAction, number>;
+  const phases = Object.fromEntries(["0", "1", "2"].map((p) => [p, r.phases[p] ?? 0]));
+  const out: PolicyStatus = {
+    fingerprint: r.fingerprint, exploration: r.exploration,
+    decisions: { ...decisions, ...r.decisions }, phases: { ...phases, ...r.phases },
+    kept: r.kept, explored: r.explored, rewards: r.rewards, rewardSum: r.rewardSum,
+    updates: r.updates, rewardByRule: r.rewardByRule, last: r.last.map(decision),
+  };
+  if (r.savedAt !== undefined) {
+    out.savedAt = r.savedAt;
+  }
+  return out;
 }

@@ -14,7 +14,7 @@ export { CelestialClient } from "./client";
 export type { CelestialClientOptions, Pem, RetryPolicy, TlsOptions } from "./connection";
 export { CelestialError, TLS_EXPECTED_HINT, TLS_UNEXPECTED_HINT, toCelestialError } from "./errors";
 export type { CelestialErrorInit, FieldViolation, StatusName } from "./errors";
-export { MEMORY_TYPES, ZONES } from "./types";
+export { MEMORY_TYPES, TURN_ACTIONS, ZONES } from "./types";
 export type * from "./types";
 export { OPERATION_STAGES } from "./operations";
 export type {

@@ -406,14 +406,14 @@ export interface RebalanceReport {
 
 export type ZoneEventKind =
   "capacity" | "forgotten" | "restored" | "purged" | "deleted" | "merged" | "helpful"
-  | "not_helpful";
+  | "not_helpful" | "skipped";
 
 export interface ZoneEvent {
   id: string;
   tenant: string;
   memoryId: string;
   fromZone: Zone;
-  /** Absent when the memory left the zones (kind "forgotten"). */
+  /** Absent when the memory left the zones (kind "forgotten"), or never entered them ("skipped"). */
   toZone?: Zone;
   kind: ZoneEventKind;
   at: Date;
@@ -443,4 +443,104 @@ export interface LedgerPage {
   events: ZoneEvent[];
   adminEvents: AdminEvent[];
   nextPageToken: string;
+}
+
+/** What the turn policy may decide for a turn, in the contract's order. */
+export const TURN_ACTIONS = ["SAVE", "SKIP", "RETRIEVE"] as const;
+export type TurnAction = (typeof TURN_ACTIONS)[number];
+
+/** Why the turn policy decided what it did. */
+export interface PolicyTrace {
+  /** The phase that decided: 0 the retrieve rules, 1 the clear-case rules, 2 the bandit. */
+  phase: number;
+  /** The rule that decided (phases 0 and 1); "" for the bandit. */
+  rule: string;
+  /** The turn's importance by the rules, and its terms (cue kind -> weight). */
+  importance: number;
+  parts: Record<string, number>;
+  /** The bandit's bound for each action it weighed ("SAVE", "SKIP"). */
+  scores: Record<string, number>;
+  /** The chance the chosen action had of being chosen (1 for a rule). */
+  probability: number;
+  /** The bandit's exploration drew this action instead of its best. */
+  explored: boolean;
+  /** The state the bandit saw, by feature name. */
+  features: Record<string, number>;
+  /** For a RETRIEVE: what decided whether the turn is also kept (a rule's name, or "bandit"). */
+  keepBy: string;
+}
+
+/** One decision of the turn policy. */
+export interface PolicyDecision {
+  /** What a reward names (per tenant, from 1; 0 for a dry run). */
+  id: number;
+  action: TurnAction;
+  /** Whether the turn is in the zones (SAVE; RETRIEVE when worth keeping); else in the archive. */
+  keep: boolean;
+  trace: PolicyTrace;
+  /** When, by the server's clock. */
+  at: Date;
+  /** Decided only: nothing was done or learnt. */
+  dryRun: boolean;
+}
+
+export interface ObserveOptions {
+  /** The conversation the turn belongs to (a saved turn's sessionId). */
+  sessionId?: string;
+  /** Who said it: "user" when absent; an assistant's, system's or tool's question retrieves nothing. */
+  role?: string;
+  /** The session's earlier turns, oldest first (at most 64): the last few are a saved turn's context. */
+  previous?: string[];
+  /** Decide only: nothing is stored, recalled or learnt. Makes the call retryable. */
+  dryRun?: boolean;
+  /** The agent a saved turn is attributed to. */
+  agentId?: string;
+  /** RETRIEVE: how many memories to consider; absent: 10. */
+  limit?: number;
+  /** RETRIEVE: the context block's budget in tokens; absent: 1,000. */
+  maxTokens?: number;
+}
+
+/** What observe() did with a turn. */
+export interface Observation {
+  decision: PolicyDecision;
+  /** The turn as stored: in its zone when kept, archived when skipped; absent for a dry run. */
+  memory?: Memory;
+  /** The turn was written as a new memory (false: a repeat went into `mergedInto`). */
+  created: boolean;
+  /** The live memory a repeated turn went into; "" otherwise. */
+  mergedInto: string;
+  /** RETRIEVE: the memories the context block holds, best first. */
+  results: RecallResult[];
+  /** RETRIEVE: the block for a prompt ("" when nothing was found). */
+  context: string;
+  /** RETRIEVE: the block's size in tokens. */
+  contextTokens: number;
+}
+
+/** A tenant's turn policy (policy()). */
+export interface PolicyStatus {
+  /** SHA-256 of the rule set and the feature schema the policy decides by. */
+  fingerprint: string;
+  /** The share of the bandit's decisions drawn at random. */
+  exploration: number;
+  /** Decisions by action: every one of TURN_ACTIONS, in its order. */
+  decisions: Record<TurnAction, number>;
+  /** Decisions by the phase that took them: "0", "1" and "2". */
+  phases: Record<string, number>;
+  /** Turns kept in the zones. */
+  kept: number;
+  /** Decisions the bandit's exploration drew. */
+  explored: number;
+  /** Rewards credited to decisions, and their sum. */
+  rewards: number;
+  rewardSum: number;
+  /** Rewards the bandit learnt from. */
+  updates: number;
+  /** What the rules' decisions were credited, by "phase:rule" (no reward changes a rule). */
+  rewardByRule: Record<string, number>;
+  /** The last decisions, newest first. */
+  last: PolicyDecision[];
+  /** When the policy was last saved to the store; absent: never. */
+  savedAt?: Date;
 }

@@ -306,6 +306,48 @@ describe("a live server", { skip: ADDRESS ? false : "CELESTIAL_TEST_ADDRESS is n
     assert.ok(events.some((e) => e.kind === "helpful"));
   });
 
+  test("observe: a greeting skipped into the archive, a fact saved, a question retrieving it", async () => {
+    const t = client(`ts-policy-${RUN}`);
+    try {
+      const session = { sessionId: "lisbon" };
+      const hello = await t.observe("Hello!", session);
+      assert.equal(hello.decision.action, "SKIP");
+      assert.equal(hello.decision.keep, false);
+      assert.equal(hello.decision.trace.phase, 1);
+      assert.ok(hello.decision.trace.rule);
+      assert.equal(hello.memory?.archived, true);
+      assert.equal(hello.memory?.metadata.policy, "SKIP");
+      const fact = "My sister Ana and I moved to Lisbon in May 2023, and I prefer the coast.";
+      const saved = await t.observe(fact, { ...session, previous: ["Hello!"] });
+      assert.equal(saved.decision.action, "SAVE");
+      assert.equal(saved.memory?.archived, false);
+      assert.equal(saved.created, true);
+      const dry = await t.observe("Which city did my sister Ana and I move to?", { dryRun: true });
+      assert.equal(dry.decision.action, "RETRIEVE");
+      assert.equal(dry.decision.id, 0);
+      assert.equal(dry.memory, undefined);
+      const asked = await t.observe("Which city did my sister Ana and I move to? I usually forget.",
+        session);
+      assert.equal(asked.decision.action, "RETRIEVE");
+      assert.equal(asked.decision.trace.phase, 0);
+      assert.match(asked.context, /Lisbon/);
+      assert.ok(asked.contextTokens > 0);
+      assert.ok(asked.results.some((r) => r.memory.id === saved.memory?.id));
+      const found = await t.recall("Hello!", { includeArchived: true, reinforce: false });
+      assert.ok(found.some((r) => r.memory.id === hello.memory?.id && r.archived));
+
+      const p = await t.policy(2);
+      assert.deepEqual(p.decisions, { SAVE: 1, SKIP: 1, RETRIEVE: 1 });
+      assert.equal(p.phases["0"] + p.phases["1"] + p.phases["2"], 3);
+      assert.deepEqual(p.last.map((d) => d.action), ["RETRIEVE", "SAVE"]);
+      assert.equal(p.fingerprint.length, 64);
+      assert.equal(await t.resetPolicy(), 3);
+      assert.deepEqual((await t.policy()).decisions, { SAVE: 0, SKIP: 0, RETRIEVE: 0 });
+    } finally {
+      t.close();
+    }
+  });
+
   test("ledger answers a page", async () => {
     const page = await c.ledger({ pageSize: 10 });
     assert.ok(Array.isArray(page.events) && Array.isArray(page.adminEvents));

@@ -636,3 +636,116 @@ describe("types, protection and feedback against a fake server", () => {
     assert.equal(cv.memory(pbMemory(A, { memoryType: 42 as proto.MemoryType })).memoryType, "episode");
   });
 });
+
+describe("the turn policy against a fake server", () => {
+  const server = new grpc.Server();
+  let address = "";
+  const seen: { observe: proto.ObserveRequest[]; policy?: proto.GetPolicyRequest } = { observe: [] };
+  const trace = {
+    phase: 0, rule: "question", importance: 0.4, parts: { personal: 0.4 },
+    scores: { SAVE: 0.8, SKIP: -0.6 }, probability: 0.975, explored: false,
+    features: { bias: 1 }, keepBy: "bandit",
+  };
+
+  before(async () => {
+    const impl: Partial<proto.MemoryServiceServer> = {
+      observe: (call, cb) => {
+        seen.observe.push(call.request);
+        if (call.request.text === "down") {  // unavailable: a turn is sent once, a dry run again
+          cb(unavailable(10));
+          return;
+        }
+        const dryRun = call.request.dryRun;
+        cb(null, proto.ObserveResponse.fromPartial({
+          decision: { id: dryRun ? 0 : 7, action: proto.TurnAction.TURN_ACTION_RETRIEVE, keep: true,
+            trace, at: AT, dryRun },
+          memory: dryRun ? undefined : pbMemory(A), created: !dryRun,
+          results: dryRun ? [] : [{ memory: pbMemory(B), foundIn: proto.Zone.ZONE_OUTER, relevance: 0.7 }],
+          context: dryRun ? "" : "## outer\n- memory B", contextTokens: dryRun ? 0 : 9,
+        }));
+      },
+      getPolicy: (call, cb) => {
+        seen.policy = call.request;
+        cb(null, proto.GetPolicyResponse.fromPartial({
+          fingerprint: "f", exploration: 0.05, decisions: { RETRIEVE: 2, SAVE: 1 }, phases: { "0": 2, "2": 1 },
+          kept: 3, rewards: 1, rewardSum: 0.3, updates: 1, rewardByRule: { "0:question": 0.3 },
+          last: [{ id: 3, action: proto.TurnAction.TURN_ACTION_SKIP, keep: false,
+            trace: { ...trace, phase: 1, rule: "greeting, thanks or acknowledgement", keepBy: "" }, at: AT }],
+        }));
+      },
+      resetPolicy: (_call, cb) => cb(null, { decisions: 3 }),
+    };
+    server.addService(proto.MemoryServiceService, impl as proto.MemoryServiceServer);
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
+        err ? reject(err) : resolve(p)));
+    address = `127.0.0.1:${port}`;
+  });
+  after(() => server.forceShutdown());
+
+  test("observe sends the turn and answers the decision, the turn and the context block", async () => {
+    const c = new CelestialClient({ address, tenant: "p" });
+    try {
+      const o = await c.observe("Where did I move?", {
+        sessionId: "s", role: "user", previous: ["Hi", "I moved"], agentId: "a", limit: 5, maxTokens: 200,
+      });
+      const sent = seen.observe[0];
+      assert.deepEqual([sent.tenant, sent.text, sent.sessionId, sent.role, sent.previous, sent.dryRun,
+        sent.agentId, sent.limit, sent.maxTokens],
+        ["p", "Where did I move?", "s", "user", ["Hi", "I moved"], false, "a", 5, 200]);
+      assert.equal(o.decision.action, "RETRIEVE");
+      assert.deepEqual(o.decision.trace, trace);
+      assert.deepEqual([o.decision.id, o.decision.keep, o.decision.at, o.decision.dryRun], [7, true, AT, false]);
+      assert.equal(o.memory?.id, A);
+      assert.deepEqual(o.results.map((r) => r.memory.id), [B]);
+      assert.deepEqual([o.context, o.contextTokens, o.created, o.mergedInto], ["## outer\n- memory B", 9, true, ""]);
+      assert.deepEqual(JSON.parse(JSON.stringify(o.decision.trace)), o.decision.trace);
+      const dry = await c.observe("Where did I move?", { dryRun: true });
+      assert.equal(dry.memory, undefined);
+      assert.equal(dry.decision.dryRun, true);
+    } finally {
+      c.close();
+    }
+  });
+
+  test("a turn is never retried; a dry run is", async () => {
+    const c = new CelestialClient({ address, tenant: "p", retries: 2 });
+    try {
+      seen.observe.length = 0;
+      await assert.rejects(c.observe("down"), (err: unknown) =>
+        err instanceof CelestialError && err.code === "UNAVAILABLE");
+      assert.equal(seen.observe.length, 1, "one attempt");
+      await assert.rejects(c.observe("down", { dryRun: true }));
+      assert.equal(seen.observe.length, 4, "a dry run: three attempts");
+    } finally {
+      c.close();
+    }
+  });
+
+  test("policy answers every action and phase in order; resetPolicy the dropped count", async () => {
+    const c = new CelestialClient({ address, tenant: "p" });
+    try {
+      const p = await c.policy(5);
+      assert.equal(seen.policy?.last, 5);
+      assert.deepEqual(Object.entries(p.decisions), [["SAVE", 1], ["SKIP", 0], ["RETRIEVE", 2]]);
+      assert.deepEqual(Object.entries(p.phases), [["0", 2], ["1", 0], ["2", 1]]);
+      assert.deepEqual([p.kept, p.rewards, p.rewardSum, p.updates, p.exploration], [3, 1, 0.3, 1, 0.05]);
+      assert.deepEqual(p.rewardByRule, { "0:question": 0.3 });
+      assert.equal(p.savedAt, undefined);
+      assert.deepEqual(p.last.map((d) => [d.id, d.action, d.keep, d.trace.rule]),
+        [[3, "SKIP", false, "greeting, thanks or acknowledgement"]]);
+      assert.equal(await c.resetPolicy(), 3);
+    } finally {
+      c.close();
+    }
+  });
+
+  test("a skipped turn's ledger event converts", () => {
+    const page = cv.ledger(proto.LedgerResponse.fromPartial({ events: [{
+      id: "e", memoryId: A, fromZone: proto.Zone.ZONE_CLOUD,
+      kind: proto.ZoneEventKind.ZONE_EVENT_KIND_SKIPPED, reason: "skipped", at: AT,
+    }] }));
+    assert.equal(page.events[0].kind, "skipped");
+    assert.equal(page.events[0].toZone, undefined);
+  });
+});
