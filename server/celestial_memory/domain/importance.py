@@ -3,7 +3,7 @@
 - ``DefaultEvaluator``: a constant (0.5).
 - ``RuleBasedEvaluator``: kinds of cues in English and Korean (``importance_cues.py``):
   explicit asks, secrets, duties, people and their relations, preferences, dates and numbers,
-  feelings.
+  feelings; and a floor for a statement that holds a fact without them (``statement_cues.py``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Protocol
 
 from celestial_memory.config import Settings
 from celestial_memory.domain.importance_cues import KINDS
+from celestial_memory.domain.statement_cues import informative
 
 
 class ImportanceEvaluator(Protocol):
@@ -39,15 +40,23 @@ class DefaultEvaluator:
 
 class RuleBasedEvaluator:
     """The weight of the strongest kind of cue the text shows, plus ``BONUS`` for each other
-    kind it shows, at most 1; 0 when it shows none (docs/design.md, "Importance by rules")."""
+    kind it shows, at most 1; at least ``INFORMATIVE_FLOOR`` for a statement that holds a fact
+    (a name, a place, a number, dense content words); 0 when it shows neither, as greetings,
+    thanks and fillers do (docs/design.md, "Importance by rules")."""
 
     BONUS = 0.15
+    # A new memory's score is w_a·A and outer starts at 0.10: with the default weights a fact
+    # enters outer rather than the belt, one step from being forgotten.
+    INFORMATIVE_FLOOR = 0.4
 
     def evaluate(self, content: str) -> float:
         weights = sorted((k.weight for k in KINDS if k.matches(content)), reverse=True)
-        if not weights:
-            return 0.0
-        return min(1.0, weights[0] + self.BONUS * (len(weights) - 1))
+        score = min(1.0, weights[0] + self.BONUS * (len(weights) - 1)) if weights else 0.0
+        # A floor, not a kind: a feeling beside a fact lifts no further, and a fact is read
+        # only when the cues leave the text below it.
+        if score < self.INFORMATIVE_FLOOR and informative(content):
+            return self.INFORMATIVE_FLOOR
+        return score
 
     def evaluate_many(self, contents: Sequence[str], tenant: str = "") -> list[float]:
         return [self.evaluate(c) for c in contents]
