@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from celestial_memory.config import Settings
 from celestial_memory.domain import validation as check
+from celestial_memory.domain.importance import RuleBasedEvaluator
 from celestial_memory.domain.models import Memory, RecallResult
 from celestial_memory.domain.requests import NewMemory, RecallQuery, Stored
 from celestial_memory.domain.selection import Selection
@@ -29,7 +30,7 @@ from celestial_memory.memory.cancellation import NEVER, Cancellation
 from celestial_memory.memory.prompt_context import ContextBlock
 from celestial_memory.policy.decision import Action, Decision
 from celestial_memory.policy.keeping import PolicyKeeper
-from celestial_memory.policy.turn_policy import Turn
+from celestial_memory.policy.turn_policy import MAX_PENDING, Turn, TurnPolicy
 from celestial_memory.store.repository import MemoryRepository
 
 MAX_PREVIOUS = 64  # earlier turns a call may carry
@@ -80,6 +81,9 @@ class Observing:
         # Memory id -> (tenant, decision) for the memories RETRIEVEs answered.
         self._answered: OrderedDict[str, tuple[str, int]] = OrderedDict()
         self._lock = threading.Lock()
+        # A turn not kept is never sent to the model: where the model rates importance, the
+        # rules rate such a turn (what that evaluator falls back to).
+        self._rules = RuleBasedEvaluator() if settings.importance_evaluator == "llm" else None
 
     def observe(self, tenant: str, t: ObservedTurn, cancel: Cancellation = NEVER) -> Observed:
         s = self._settings
@@ -94,6 +98,9 @@ class Observing:
         previous = [check.content(p, s, f"previous[{i}]") for i, p in enumerate(t.previous)]
         if t.limit < 0 or t.max_tokens < 0:
             raise InvalidArgument("limit" if t.limit < 0 else "max_tokens", "must not be negative")
+        if t.max_tokens > s.max_prompt_tokens:  # refused before any decision, whichever it is
+            raise InvalidArgument("max_tokens", f"must be 0 to {s.max_prompt_tokens}, got "
+                                                f"{t.max_tokens}")
         vec = self._embedder.embed([text])[0]
         count = self._count(tenant)
         novelty = None
@@ -124,7 +131,8 @@ class Observing:
             context="\n".join(previous[-CONTEXT_TURNS:])[-s.max_context_chars:],
             metadata={POLICY: d.action.value, WHY: why[:s.max_label_chars],
                       DECISION: str(d.id)},
-            archived=not d.keep, understand=d.keep)
+            archived=not d.keep, understand=d.keep,
+            importance=None if d.keep or self._rules is None else self._rules.evaluate(text))
         stored = self._store_fn(tenant, [item], False, cancel)
         out.memory, out.created = stored.memories[0], stored.created[0]
         out.merged_into = stored.merged_into[0]
@@ -150,11 +158,14 @@ class Observing:
     # -- rewards from what follows --------------------------------------------------------------
 
     def voted(self, tenant: str, m: Memory, helpful: bool) -> None:
-        """A Feedback vote: to the decision that saved ``m`` and to the RETRIEVE that answered it."""
+        """A Feedback vote: to the decision that kept or skipped ``m`` (a helpful vote on a
+        turn it did not keep, restored since, says the skip was wrong) and to the RETRIEVE
+        that answered it."""
         value = VOTE if helpful else -VOTE
         decided = _decision_of(m)
         if decided is not None:
-            self.policies.of(tenant).learn(decided, value, keep=True)
+            policy = self.policies.of(tenant)
+            policy.learn(decided, value if _kept(policy, decided, m) else -value, keep=True)
             self.policies.changed(tenant)
         with self._lock:
             answered = self._answered.get(m.id)
@@ -163,16 +174,25 @@ class Observing:
             self.policies.changed(tenant)
 
     def found(self, tenant: str, memories: Sequence[Memory], how: str) -> None:
-        """Skipped turns that were needed after all (restored, or returned by deep recall):
-        each SKIP is penalised (policy/rewards.py)."""
-        skipped = [d for m in memories if m.metadata.get(POLICY) == Action.SKIP.value
-                   and (d := _decision_of(m)) is not None]
-        if not skipped:
+        """Turns not kept that were needed after all (restored, or returned by deep recall):
+        each SKIP is penalised, and so is a RETRIEVE's choice not to keep its turn where the
+        bandit made it (policy/rewards.py; a rule's choice, no reward is about)."""
+        named = [(d, m.metadata.get(POLICY)) for m in memories
+                 if (d := _decision_of(m)) is not None]
+        if not named:
             return
         policy = self.policies.of(tenant)
-        for d in skipped:
-            policy.skip_found(d, how)
-        self.policies.changed(tenant)
+        learnt = False
+        for d, action in named:
+            if action == Action.RETRIEVE.value:
+                logged = _logged(policy, d)
+                if logged is None or logged.trace.keep_by != "bandit":
+                    continue
+            elif action != Action.SKIP.value:
+                continue
+            learnt = policy.skip_found(d, how) != 0.0 or learnt
+        if learnt:
+            self.policies.changed(tenant)
 
     def recalled(self, tenant: str, results: Sequence[RecallResult]) -> None:
         """A recall's answer: a skipped turn deep recall returned penalises its SKIP."""
@@ -185,3 +205,16 @@ def _decision_of(m: Memory) -> int | None:
     raw = m.metadata.get(DECISION, "")
     return int(raw) if raw.isdigit() and POLICY in m.metadata else None
 
+
+def _logged(policy: TurnPolicy, decision: int) -> Decision | None:
+    """The decision in the policy's log (None: past learning)."""
+    return next((d for d in policy.last(MAX_PENDING) if d.id == decision), None)
+
+
+def _kept(policy: TurnPolicy, decision: int, m: Memory) -> bool:
+    """Whether the decision that wrote ``m`` kept it in the zones."""
+    action = m.metadata.get(POLICY)
+    if action == Action.RETRIEVE.value:
+        logged = _logged(policy, decision)
+        return logged is None or logged.keep
+    return action != Action.SKIP.value
