@@ -46,7 +46,7 @@ class RuleBasedEvaluator:
 
     BONUS = 0.15
     # A new memory's score is w_a·A and outer starts at 0.10: with the default weights a fact
-    # enters outer rather than the belt, one step from being forgotten.
+    # enters outer, at its edge, and reaches the cloud 16 h after its last recall, not 8.
     INFORMATIVE_FLOOR = 0.4
 
     def evaluate(self, content: str) -> float:
