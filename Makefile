@@ -9,7 +9,7 @@ export TOKENIZERS_PARALLELISM = false
 .PHONY: install run test lint proto docs docs-config docs-serve bench-latency bench-rebalance bench-recall bench-graph bench-migration bench-load \
 	bench-peers bench-after-writes bench-http-isolation \
 	dev-secrets fuzz \
-	eval-locomo train-ranker clean
+	eval-locomo eval-locomo-policy train-ranker clean
 
 # A line per step, and quiet commands: pip with --quiet says nothing for minutes otherwise.
 $(PY):
@@ -111,9 +111,14 @@ eval-locomo: install
 		$(VENV)/bin/celestial serve > .eval-server.log 2>&1 & pid=$$!; \
 	until $(PY) -m celestial_memory.ops.healthcheck $(EVAL_ADDRESS) >/dev/null 2>&1; do \
 		kill -0 $$pid || exit 1; sleep 1; done; \
-	$(VENV)/bin/celestial --target $(EVAL_ADDRESS) eval locomo $(LOCOMO) --k 5 10; rc=$$?; \
+	$(VENV)/bin/celestial --target $(EVAL_ADDRESS) eval locomo $(LOCOMO) --k 5 10 $(EVAL_ARGS); rc=$$?; \
 	$(PY) benchmarks/ranker_note.py $(LOCOMO) .eval-server.log; \
 	kill $$pid; wait $$pid; rm -rf .eval-data; exit $$rc
+
+# The turn policy on LoCoMo: every turn through Observe, beside storing every turn (skip rate,
+# evidence kept, recall of both, RETRIEVE on the questions).
+eval-locomo-policy:
+	$(MAKE) eval-locomo EVAL_ARGS=--policy
 
 # The learned ranker (server/celestial_memory/ranking/model/) from the LoCoMo dev split: the
 # leave-one-conversation-out figures first, then the model and its card.

@@ -281,6 +281,10 @@ class Settings(BaseSettings):
     policy_save_s: float = Field(
         1.0, ge=0, le=60, description="each tenant's turn policy is saved this often at most "
         "after it changes (0: before every Observe answers); a kill loses what it learnt since")
+    policy_exploration: float = Field(
+        0.05, ge=0, le=0.5, description="share of the turn policy's bandit decisions drawn at "
+        "random (exploration: every action keeps a known chance, so the log can evaluate "
+        "another policy)")
     # Feedback (understanding/feedback.py; docs/design.md, "Types, protection and feedback")
     feedback_step: float = Field(
         0.2, gt=0, le=1, description="share of the way to 1 (helpful) or 0 a vote moves importance")

@@ -102,3 +102,14 @@ def test_hostile_turns_are_decided_and_read_by_their_head(text: str) -> None:
     assert why or phase is Phase.BANDIT  # every decision says why
     if not text.strip():
         assert (action, why) == (Action.SKIP, "greeting, thanks or acknowledgement")
+
+
+def test_a_transcript_label_naming_the_speaker_is_read_past() -> None:
+    from celestial_memory.policy.turn_policy import Turn, said
+
+    assert said(Turn("Ann: Hi Bo!", role="Ann")) == "Hi Bo!"
+    assert said(Turn("ann:  Thanks!", role="Ann")) == "Thanks!"
+    # Only the role's own name: an ask to remember keeps its word, another name stays.
+    assert said(Turn("Remember: never deploy on Fridays", role="user")) \
+        == "Remember: never deploy on Fridays"
+    assert said(Turn("Bo: Hi Ann!", role="Ann")) == "Bo: Hi Ann!"

@@ -231,6 +231,9 @@ def build(json_errors: bool = False) -> argparse.ArgumentParser:
     ev.add_argument("path", type=Path, help="a LoCoMo JSON file or a folder of them")
     ev.add_argument("--k", type=int, nargs="+", default=[5, 10],
                     help="the cut-offs to score (default 5 10)")
+    ev.add_argument("--policy", action="store_true",
+                    help="every turn through the turn policy (Observe) beside storing every "
+                         "turn: skip rate, evidence kept, recall of both")
 
     mc = command("mcp", "serve the memory's tools to an MCP host (needs the mcp extra); "
                         "put --target and --api-key-file in the host's args: hosts do not "

@@ -62,8 +62,17 @@ def run_eval(args: argparse.Namespace, target: str) -> Answer:
     paths = sorted(path.glob("*.json")) if path.is_dir() else [path]
     if not paths or any(k <= 0 for k in args.k):
         raise UsageError(f"no LoCoMo files under {path}, or a k <= 0")
-    scores = locomo_eval.run(
-        target, paths, args.k, progress=lambda s: print(s, file=sys.stderr, flush=True))
+    def progress(s: str) -> None:
+        print(s, file=sys.stderr, flush=True)
+
+    if args.policy:
+        from celestial_client.cli import locomo_policy
+
+        sc = locomo_policy.run(target, paths, args.k, progress)
+        return Answer(locomo_policy.report(sc, args.k),
+                      {"benchmark": args.benchmark, "k": args.k, "policy": True,
+                       **locomo_policy.summary(sc, args.k)})
+    scores = locomo_eval.run(target, paths, args.k, progress)
     # Per setting (zone order, relevance alone, ...): recall at each k, as the table shows.
     data = {"benchmark": args.benchmark, "k": args.k, "settings": {
         name: {f"R@{k}": _mean(s.hits.get(k, [])) for k in args.k}

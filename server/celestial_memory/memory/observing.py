@@ -5,7 +5,7 @@ A turn is encoded once: that vector measures its novelty (1 - its best cosine to
 live memories) and is the vector it is stored with. SAVE stores it as Store does, the
 session's last turns as its context; SKIP writes it straight into the archive (never in the
 zones, never sent to the model: memory/storing.py); RETRIEVE answers the context block and the
-memories in it, and keeps the turn too when the policy would. A saved or skipped turn carries
+memories in it, without reinforcing them, and keeps the turn too when the policy would. A saved or skipped turn carries
 its decision in its metadata (``policy``, ``policy_why``, ``policy_decision``), which is how a
 later Feedback, Restore or deep recall of it finds the decision to reward.
 """
@@ -35,7 +35,9 @@ from celestial_memory.store.repository import MemoryRepository
 
 MAX_PREVIOUS = 64  # earlier turns a call may carry
 MAX_ROLE_CHARS = 64
-CONTEXT_TURNS = 3  # the last earlier turns a saved turn keeps as its context
+# The last earlier turns a saved turn keeps as its context: as many as the LoCoMo protocol
+# stores (three cost a LoCoMo conversation 0.04 of R@5 against storing every turn with two).
+CONTEXT_TURNS = 2
 RETRIEVE_LIMIT, RETRIEVE_TOKENS = 10, 1000
 COUNT_TTL_S = 5.0  # a tenant's memory count is read again after this long
 # What one Feedback vote on a memory the policy saved, or on one a RETRIEVE answered, credits.
@@ -116,7 +118,10 @@ class Observing:
         out = Observed(d)
         if d.action is Action.RETRIEVE:
             out.context, out.results = self._context_fn(
-                tenant, RecallQuery(query=text, query_vector=vec,
+                # Shown, not reinforced: a chat asks many questions that need nothing the memory
+                # holds ("how are you?"), and reinforcing each answer would teach the zones
+                # small talk; a Feedback vote on what helped rewards it instead.
+                tenant, RecallQuery(query=text, query_vector=vec, reinforce=False,
                                     limit=min(t.limit or RETRIEVE_LIMIT, s.max_recall_limit)),
                 t.max_tokens or RETRIEVE_TOKENS, cancel)
             with self._lock:

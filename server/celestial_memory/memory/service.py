@@ -117,7 +117,7 @@ class MemoryService:
                                clock, self.placement)
         self.feedback = Feedback(settings, store, self.fn, self.zones, clock, self.placement, self.tuning)
         self.observing = Observing(settings, store, embedder,
-                                   PolicyKeeper(store, clock, settings.policy_save_s),
+                                   PolicyKeeper.from_settings(store, clock, settings),
                                    self.store_batch, self.context_results)
 
     def close(self) -> None:

@@ -19,7 +19,9 @@ from typing import Any
 
 import numpy as np
 from celestial_memory.clock import Clock
+from celestial_memory.config import Settings
 from celestial_memory.errors import InvalidArgument
+from celestial_memory.policy.bandit import BanditConfig
 from celestial_memory.policy.turn_policy import PolicyConfig, PolicyStateError, TurnPolicy
 from celestial_memory.store.repository import MemoryRepository
 
@@ -45,6 +47,12 @@ class PolicyKeeper:
         self._closed = False
         self._saver: threading.Thread | None = None
 
+    @classmethod
+    def from_settings(cls, store: MemoryRepository, clock: Clock,
+                      settings: Settings) -> PolicyKeeper:
+        bandit = BanditConfig(epsilon=settings.policy_exploration)
+        return cls(store, clock, settings.policy_save_s, PolicyConfig(bandit=bandit))
+
     def of(self, tenant: str) -> TurnPolicy:
         """The tenant's policy: held, or read from the store, or new."""
         with self._lock:
@@ -62,7 +70,7 @@ class PolicyKeeper:
             return self._new()
         state, saved_at = kept
         try:
-            p = TurnPolicy.from_dict(json.loads(state), self._rng(), self._clock)
+            p = TurnPolicy.from_dict(json.loads(state), self._rng(), self._clock, self._config)
         except (PolicyStateError, ValueError, KeyError, TypeError, AttributeError) as e:
             log.warning("turn policy of tenant %r not read (%s): it starts again", tenant, e)
             return self._new()
@@ -148,7 +156,7 @@ class PolicyKeeper:
             raise InvalidArgument("turn_policy.state", f"larger than {MAX_STATE_BYTES} bytes")
         try:
             d: Any = json.loads(state)
-            p = TurnPolicy.from_dict(d, self._rng(), self._clock)
+            p = TurnPolicy.from_dict(d, self._rng(), self._clock, self._config)
         except (PolicyStateError, ValueError, KeyError, TypeError, AttributeError,
                 IndexError, RecursionError) as e:
             raise InvalidArgument("turn_policy.state", f"not a turn policy this server reads: "

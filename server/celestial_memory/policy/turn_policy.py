@@ -44,7 +44,7 @@ ASSISTANT_ROLES = frozenset({"assistant", "system", "tool", "model"})
 def fingerprint() -> str:
     """SHA-256 of the rule set, the reward rules and the feature schema: a state saved under
     another one is not read as this one (its bandit starts again)."""
-    text = "\n".join([rules.rule_text(), rewards.rule_text(), ",".join(FEATURES),
+    text = "\n".join([rules.rule_text(), rewards.rule_text(), "said: role label", ",".join(FEATURES),
                       ",".join(a.value for a in ARMS)])
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -59,6 +59,17 @@ class Turn:
     role: str = "user"
     session: str = ""
     previous: Sequence[str] = ()
+
+
+def said(turn: Turn) -> str:
+    """What the turn says, past a transcript's label naming its speaker: a turn whose role is
+    "Ann" and whose text is "Ann: Hi Bo!" is a greeting. Only the role's own name is read past
+    ("Remember: ..." stays an ask to remember)."""
+    role = turn.role.strip()
+    head = turn.text.lstrip()
+    if role and head[:len(role) + 1].lower() == f"{role.lower()}:":
+        return head[len(role) + 1:].lstrip()
+    return turn.text
 
 
 @dataclass(frozen=True)
@@ -127,7 +138,7 @@ class TurnPolicy:
                 dry_run: bool) -> Decision:
         if not dry_run and self.config.implicit and turn.session in self._last_in_session:
             self._follow_up(self._last_in_session[turn.session], turn.text)
-        r = cues.read(turn.text)
+        r = cues.read(said(turn))
         score, parts = rules.importance(r)
         position = len(turn.previous) if turn.previous else self._positions.get(turn.session, 0)
         x = features(r, position, memory_count, novelty, list(self._recent_keeps),
@@ -259,13 +270,14 @@ class TurnPolicy:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], rng: np.random.Generator | None = None,
-                  clock: Clock | None = None) -> TurnPolicy:
+                  clock: Clock | None = None, config: PolicyConfig | None = None) -> TurnPolicy:
         """A policy from ``to_dict``. Another version is refused; another fingerprint (rules
-        or features changed) keeps the counters and the log but starts the bandit again."""
+        or features changed) keeps the counters and the log but starts the bandit again.
+        ``config``, when given, replaces the saved one (the server's settings win)."""
         if d.get("version") != VERSION:
             raise PolicyStateError(f"turn policy state version {d.get('version')!r}; this "
                                    f"server reads version {VERSION}")
-        out = cls(PolicyConfig.from_dict(d["config"]), rng, clock)
+        out = cls(config or PolicyConfig.from_dict(d["config"]), rng, clock)
         same = d.get("fingerprint") == fingerprint()
         if same:
             out.bandit = LinUCB.from_dict(d["bandit"], out._rng, out.config.bandit)
