@@ -5,9 +5,10 @@ A turn is encoded once: that vector measures its novelty (1 - its best cosine to
 live memories) and is the vector it is stored with. SAVE stores it as Store does, the
 session's last turns as its context; SKIP writes it straight into the archive (never in the
 zones, never sent to the model: memory/storing.py); RETRIEVE answers the context block and the
-memories in it, without reinforcing them, and keeps the turn too when the policy would. A saved or skipped turn carries
-its decision in its metadata (``policy``, ``policy_why``, ``policy_decision``), which is how a
-later Feedback, Restore or deep recall of it finds the decision to reward.
+memories in it, without reinforcing them, and keeps the turn too when the policy would. A
+saved or skipped turn carries its decision in its metadata (``policy``, ``policy_why``,
+``policy_decision``), which is how a later Feedback, Restore or deep recall of it finds the
+decision to reward.
 """
 
 from __future__ import annotations
