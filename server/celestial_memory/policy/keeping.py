@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -22,7 +23,14 @@ from celestial_memory.clock import Clock
 from celestial_memory.config import Settings
 from celestial_memory.errors import InvalidArgument
 from celestial_memory.policy.bandit import BanditConfig
-from celestial_memory.policy.turn_policy import PolicyConfig, PolicyStateError, TurnPolicy
+from celestial_memory.policy.decision import Action, Phase
+from celestial_memory.policy.state import FEATURES
+from celestial_memory.policy.turn_policy import (
+    MAX_PENDING,
+    PolicyConfig,
+    PolicyStateError,
+    TurnPolicy,
+)
 from celestial_memory.store.repository import MemoryRepository
 
 log = logging.getLogger(__name__)
@@ -30,6 +38,8 @@ log = logging.getLogger(__name__)
 MAX_HELD = 1024
 # The largest state an Import may carry: a policy's own is tens of KiB.
 MAX_STATE_BYTES = 4 * 2**20
+# The "phase:rule" keys a policy's rewards may be counted under (the rules are a handful).
+MAX_RULES = 64
 
 
 class PolicyKeeper:
@@ -149,18 +159,26 @@ class PolicyKeeper:
                 return None
             return json.dumps(p.to_dict(), separators=(",", ":"))
 
-    def restore(self, tenant: str, state: str) -> None:
-        """An imported policy replaces the tenant's, saved at once. INVALID_ARGUMENT when it
-        cannot be read."""
+    def read(self, state: str) -> TurnPolicy:
+        """An imported state as a policy under this server's settings. INVALID_ARGUMENT when it
+        cannot be read, or holds what no policy of this server can (``_check``): an Import
+        checks it on its first message, before it writes anything."""
         if len(state.encode()) > MAX_STATE_BYTES:
             raise InvalidArgument("turn_policy.state", f"larger than {MAX_STATE_BYTES} bytes")
         try:
             d: Any = json.loads(state)
             p = TurnPolicy.from_dict(d, self._rng(), self._clock, self._config)
+            _check(d, p)
         except (PolicyStateError, ValueError, KeyError, TypeError, AttributeError,
                 IndexError, RecursionError) as e:
             raise InvalidArgument("turn_policy.state", f"not a turn policy this server reads: "
                                   f"{type(e).__name__}: {str(e)[:200]}") from None
+        return p
+
+    def restore(self, tenant: str, state: str) -> None:
+        """An imported policy replaces the tenant's, saved at once. INVALID_ARGUMENT when it
+        cannot be read (``read``)."""
+        p = self.read(state)
         with self._lock:
             self._held[tenant] = p
             self._held.move_to_end(tenant)
@@ -175,3 +193,41 @@ class PolicyKeeper:
         if self._saver is not None:
             self._saver.join(timeout=10)
         self.flush()
+
+
+def _check(d: Any, p: TurnPolicy) -> None:
+    """Refuse (PolicyStateError) a state that reads but that no policy of this server could
+    have come to, and that would break or unbound the tenant's decisions once taken: a bandit
+    outside its bounds under the server's settings (policy/bandit.py: A's eigenvalues within
+    [λ, λ + dim/(1-γ)], ‖b‖ within λ‖θ₀‖ + √dim/(1-γ)), counts without an action or phase, a
+    scored decision whose features are not the schema's, in [0, 1], or ids that go back."""
+    c = d["counters"]
+    if set(c["decisions"]) != {a.value for a in Action} or set(c["phases"]) != {
+            str(int(x)) for x in Phase}:
+        raise PolicyStateError("counters: one count for each action and each phase")
+    if any(int(v) < 0 for v in (*c["decisions"].values(), *c["phases"].values())):
+        raise PolicyStateError("counters: a count below 0")
+    if len(c["by_rule"]) > MAX_RULES:
+        raise PolicyStateError(f"counters: rewards by more than {MAX_RULES} rules")
+    bandit, cfg = p.bandit, p.config.bandit
+    lam, room = cfg.ridge, 1.0 / (1.0 - cfg.discount) if cfg.discount < 1 else math.inf
+    if not np.allclose(bandit.A, bandit.A.transpose(0, 2, 1), rtol=1e-9, atol=1e-9):
+        raise PolicyStateError("bandit: A is not symmetric")
+    eig = np.linalg.eigvalsh(bandit.A)
+    top = lam + bandit.dim * room
+    if eig.min() < lam - 1e-9 * max(1.0, top) or eig.max() > top * (1 + 1e-9):
+        raise PolicyStateError(f"bandit: A's eigenvalues outside [{lam}, {top}]")
+    reach = lam * np.abs(np.asarray(cfg.prior)) + math.sqrt(bandit.dim) * room
+    if (np.linalg.norm(bandit.b, axis=1) > reach * (1 + 1e-9)).any():
+        raise PolicyStateError("bandit: b beyond its bound")
+    if bandit.updates.shape != (len(bandit.actions),) or (bandit.updates < 0).any():
+        raise PolicyStateError("bandit: one count of updates for each action")
+    logged = p.last(MAX_PENDING)
+    for dec in logged:
+        t = dec.trace
+        if t.scores and not (all(0.0 <= t.features.get(n, -1.0) <= 1.0 for n in FEATURES)
+                             and all(math.isfinite(v) for v in t.scores.values())):
+            raise PolicyStateError(f"decision {dec.id}: its features are not the schema's")
+    last = max([dec.id for dec in logged] + [int(s[1]) for s in d["sessions"]], default=0)
+    if int(d["next_id"]) <= last:
+        raise PolicyStateError(f"next_id {d['next_id']} is not past decision {last}")

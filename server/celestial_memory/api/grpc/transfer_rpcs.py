@@ -86,6 +86,8 @@ class TransferRpcs:
                 tenant, replace = self._tenant(e.tenant), e.replace
                 tuned = cv.tuning_from_pb(e.ranker_tuning) if e.HasField("ranker_tuning") else None
                 policy = e.turn_policy.state if e.HasField("turn_policy") else None
+                if policy is not None:  # checked before any memory is written
+                    await self._run(context, self._service.observing.policies.read, policy)
             elif e.tenant and self._tenant(e.tenant) != tenant:
                 raise InvalidArgument(f"memories[{seen}].tenant", "differs within an import")
             try:
