@@ -7,31 +7,36 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from pathlib import Path
 
-import numpy as np
 import pytest
 from celestial_client import AsyncCelestialClient, CelestialClient
 from celestial_client.cli import main
 from celestial_memory.api.grpc.server import MemoryServer
+from celestial_memory.clock import ManualClock
+from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
+
+from tests.integration.conftest import running_server
 
 GREETING = "Hi there!"
 FACT = "I moved to Lisbon in May 2023 with my sister Ana."
 QUESTION = "Where did I move?"
-# The first 40 draws of this seed are all above the bandit's exploration (0.05): no decision
-# here is drawn at random, so each is the policy's best.
-SEED = 2
 
 
-def without_exploration(server: MemoryServer) -> None:
-    """Every tenant's policy, made from now on, draws from SEED (the keeper's own generator
-    otherwise: a 1-in-40 chance for each bandit decision to be drawn at random)."""
-    server.service.observing.policies._rng = lambda: np.random.default_rng(SEED)
+@pytest.fixture
+async def server(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> AsyncIterator[MemoryServer]:
+    """The usual server (and so the usual clients) without exploration: each decision is the
+    policy's best, never one drawn at random (1 in 40 of the bandit's by default)."""
+    async with running_server(tmp_path, embedder, clock, policy_exploration=0.0) as srv:
+        yield srv
 
 
 async def test_the_sync_client_skips_saves_retrieves_and_resets(
     server: MemoryServer, client: CelestialClient,
 ) -> None:
-    without_exploration(server)
 
     def turns() -> None:
         hi = client.observe(GREETING, session_id="s1")
@@ -75,7 +80,7 @@ async def test_the_sync_client_skips_saves_retrieves_and_resets(
         assert [x.id for x in p.last] == [3, 2, 1]  # newest first
         assert [x.action for x in p.last] == ["RETRIEVE", "SAVE", "SKIP"]
         assert p.last[2].trace.rule == hi.decision.trace.rule
-        assert len(p.fingerprint) == 64 and 0 < p.exploration < 1
+        assert len(p.fingerprint) == 64 and p.exploration == 0.0
         assert [x.id for x in client.policy(last=1).last] == [3]
 
         assert client.reset_policy() == 3
@@ -91,7 +96,6 @@ async def test_the_sync_client_skips_saves_retrieves_and_resets(
 async def test_the_async_client_observes_the_same(
     server: MemoryServer, aclient: AsyncCelestialClient,
 ) -> None:
-    without_exploration(server)
     c = aclient.with_options(tenant="async")
     hi = await c.observe(GREETING, session_id="s")
     assert hi.action == "SKIP" and hi.decision.trace.phase == 1 and hi.decision.trace.rule
@@ -129,7 +133,6 @@ async def cli(server: MemoryServer, capsys: pytest.CaptureFixture[str], *argv: s
 async def test_the_cli_observes_shows_the_policy_and_resets_it(
     server: MemoryServer, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    without_exploration(server)
     out = await cli(server, capsys, "observe", GREETING, "--session", "s")
     lines = out.splitlines()
     assert lines[0] == "decision     SKIP (#1)"
@@ -191,7 +194,6 @@ async def test_mcp_memory_auto_policy_decide_and_policy_status(server: MemorySer
 
     from tests.integration.test_mcp import stdio
 
-    without_exploration(server)
     async with Client(stdio(server), read_timeout_seconds=60) as mcp:
         tools = {t.name: t for t in (await mcp.list_tools()).tools}
         auto = tools["memory_auto"]
