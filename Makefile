@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE = 1
 export TOKENIZERS_PARALLELISM = false
 
 .PHONY: install run test lint proto docs docs-config docs-serve bench-latency bench-rebalance bench-recall bench-graph bench-migration bench-load \
-	bench-peers bench-after-writes bench-http-isolation \
+	bench-peers bench-after-writes bench-http-isolation bench-observe \
 	dev-secrets fuzz \
 	eval-locomo eval-locomo-policy train-ranker clean
 
@@ -60,6 +60,10 @@ docs-serve: install
 # RANKERS=learned,weights: the two orders of a recall side by side on one encoder, interleaved.
 bench-latency: install
 	$(PY) benchmarks/grpc_latency.py $(if $(RANKERS),--encoders onnx --rankers $(RANKERS))
+
+# The turn policy's cost: Observe against Store on the same turns, by decision, 10,000 memories.
+bench-observe: install
+	$(PY) benchmarks/observe_latency.py
 
 bench-rebalance: install
 	$(PY) benchmarks/rebalance.py
