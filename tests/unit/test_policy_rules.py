@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from celestial_memory.clock import ManualClock
 from celestial_memory.policy import Action, Phase, Turn, TurnPolicy, cues, rules
+from celestial_memory.policy.turn_policy import said
 
 
 def decide(text: str, memory_count: int = 10, role: str = "user") -> tuple[Action, bool, Phase, str]:
@@ -105,11 +106,21 @@ def test_hostile_turns_are_decided_and_read_by_their_head(text: str) -> None:
 
 
 def test_a_transcript_label_naming_the_speaker_is_read_past() -> None:
-    from celestial_memory.policy.turn_policy import Turn, said
-
     assert said(Turn("Ann: Hi Bo!", role="Ann")) == "Hi Bo!"
     assert said(Turn("ann:  Thanks!", role="Ann")) == "Thanks!"
     # Only the role's own name: an ask to remember keeps its word, another name stays.
     assert said(Turn("Remember: never deploy on Fridays", role="user")) \
         == "Remember: never deploy on Fridays"
     assert said(Turn("Bo: Hi Ann!", role="Ann")) == "Bo: Hi Ann!"
+
+
+@pytest.mark.parametrize(("text", "action", "rule"), [
+    ("Please remember that my sister Ana lives in Lisbon.", "SAVE", "explicit ask or secret"),
+    ("Remember my PIN is 1234", "SAVE", "explicit ask or secret"),
+    ("Remember when we went to Porto", "RETRIEVE", "refers back"),
+    ("Remind me where my sister lives", "RETRIEVE", "refers back"),
+])
+def test_an_ask_to_remember_keeps_and_an_ask_to_recall_retrieves(
+        text: str, action: str, rule: str) -> None:
+    d = TurnPolicy().decide(Turn(text, session="s"), memory_count=3, novelty=0.5, dry_run=True)
+    assert (d.action.value, d.trace.rule) == (action, rule)

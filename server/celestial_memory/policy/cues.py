@@ -55,7 +55,9 @@ __all__ = [
 # A turn that points back at the conversation's past: a recall is what it needs.
 REFER_BACK = compile_patterns(
     r"\b(?:as i (?:said|mentioned|told you)|like i (?:said|mentioned)|i (?:told|mentioned to) you|"
-    r"remember (?:when|that|the|what|how|my|our)|do you remember|you remember|recall|"
+    # "remember that ..." and "remember my ..." ask to keep something (phase 1), not to recall.
+    r"remember (?:when|what|how|that time|the (?:time|day|night)|our)|do you remember|"
+    r"you remember|recall|remind me (?:where|what|when|who|how|which|of|about)|"
     r"last time|the other day|earlier you|you (?:said|mentioned|told me)|we (?:talked|spoke) about|"
     r"what did (?:i|we) (?:say|decide))\b",
     r"지난번에?|저번에?|그때|아까|전에 말한|말했던|얘기했던|이야기했던|기억나|기억해\?|기억하니|"
