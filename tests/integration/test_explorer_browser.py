@@ -2,7 +2,9 @@
 by Selenium through chromedriver) against a live server: a search shows what a Recall without
 reinforcement answers, grouped by zone, and reinforces nothing; a card shows the memory's
 entities, its relations as a graph (a neighbour opens its own card) and its ledger history; a
-vote lands in the service; API keys go in the fragment, and a missing one shows the error.
+vote lands in the service; API keys go in the fragment, and a missing one shows the error; a turn
+the turn policy saved or skipped (Observe) says so on its card, with why, and a skipped one's
+history shows the skip.
 Skipped where no browser is installed. With ``CELESTIAL_EXPLORER_SCREENSHOT=path`` the run saves
 a screenshot there (docs/explorer.png).
 
@@ -24,6 +26,7 @@ from typing import Any
 
 import grpc
 import pytest
+from celestial_client import CelestialClient
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 from celestial_memory.access.keys import create_key
@@ -317,6 +320,64 @@ async def test_the_key_comes_from_the_fragment_and_its_absence_is_shown(
             assert error_text(driver) == ""
             ledger = await stub.Ledger(pb.LedgerRequest(memory_id=mid), metadata=md(read))
             assert [e.kind for e in ledger.events] == [pb.ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL]
+
+
+@needs_browser
+async def test_a_card_says_what_the_turn_policy_did_and_why(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> None:
+    # Without exploration: each decision is the policy's best, never one drawn at random.
+    async with running_server(tmp_path, embedder, clock, http_address="127.0.0.1:0",
+                              policy_exploration=0.0) as srv:
+
+        def observe() -> tuple[Any, Any]:
+            with CelestialClient(f"127.0.0.1:{srv.port}", tenant=T) as client:
+                return (client.observe("Hi there!", session_id="s1"),
+                        client.observe("I moved to Lisbon in May 2023 with my sister Ana.",
+                                       session_id="s1", previous=["Hi there!"]))
+
+        hi, fact = await asyncio.to_thread(observe)
+        assert hi.action == "SKIP" and hi.memory is not None and hi.memory.archived
+        assert fact.action == "SAVE" and fact.memory is not None and not fact.memory.archived
+        async with (grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
+                    open_browser() as driver):
+            stub = pb_grpc.MemoryServiceStub(ch)
+            base = f"http://127.0.0.1:{srv.http_port}/explorer/?tenant={T}"
+            for seen, action, said in ((hi, "SKIP", "skipped"), (fact, "SAVE", "kept")):
+                memory = seen.memory
+                why = memory.metadata["policy_why"]
+                t = seen.decision.trace
+                assert why == (t.rule or t.keep_by or f"bandit p={t.probability:.2f}")
+                await asyncio.to_thread(driver.get, base + f"&id={memory.id}")
+                await asyncio.to_thread(wait_for, driver, "cards", 1)
+                card = shown_card(driver)
+                assert card["id"] == memory.id and card["content"] == memory.content
+                assert card["facts"]["policy"] == f"{said} by the turn policy: {action} — {why}"
+                line = driver.find_element("css selector", "#card-facts dd[data-field='policy']")
+                assert line.get_attribute("data-action") == action
+                assert line.get_attribute("data-why") == why
+                assert line.get_attribute("data-decision") == str(seen.decision.id)
+                ledger = (await stub.Ledger(pb.LedgerRequest(tenant=T,
+                                                             memory_id=memory.id))).events
+                kinds = [pb.ZoneEventKind.Name(e.kind).removeprefix("ZONE_EVENT_KIND_").lower()
+                         for e in ledger]
+                assert card["history"] == kinds
+                texts = driver.execute_script("""return [...document.querySelectorAll(
+                    '#history li.event')].map(e => e.textContent)""")
+                if action == "SKIP":
+                    assert kinds == ["skipped"]
+                    assert "skipped by the turn policy (archived)" in texts[0], texts
+                else:
+                    assert "skipped" not in kinds
+                assert error_text(driver) == ""
+            # A memory stored without the turn policy has no such line.
+            plain = (await stub.Store(pb.StoreRequest(tenant=T, content=NOTES[4][0]))).memory
+            await asyncio.to_thread(driver.get, base + f"&id={plain.id}")
+            await asyncio.to_thread(wait_for, driver, "cards", 1)
+            card = shown_card(driver)
+            assert card["id"] == plain.id and "policy" not in card["facts"]
+            console = [e["message"] for e in driver.get_log("browser")]
+            assert not [m for m in console if "Content Security Policy" in m], console
 
 
 def _run(*cmd: str, timeout: float) -> str:

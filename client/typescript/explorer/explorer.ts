@@ -24,7 +24,8 @@ import {
 import { bump, byId, el } from "./dom.js";
 import { renderGraph } from "./graph.js";
 import {
-  codeName, EVENT_NAMES, EVENT_TEXT, fixed, short, TERMS, title, TYPE_NAMES, when, zoneName, ZONES,
+  codeName, EVENT_NAMES, EVENT_TEXT, fixed, policyLine, short, TERMS, title, TYPE_NAMES, when,
+  zoneName, ZONES,
 } from "./names.js";
 
 const HISTORY_PAGE = 100;
@@ -177,6 +178,19 @@ function fact(name: string, label: string, value: string): HTMLElement[] {
   return [el("dt", { text: label }), el("dd", { text: value, data: { field: name } })];
 }
 
+// A turn Observe saved or skipped: what the turn policy did with it and why (its metadata, which
+// the page shows as text like everything else the server sends).
+function policyFact(m: Memory): HTMLElement[] {
+  const action = m.metadata["policy"];
+  if (!action) return [];
+  const why = m.metadata["policy_why"] ?? "";
+  const decision = m.metadata["policy_decision"] ?? "";
+  return [el("dt", { text: "turn policy" }),
+          el("dd", { text: policyLine(action, why),
+                     title: decision ? `decision ${decision} of the tenant's turn policy` : "",
+                     data: { field: "policy", action, why, decision } })];
+}
+
 function renderFacts(m: Memory): void {
   const b = m.breakdown;
   byId("card-content").textContent = m.content;
@@ -194,6 +208,7 @@ function renderFacts(m: Memory): void {
     ...fact("freshness", "freshness F", b ? fixed(b.freshness) : "—"),
     ...fact("type", "type", TYPE_NAMES[m.memoryType] ?? "episode"),
     ...(m.tags.length ? fact("tags", "tags", m.tags.join(", ")) : []),
+    ...policyFact(m),
     ...fact("id", "id", m.id),
   );
   const entities = byId("entities");
@@ -217,7 +232,8 @@ function renderHistory(events: ZoneEvent[], more: boolean): void {
   }));
   if (!events.length) {
     list.append(el("li", { class: "none", text: "No events yet. The ledger records evictions, " +
-      "forgetting, restores, merges and feedback, not stores or recalls." }));
+      "forgetting, restores, merges, feedback and the turn policy's skips, not stores or " +
+      "recalls." }));
   }
   if (more) list.append(el("li", { class: "none", text: `(the first ${HISTORY_PAGE} events)` }));
   const helpful = events.filter((e) => e.kind === ZoneEventKind.FEEDBACK_HELPFUL).length;

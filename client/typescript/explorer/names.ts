@@ -19,6 +19,7 @@ export const EVENT_NAMES: Record<ZoneEventKind, string> = {
   [ZoneEventKind.PURGED]: "purged", [ZoneEventKind.DELETED]: "deleted",
   [ZoneEventKind.MERGED]: "merged", [ZoneEventKind.FEEDBACK_HELPFUL]: "feedback_helpful",
   [ZoneEventKind.FEEDBACK_NOT_HELPFUL]: "feedback_not_helpful",
+  [ZoneEventKind.SKIPPED]: "skipped",
 };
 export const EVENT_TEXT: Record<ZoneEventKind, string> = {
   [ZoneEventKind.UNSPECIFIED]: "event", [ZoneEventKind.CAPACITY]: "evicted (zone over capacity)",
@@ -27,12 +28,23 @@ export const EVENT_TEXT: Record<ZoneEventKind, string> = {
   [ZoneEventKind.MERGED]: "merged into another memory",
   [ZoneEventKind.FEEDBACK_HELPFUL]: "voted helpful",
   [ZoneEventKind.FEEDBACK_NOT_HELPFUL]: "voted not helpful",
+  [ZoneEventKind.SKIPPED]: "skipped by the turn policy (archived)",
 };
 export const TYPE_NAMES: Record<MemoryType, string> = {
   [MemoryType.UNSPECIFIED]: "episode", [MemoryType.FACT]: "fact",
   [MemoryType.PREFERENCE]: "preference", [MemoryType.TRIPLE]: "triple",
   [MemoryType.INSIGHT]: "insight", [MemoryType.EPISODE]: "episode",
 };
+// What the turn policy's action (a memory's metadata "policy", from Observe) did with the turn.
+export function policyLine(action: string, why: string): string {
+  const said = why ? ` — ${why}` : "";
+  switch (action) {
+    case "SAVE": return `kept by the turn policy: SAVE${said}`;
+    case "SKIP": return `skipped by the turn policy: SKIP${said}`;
+    case "RETRIEVE": return `kept by the turn policy: RETRIEVE (kept)${said}`;
+    default: return `turn policy: ${action}${said}`;
+  }
+}
 // The score terms, in the memory function's order, with their letters.
 export const TERMS: readonly [keyof Omit<ScoreBreakdown, "$typeName" | "$unknown">, string][] = [
   ["recall", "R"], ["freshness", "F"], ["importance", "A"], ["context", "C"], ["total", "I"],
