@@ -218,7 +218,9 @@ def _check(d: Any, p: TurnPolicy) -> None:
     if eig.min() < lam - 1e-9 * max(1.0, top) or eig.max() > top * (1 + 1e-9):
         raise PolicyStateError(f"bandit: A's eigenvalues outside [{lam}, {top}]")
     reach = lam * np.abs(np.asarray(cfg.prior)) + math.sqrt(bandit.dim) * room
-    if (np.linalg.norm(bandit.b, axis=1) > reach * (1 + 1e-9)).any():
+    with np.errstate(over="ignore"):  # a norm past the float range is inf: refused
+        norms = np.linalg.norm(bandit.b, axis=1)
+    if (norms > reach * (1 + 1e-9)).any():
         raise PolicyStateError("bandit: b beyond its bound")
     if bandit.updates.shape != (len(bandit.actions),) or (bandit.updates < 0).any():
         raise PolicyStateError("bandit: one count of updates for each action")
