@@ -129,6 +129,13 @@ def every_rpc(stub: Stub, tenant: str, memory_id: str, md: Any) -> dict[str, Cal
         "Entities": lambda: stub.Entities(pb.EntitiesRequest(tenant=tenant), metadata=md),
         "Feedback": lambda: stub.Feedback(pb.FeedbackRequest(
             tenant=tenant, id=memory_id, verdict=pb.VERDICT_HELPFUL), metadata=md),
+        "ObserveRead": lambda: stub.Observe(pb.ObserveRequest(
+            tenant=tenant, text="where is the boat?", dry_run=True), metadata=md),
+        "Observe": lambda: stub.Observe(pb.ObserveRequest(tenant=tenant, text="hello there"),
+                                        metadata=md),
+        "GetPolicy": lambda: stub.GetPolicy(pb.GetPolicyRequest(tenant=tenant), metadata=md),
+        "ResetPolicy": lambda: stub.ResetPolicy(pb.ResetPolicyRequest(tenant=tenant),
+                                                metadata=md),
         "Reflect": lambda: stub.Reflect(pb.ReflectRequest(tenant=tenant, dry_run=True),
                                         metadata=md),
         "StartReflection": lambda: stub.StartReflection(pb.StartReflectionRequest(
@@ -227,12 +234,13 @@ async def test_another_tenants_key_gets_nothing_in_any_direction(stub: Stub, key
 
 ROLE_ALLOWS = {
     "read": {"RecallRead", "ContextRead", "Get", "Recent", "List", "Stats", "Export", "Ledger",
-             "Related", "Entities", "GetOperation", "WatchOperation", "ListOperations"},
+             "Related", "Entities", "GetOperation", "WatchOperation", "ListOperations",
+             "ObserveRead", "GetPolicy"},
     "write": {"RecallRead", "ContextRead", "Get", "Recent", "List", "Stats", "Export", "Ledger",
               "Related", "Entities", "Store", "StoreBatch", "Recall", "Context", "Update",
               "Import", "Delete", "Restore", "Relate", "Unrelate", "Feedback", "Reflect",
               "GetOperation", "WatchOperation", "ListOperations", "StartReflection",
-              "CancelOperation"},
+              "CancelOperation", "ObserveRead", "GetPolicy", "Observe", "ResetPolicy"},
 }
 
 

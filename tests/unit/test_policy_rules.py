@@ -124,3 +124,14 @@ def test_an_ask_to_remember_keeps_and_an_ask_to_recall_retrieves(
         text: str, action: str, rule: str) -> None:
     d = TurnPolicy().decide(Turn(text, session="s"), memory_count=3, novelty=0.5, dry_run=True)
     assert (d.action.value, d.trace.rule) == (action, rule)
+
+
+def test_a_reward_about_keeping_a_retrieve_turn_counts_against_the_keeping_rule() -> None:
+    p = TurnPolicy()
+    d = p.decide(Turn("Do you remember that my PIN is 1234? Remember: it's a secret.",
+                      session="s"), memory_count=3, novelty=0.5)
+    assert d.action is Action.RETRIEVE and d.trace.keep_by not in ("", "bandit")
+    p.learn(d.id, -0.5, keep=True)
+    assert p.counters.by_rule == {f"1:{d.trace.keep_by}": -0.5}
+    p.learn(d.id, -0.25)  # about the answer: the question's rule
+    assert p.counters.by_rule[f"0:{d.trace.rule}"] == -0.25

@@ -41,6 +41,7 @@ MAX_ROLE_CHARS = 64
 CONTEXT_TURNS = 2
 RETRIEVE_LIMIT, RETRIEVE_TOKENS = 10, 1000
 COUNT_TTL_S = 5.0  # a tenant's memory count is read again after this long
+MAX_COUNTED = 4096  # tenants whose count is held (least recently read out)
 # What one Feedback vote on a memory the policy saved, or on one a RETRIEVE answered, credits.
 VOTE = 0.5
 MAX_ANSWERED = 4096  # memories a RETRIEVE answered, remembered for the votes on them
@@ -80,7 +81,7 @@ class Observing:
         self._settings, self._store, self._embedder = settings, store, embedder
         self.policies = keeper
         self._store_fn, self._context_fn = store_fn, context_fn
-        self._counts: dict[str, tuple[float, int]] = {}
+        self._counts: OrderedDict[str, tuple[float, int]] = OrderedDict()
         # Memory id -> (tenant, decision) for the memories RETRIEVEs answered.
         self._answered: OrderedDict[str, tuple[str, int]] = OrderedDict()
         self._lock = threading.Lock()
@@ -159,6 +160,9 @@ class Observing:
         n = self._store.count(tenant, Selection())
         with self._lock:
             self._counts[tenant] = (now, n)
+            self._counts.move_to_end(tenant)
+            while len(self._counts) > MAX_COUNTED:
+                self._counts.popitem(last=False)
         return n
 
     # -- rewards from what follows --------------------------------------------------------------

@@ -79,10 +79,11 @@ class PolicyKeeper:
         if kept is None:
             return self._new()
         state, saved_at = kept
-        try:
-            p = TurnPolicy.from_dict(json.loads(state), self._rng(), self._clock, self._config)
-        except (PolicyStateError, ValueError, KeyError, TypeError, AttributeError) as e:
-            log.warning("turn policy of tenant %r not read (%s): it starts again", tenant, e)
+        try:  # held to the same checks as an import: a damaged store breaks no decision
+            p = self.read(state)
+        except InvalidArgument as e:
+            log.warning("turn policy of tenant %r not read (%s): it starts again", tenant,
+                        e.problem)
             return self._new()
         self._saved_at[tenant] = saved_at
         return p
@@ -96,6 +97,7 @@ class PolicyKeeper:
             if tenant in self._dirty:
                 self._save(tenant)
             self._held.popitem(last=False)
+            self._saved_at.pop(tenant, None)
 
     def changed(self, tenant: str) -> None:
         """The tenant's policy decided or learnt: saved now, or by the saver within save_s."""

@@ -225,7 +225,10 @@ class TurnPolicy:
             self.bandit.update(arm, x, delta)
             c.updates += 1
         else:
-            key = f"{int(t.phase)}:{t.rule}"
+            # A reward about keeping a RETRIEVE's turn is the keeping rule's, not the question's.
+            kept_by = keep and t.phase is Phase.RETRIEVE_RULES and t.keep_by not in ("", "bandit")
+            key = (f"{int(Phase.CLEAR_RULES)}:{t.keep_by}" if kept_by
+                   else f"{int(t.phase)}:{t.rule}")
             c.by_rule[key] = c.by_rule.get(key, 0.0) + delta
         return delta
 
