@@ -3,34 +3,15 @@ feedback (understanding/feedback.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
-
-import grpc
 from celestial_client.v1 import memory_pb2 as pb
+from celestial_memory.api.grpc.servicer_parts import Context, ServicerParts
 from celestial_memory.api.grpc.status import mapped
 from celestial_memory.errors import InvalidArgument
-from celestial_memory.memory.service import MemoryService
 
-T = TypeVar("T")
-Context = grpc.aio.ServicerContext[Any, Any]
 VERDICTS = {pb.VERDICT_HELPFUL: True, pb.VERDICT_NOT_HELPFUL: False}
 
 
-class FeedbackRpcs:
-    _service: MemoryService
-
-    # MemoryServicer's own, which come first in its method order.
-    def _tenant(self, requested: str) -> str:
-        raise NotImplementedError
-
-    async def _run(self, context: Context, fn: Callable[..., T], *args: Any,
-                   cancellable: bool = False) -> T:
-        raise NotImplementedError
-
-    def _memory(self, m: Any) -> pb.Memory:
-        raise NotImplementedError
-
+class FeedbackRpcs(ServicerParts):
     @mapped
     async def Feedback(self, request: pb.FeedbackRequest, context: Context) -> pb.FeedbackResponse:
         helpful = VERDICTS.get(request.verdict)

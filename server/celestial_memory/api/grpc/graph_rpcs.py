@@ -4,41 +4,19 @@ of ``MemoryServicer``, the same thin translation over the service's relations an
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
-
-import grpc
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_memory.api.grpc import converters as cv
+from celestial_memory.api.grpc.servicer_parts import Context, ServicerParts
 from celestial_memory.api.grpc.status import mapped
 from celestial_memory.domain import paging
 from celestial_memory.domain.paging import PageSize
-from celestial_memory.memory.service import MemoryService
 
-T = TypeVar("T")
-Context = grpc.aio.ServicerContext[Any, Any]
 RELATED_PAGE = PageSize(50, 500)
 RELATED_CHUNK = 50  # memories of a page read and converted at once
 ENTITIES_PAGE = PageSize(100, 1000)
 
 
-class GraphRpcs:
-    _service: MemoryService
-
-    # MemoryServicer's own, which come first in its method order.
-    def _tenant(self, requested: str) -> str:
-        raise NotImplementedError
-
-    async def _run(self, context: Context, fn: Callable[..., T], *args: Any,
-                   cancellable: bool = False) -> T:
-        raise NotImplementedError
-
-    def _memory(self, m: Any) -> pb.Memory:
-        raise NotImplementedError
-
-    def _page_budget(self) -> int:
-        raise NotImplementedError
-
+class GraphRpcs(ServicerParts):
     @mapped
     async def Relate(self, request: pb.RelateRequest, context: Context) -> pb.RelateResponse:
         weight = request.weight if request.HasField("weight") else None

@@ -3,21 +3,17 @@ the same thin translation over the service's observing (memory/observing.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
-import grpc
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_memory.access.roles import CALLER, Role
 from celestial_memory.api.grpc import converters as cv
+from celestial_memory.api.grpc.servicer_parts import Context, ServicerParts
 from celestial_memory.api.grpc.status import mapped
 from celestial_memory.errors import InvalidArgument
 from celestial_memory.memory.observing import ObservedTurn
-from celestial_memory.memory.service import MemoryService
 from celestial_memory.policy.decision import Action, Decision
 
-T = TypeVar("T")
-Context = grpc.aio.ServicerContext[Any, Any]
 ACTIONS = {Action.SAVE: pb.TURN_ACTION_SAVE, Action.SKIP: pb.TURN_ACTION_SKIP,
            Action.RETRIEVE: pb.TURN_ACTION_RETRIEVE}
 LAST_DEFAULT, LAST_MAX = 20, 256
@@ -32,20 +28,7 @@ def decision_to_pb(d: Decision) -> pb.PolicyDecision:
                              explored=t.explored, features=t.features, keep_by=t.keep_by))
 
 
-class PolicyRpcs:
-    _service: MemoryService
-
-    # MemoryServicer's own, which come first in its method order.
-    def _tenant(self, requested: str) -> str:
-        raise NotImplementedError
-
-    async def _run(self, context: Context, fn: Callable[..., T], *args: Any,
-                   cancellable: bool = False) -> T:
-        raise NotImplementedError
-
-    def _memory(self, m: Any, at: float | None = None) -> pb.Memory:
-        raise NotImplementedError
-
+class PolicyRpcs(ServicerParts):
     @mapped
     async def Observe(self, request: pb.ObserveRequest, context: Context) -> pb.ObserveResponse:
         if not request.dry_run:  # a dry run writes, recalls and learns nothing

@@ -5,37 +5,23 @@ the service's reflections (reflection/operations.py)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
 
-import grpc
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_memory.api.grpc.operation_pb import error, operation_to_pb, reflection_to_pb
+from celestial_memory.api.grpc.servicer_parts import Context, ServicerParts
 from celestial_memory.api.grpc.status import mapped, mapped_stream
 from celestial_memory.domain import paging
 from celestial_memory.domain.operations import Operation
 from celestial_memory.domain.paging import PageSize
-from celestial_memory.memory.service import MemoryService
 
-T = TypeVar("T")
-Context = grpc.aio.ServicerContext[Any, Any]
 OPERATIONS_PAGE = PageSize(20, 100)
 # How often a watch (or Reflect, waiting) looks at an operation this process runs: a read of
 # memory, no store read; once the process no longer runs it, one store read ends the wait.
 WATCH_POLL_S = 0.1
 
 
-class ReflectRpcs:
-    _service: MemoryService
-
-    # MemoryServicer's own.
-    def _tenant(self, requested: str) -> str:
-        raise NotImplementedError
-
-    async def _run(self, context: Context, fn: Callable[..., T], *args: Any,
-                   cancellable: bool = False) -> T:
-        raise NotImplementedError
-
+class ReflectRpcs(ServicerParts):
     async def _start(self, context: Context, r: pb.ReflectRequest, request_id: str) -> Operation:
         return await self._run(context, self._service.reflection.start, self._tenant(r.tenant),
                                r.dry_run, r.window, list(r.entities), request_id)

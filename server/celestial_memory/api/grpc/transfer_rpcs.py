@@ -3,41 +3,22 @@ in, with what the tenant learnt (its ranking layer, its turn policy) on the firs
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Callable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
 
-import grpc
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_memory.api.grpc import converters as cv
+from celestial_memory.api.grpc.servicer_parts import Context, ServicerParts
 from celestial_memory.api.grpc.status import mapped, mapped_stream
 from celestial_memory.domain.requests import Imported
 from celestial_memory.errors import InvalidArgument
-from celestial_memory.memory.service import MemoryService
 
-T = TypeVar("T")
-Context = grpc.aio.ServicerContext[Any, Any]
 # Imported memories are validated and written in batches of this many (one write each). A bad
 # record stops the import: its batch writes nothing, the batches before it stay written (an id
 # already held is skipped, so sending the corrected import again is safe).
 IMPORT_BATCH = 512
 
 
-class TransferRpcs:
-    _service: MemoryService
-
-    # MemoryServicer's own, which come first in its method order.
-    def _tenant(self, requested: str) -> str:
-        raise NotImplementedError
-
-    async def _run(self, context: Context, fn: Callable[..., T], *args: Any,
-                   cancellable: bool = False) -> T:
-        raise NotImplementedError
-
-    def _client_stream(self, method: str, requests: AsyncIterator[T], context: Context,
-                       ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[T]]:
-        raise NotImplementedError
-
+class TransferRpcs(ServicerParts):
     @mapped_stream
     async def Export(
         self, request: pb.ExportRequest, context: Context
