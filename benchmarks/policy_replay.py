@@ -1,7 +1,7 @@
 """LoCoMo conversations replayed through the turn policy in-process (no server): which turns it
 would SKIP, how many of the turns a later question asks about (evidence) it keeps, and whether
-it RETRIEVEs for the questions sent as turns; then what a floor on importance for informative
-statements would change.
+it RETRIEVEs for the questions sent as turns; then what the importance rules' floor for
+informative statements changes against their cues alone.
 
     python benchmarks/policy_replay.py [DATA] [--novelty] [--implicit] [--epsilon E]
 
