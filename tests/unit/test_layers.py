@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ("api", frozenset({"api", "ops", "access"})),
     ("memory services", frozenset({"memory"})),
     ("capabilities", frozenset({"recall", "zones", "graph", "understanding", "reflection",
-                                "encoding", "ranking", "policy"})),
+                                "encoding", "ranking", "policy", "sharing"})),
     ("store", frozenset({"store"})),
     ("domain", frozenset({"domain"})),
     ("shared", frozenset({"config", "config_checks", "errors", "clock", "observability"})),
