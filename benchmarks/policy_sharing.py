@@ -10,8 +10,10 @@ DATA: the LoCoMo JSON folder (policy_replay.py's default). About a minute on 2 c
 Folds: each of the five conversations is held back once (leave one out). The other four are cut,
 in order and at session boundaries, into five streams of about equal turns: five nodes, each a
 tenant whose sessions are its own (most streams are one conversation's, some the end of one and
-the start of the next). Five streams and not four because Krum tolerates one bad update only
-among five (n > 2f + 2): a node counts its own update and its four peers'. Each node replays
+the start of the next; a piece that starts inside a conversation starts its memory count at 0,
+as each conversation of policy_replay.py does). Five streams and not four because Krum
+tolerates one bad update only among five (n > 2f + 2): a node counts its own update and its four
+peers'. Each node replays
 the first K turns of its stream through its own policy, rewarded as policy_replay.py rewards
 (an evidence turn kept +1, skipped -1; another turn kept -c, skipped +c; ``c`` = COST, the skip
 margin MARGIN: fixed here, not tuned, since what is compared is the three ways of learning under
