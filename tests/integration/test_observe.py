@@ -399,6 +399,9 @@ async def test_hostile_turns_are_refused_by_field(server: MemoryServer) -> None:
             "long role": (pb.ObserveRequest(tenant=T, text="hi", role="r" * 10_000), "role"),
             "NUL role": (pb.ObserveRequest(tenant=T, text="hi", role="user\x00"), "role"),
             "negative limit": (pb.ObserveRequest(tenant=T, text="What?", limit=-1), "limit"),
+            # As a Recall's: a limit past the server's most is refused, not cut.
+            "limit past the most": (pb.ObserveRequest(tenant=T, text="hi", limit=100_000),
+                                    "limit"),
             "negative budget": (pb.ObserveRequest(tenant=T, text="What?", max_tokens=-5),
                                 "max_tokens"),
             # Refused up front, whatever the decision would have been.

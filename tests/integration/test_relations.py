@@ -137,7 +137,7 @@ def test_entities_are_indexed_listed_and_profiled(service: MemoryService) -> Non
     _session(service, ["Caroline: I went to the support group in Boston",
                        "Melanie: Caroline told me about Boston on 7 May 2023",
                        "Jon lost his job"], session="")
-    listed = {e.id: e.mentions for e in service.entity_list(T)}
+    listed = {e.id: e.mentions for e in service.entities.listed(T)}
     assert listed["name:caroline"] == 2 and "date:2023-05-07" in listed
     assert listed["name:boston"] == 2  # a place after "in", a name after "about": one entity
     found = service.recall(T, RecallQuery("what happened", min_relevance=0.0, reinforce=False,

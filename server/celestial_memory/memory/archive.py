@@ -97,16 +97,17 @@ class Archive:
         self._store.erase_from_ledger(tenant, ids)
         return self._store.delete(tenant, ids)
 
-    def restore(self, tenant: str, memory_id: str) -> Memory:
+    def restore(self, tenant: str, memory_id: str) -> tuple[Memory, bool]:
         """Bring an archived memory back into the zone its state earns, with a ledger event. Its
         recall count, importance and history stay; its freshness starts again, or the next
-        rebalance would forget it at once. A live memory is answered as it is (a retry)."""
+        rebalance would forget it at once. A live memory is answered as it is (a retry). Whether
+        it came back from the archive now."""
         mid = check.memory_id(memory_id)
         self._placement.flush(tenant)
         with self._placement.locked(tenant):
             m = self._store.get_one(tenant, mid)
             if not m.archived:
-                return m
+                return m, False
             now = self._clock.now()
             m.archived_at = None
             m.last_recalled_at = now
@@ -118,4 +119,4 @@ class Archive:
                 m.zone, "restored", now, m.content_hash)])
             self._store.save(tenant, [m], RESTORED, archived_too=True)
             self._placement.enforce(tenant, [m], keep_ids={m.id})
-        return m
+        return m, True

@@ -7,8 +7,8 @@ session's last turns as its context; SKIP writes it straight into the archive (n
 zones, never sent to the model: memory/storing.py); RETRIEVE answers the context block and the
 memories in it, without reinforcing them, and keeps the turn too when the policy would. A
 saved or skipped turn carries its decision in its metadata (``policy``, ``policy_why``,
-``policy_decision``), which is how a later Feedback, Restore or deep recall of it finds the
-decision to reward.
+``policy_decision`` and its time ``policy_at``), which is how a later Feedback, Restore or
+deep recall of it finds the decision to reward.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ MAX_COUNTED = 4096  # tenants whose count is held (least recently read out)
 # What one Feedback vote on a memory the policy saved, or on one a RETRIEVE answered, credits.
 VOTE = 0.5
 MAX_ANSWERED = 4096  # memories a RETRIEVE answered, remembered for the votes on them
-POLICY, WHY, DECISION = "policy", "policy_why", "policy_decision"
+POLICY, WHY, DECISION, AT = "policy", "policy_why", "policy_decision", "policy_at"
 
 
 @dataclass(frozen=True)
@@ -100,8 +100,9 @@ class Observing:
         if len(t.previous) > MAX_PREVIOUS:
             raise InvalidArgument("previous", f"more than {MAX_PREVIOUS} turns")
         previous = [check.content(p, s, f"previous[{i}]") for i, p in enumerate(t.previous)]
-        if t.limit < 0 or t.max_tokens < 0:
-            raise InvalidArgument("limit" if t.limit < 0 else "max_tokens", "must not be negative")
+        if t.max_tokens < 0:
+            raise InvalidArgument("max_tokens", "must not be negative")
+        limit = check.limit(t.limit, s) if t.limit else min(RETRIEVE_LIMIT, s.max_recall_limit)
         if t.max_tokens > s.max_prompt_tokens:  # refused before any decision, whichever it is
             raise InvalidArgument("max_tokens", f"must be 0 to {s.max_prompt_tokens}, got "
                                                 f"{t.max_tokens}")
@@ -124,7 +125,7 @@ class Observing:
                 # holds ("how are you?"), and reinforcing each answer would teach the zones
                 # small talk; a Feedback vote on what helped rewards it instead.
                 tenant, RecallQuery(query=text, query_vector=vec, reinforce=False,
-                                    limit=min(t.limit or RETRIEVE_LIMIT, s.max_recall_limit)),
+                                    limit=limit),
                 t.max_tokens or RETRIEVE_TOKENS, cancel)
             with self._lock:
                 for r in out.results:
@@ -137,7 +138,7 @@ class Observing:
             content=text, session_id=session, agent_id=agent, embedded=vec,
             context="\n".join(previous[-CONTEXT_TURNS:])[-s.max_context_chars:],
             metadata={POLICY: d.action.value, WHY: why[:s.max_label_chars],
-                      DECISION: str(d.id)},
+                      DECISION: str(d.id), AT: repr(d.at)},
             archived=not d.keep, understand=d.keep,
             importance=None if d.keep or self._rules is None else self._rules.evaluate(text))
         stored = self._store_fn(tenant, [item], False, cancel)
@@ -172,9 +173,9 @@ class Observing:
         turn it did not keep, restored since, says the skip was wrong) and to the RETRIEVE
         that answered it."""
         value = VOTE if helpful else -VOTE
-        decided = _decision_of(m)
+        policy = self.policies.of(tenant)
+        decided = _decision_of(m, policy)
         if decided is not None:
-            policy = self.policies.of(tenant)
             policy.learn(decided, value if _kept(policy, decided, m) else -value, keep=True)
             self.policies.changed(tenant)
         with self._lock:
@@ -187,11 +188,9 @@ class Observing:
         """Turns not kept that were needed after all (restored, or returned by deep recall):
         each SKIP is penalised, and so is a RETRIEVE's choice not to keep its turn where the
         bandit made it (policy/rewards.py; a rule's choice, no reward is about)."""
-        named = [(d, m.metadata.get(POLICY)) for m in memories
-                 if (d := _decision_of(m)) is not None]
-        if not named:
-            return
         policy = self.policies.of(tenant)
+        named = [(d, m.metadata.get(POLICY)) for m in memories
+                 if (d := _decision_of(m, policy)) is not None]
         learnt = False
         for d, action in named:
             if action == Action.RETRIEVE.value:
@@ -211,9 +210,15 @@ class Observing:
             self.found(tenant, archived, "deep recall")
 
 
-def _decision_of(m: Memory) -> int | None:
-    raw = m.metadata.get(DECISION, "")
-    return int(raw) if raw.isdigit() and POLICY in m.metadata else None
+def _decision_of(m: Memory, policy: TurnPolicy) -> int | None:
+    """The decision in the policy's log that wrote ``m``: its id and its time must both match,
+    so a decision numbered again (a kill before the policy was saved) is never credited with
+    another turn's reward."""
+    raw, at = m.metadata.get(DECISION, ""), m.metadata.get(AT, "")
+    if not raw.isdigit() or POLICY not in m.metadata:
+        return None
+    logged = _logged(policy, int(raw))
+    return logged.id if logged is not None and repr(logged.at) == at else None
 
 
 def _logged(policy: TurnPolicy, decision: int) -> Decision | None:

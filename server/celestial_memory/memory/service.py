@@ -37,7 +37,7 @@ from celestial_memory.domain.scoring import MemoryFunction, ScoreBreakdown
 from celestial_memory.domain.zones import Zone, ZoneTable
 from celestial_memory.encoding.embedding import Embedder
 from celestial_memory.errors import FailedPrecondition, InvalidArgument
-from celestial_memory.graph.entity_index import EntityCount, EntityIndex, EntityProfile
+from celestial_memory.graph.entity_index import EntityIndex, EntityProfile
 from celestial_memory.graph.relations import Relations
 from celestial_memory.graph.walks import MAX_REACHED, Reached, Walks
 from celestial_memory.memory.archive import Archive
@@ -317,8 +317,9 @@ class MemoryService:
         return self.archive.delete_by_filter(tenant, flt)
 
     def restore(self, tenant: str, memory_id: str) -> Memory:
-        m = self.archive.restore(tenant, memory_id)
-        self.observing.found(tenant, [m], "restored")  # a skipped turn needed after all
+        m, restored = self.archive.restore(tenant, memory_id)
+        if restored:  # a skipped turn needed after all (a retry is not a second penalty)
+            self.observing.found(tenant, [m], "restored")
         return m
 
     # -- relations (graph/) ---------------------------------------------------------------------
@@ -335,9 +336,6 @@ class MemoryService:
         page = [(i, reached[i]) for i in range(offset, min(offset + size, len(reached)))]
         found = self.store.get(tenant, [r.id for _, r in page])
         return [(i, found[r.id], r) for i, r in page if r.id in found], len(reached)
-
-    def entity_list(self, tenant: str) -> list[EntityCount]:
-        return self.entities.listed(tenant)
 
     def entity_profile(self, tenant: str, entity: str) -> EntityProfile:
         self._flush(tenant)  # its most recalled, counted as recalls have left them

@@ -139,15 +139,15 @@ class PolicyKeeper:
             return self._saved_at.get(tenant)
 
     def reset(self, tenant: str) -> int:
-        """Drop the tenant's policy (held and saved); how many decisions it had taken."""
+        """Start the tenant's policy again (held and saved); how many decisions the old one
+        had taken."""
         with self._lock:
             old = self.of(tenant)
             before = sum(old.counters.decisions.values())
-            # Ids go on from the old policy's: a memory it decided never names a new decision.
+            # Ids go on from the old policy's, saved at once so a restart keeps them: a memory
+            # the old one decided never names a new decision.
             self._held[tenant] = self._new().continuing(old)
-            self._dirty.discard(tenant)
-            self._saved_at.pop(tenant, None)
-            self._store.delete_policy(tenant)
+            self._save(tenant)
             return before
 
     def exported(self, tenant: str) -> str | None:
@@ -177,24 +177,31 @@ class PolicyKeeper:
                                   f"{type(e).__name__}: {str(e)[:200]}") from None
         return p
 
-    def restore(self, tenant: str, state: str) -> None:
-        """An imported policy replaces the tenant's, saved at once. INVALID_ARGUMENT when it
-        cannot be read (``read``)."""
+    def restore(self, tenant: str, state: str, replace: bool = False) -> bool:
+        """An imported policy, saved at once: it replaces the tenant's when ``replace`` (an
+        Import that replaces) or when the tenant's own never decided anything; a policy of the
+        tenant's own is otherwise kept, as its memories are. Whether it was taken.
+        INVALID_ARGUMENT when it cannot be read (``read``)."""
         p = self.read(state)
         with self._lock:
+            if not replace and any(self.of(tenant).counters.decisions.values()):
+                return False
+            p.continuing(self.of(tenant))  # ids never go back
             self._held[tenant] = p
             self._held.move_to_end(tenant)
             self._save(tenant)
             self._trim()
+            return True
 
-    def close(self) -> None:
-        """Stop the saver and save what changed."""
+    def close(self, save: bool = True) -> None:
+        """Stop the saver and save what changed (``save=False``: drop it, as a kill would)."""
         with self._lock:
             self._closed = True
         self._wake.set()
         if self._saver is not None:
             self._saver.join(timeout=10)
-        self.flush()
+        if save:
+            self.flush()
 
 
 def _check(d: Any, p: TurnPolicy) -> None:

@@ -21,7 +21,6 @@ from celestial_memory.store.payload import (
     Between,
     Either,
     Eq,
-    Ids,
     conditions,
     ledger_conditions,
 )
@@ -116,7 +115,3 @@ class LedgerRecords(PageReads):
     def write_policy(self, tenant: str, state: str, saved_at: float) -> None:
         self.engine.upsert(LEDGER, [Point(_singleton_id(f"policy:{tenant}"), {}, {
             "kind": "policy", "tenant": tenant, "state": state, "saved_at": float(saved_at)})])
-
-    def delete_policy(self, tenant: str) -> None:
-        self.engine.delete(LEDGER, [Ids((_singleton_id(f"policy:{tenant}"),)),
-                                    Eq("tenant", tenant)])

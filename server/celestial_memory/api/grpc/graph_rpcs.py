@@ -76,7 +76,7 @@ class GraphRpcs(ServicerParts):
         size = ENTITIES_PAGE.of(request.page_size)
         bound = paging.fingerprint(request, tenant)
         start = paging.decode_offset(request.page_token, bound)
-        listed = await self._run(context, self._service.entity_list, tenant)
+        listed = await self._run(context, self._service.entities.listed, tenant)
         page = [cv.entity_to_pb(e) for e in listed[start:start + size]]
         n = paging.fitting(page, self._page_budget())
         more = start + n < len(listed)

@@ -84,5 +84,6 @@ class TransferRpcs(ServicerParts):
         if tenant is not None and tuned is not None:  # once every memory is in
             await self._run(context, self._service.tuning.restore, tenant, tuned)
         if tenant is not None and policy is not None:
-            await self._run(context, self._service.observing.policies.restore, tenant, policy)
+            await self._run(context, self._service.observing.policies.restore, tenant, policy,
+                            replace)
         return pb.ImportResponse(imported=imported, skipped=skipped)

@@ -1449,7 +1449,8 @@ export interface ExportedMemory {
     | undefined;
   /**
    * The tenant's turn policy (Observe), as the server keeps it: Export sends it on the first
-   * message when the tenant has one; Import reads it from the first message only.
+   * message when the tenant has one; Import reads it from the first message only, and takes it
+   * when replace is set or the tenant's own policy never decided anything.
    */
   turnPolicy: TurnPolicyState | undefined;
 }

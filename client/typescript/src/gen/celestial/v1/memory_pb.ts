@@ -2233,7 +2233,8 @@ export type ExportedMemory = Message<"celestial.v1.ExportedMemory"> & {
 
   /**
    * The tenant's turn policy (Observe), as the server keeps it: Export sends it on the first
-   * message when the tenant has one; Import reads it from the first message only.
+   * message when the tenant has one; Import reads it from the first message only, and takes it
+   * when replace is set or the tenant's own policy never decided anything.
    *
    * @generated from field: celestial.v1.TurnPolicyState turn_policy = 12;
    */
