@@ -3,11 +3,17 @@ reset would number again, a Restore retried, an Import of an old dump."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import pytest
 from celestial_memory.clock import ManualClock
-from celestial_memory.domain.models import Memory
+from celestial_memory.domain.models import Memory, Vector
+from celestial_memory.domain.requests import NewMemory
 from celestial_memory.memory.observing import ObservedTurn
 from celestial_memory.memory.service import MemoryService
+from celestial_memory.policy.bandit import BanditConfig
 from celestial_memory.policy.keeping import PolicyKeeper
+from celestial_memory.policy.turn_policy import PolicyConfig
 
 T = "rewards"
 
@@ -73,3 +79,24 @@ def test_an_import_keeps_a_tenants_own_policy_unless_it_replaces(
     # Its ids still never go back.
     assert _skipped(service, "hi!").metadata["policy_decision"] == "3"
     assert keeper.restore("fresh", dump)  # a tenant that never decided takes it
+
+
+def test_a_saved_turn_that_repeats_a_live_memory_merges_into_it(
+        service: MemoryService, monkeypatch: pytest.MonkeyPatch) -> None:
+    fact = "I moved to Lisbon in May 2023 with my sister Ana."
+    first = service.store_memory(T, NewMemory(fact))
+    searches: list[int] = []
+    real = service.store.nearest_live
+
+    def counted(tenant: str, vectors: Sequence[Vector], limit: int) -> list[list[tuple[str, float]]]:
+        searches.append(len(vectors))
+        return real(tenant, vectors, limit)
+
+    monkeypatch.setattr(service.store, "nearest_live", counted)
+    service.observing.policies.close()
+    service.observing.policies = PolicyKeeper(
+        service.store, service.clock, 60.0, PolicyConfig(BanditConfig(epsilon=0.0)))
+    out = service.observing.observe(T, ObservedTurn(fact, session="s"))
+    assert out.decision.keep and not out.created and out.merged_into == first.id
+    # The novelty search served the repeat check: one search for the whole turn.
+    assert searches == [1]

@@ -36,6 +36,9 @@ class NewMemory:
     archived: bool = False
     # The content's vector as this server's encoder gave it (Observe encodes a turn once).
     embedded: Vector | None = None
+    # The live memories nearest that vector, with their cosines, as this server searched them for
+    # this write (Observe's novelty): the repeat check reads them instead of searching again.
+    nearest: Sequence[tuple[str, float]] | None = None
 
 
 @dataclass(slots=True)

@@ -29,6 +29,7 @@ from celestial_memory.encoding.embedding import Embedder
 from celestial_memory.errors import InvalidArgument
 from celestial_memory.memory.cancellation import NEVER, Cancellation
 from celestial_memory.memory.prompt_context import ContextBlock
+from celestial_memory.memory.repeats import NEAREST
 from celestial_memory.policy.decision import Action, Decision
 from celestial_memory.policy.keeping import PolicyKeeper
 from celestial_memory.policy.turn_policy import MAX_PENDING, Turn, TurnPolicy
@@ -108,10 +109,11 @@ class Observing:
                                                 f"{t.max_tokens}")
         vec = self._embedder.embed([text])[0]
         count = self._count(tenant)
-        novelty = None
+        novelty, nearest = None, None
         if count:
-            best = self._store.nearest_live(tenant, [vec], 1)[0]
-            novelty = 1.0 - best[0][1] if best else 1.0
+            # As many as the repeat check reads: the write below searches no more.
+            nearest = self._store.nearest_live(tenant, [vec], NEAREST)[0]
+            novelty = 1.0 - nearest[0][1] if nearest else 1.0
         policy = self.policies.of(tenant)
         d = policy.decide(Turn(text, role, session, previous), memory_count=count,
                           novelty=novelty, dry_run=t.dry_run)
@@ -135,7 +137,7 @@ class Observing:
                     self._answered.popitem(last=False)
         why = d.trace.rule or d.trace.keep_by or f"bandit p={d.trace.probability:.2f}"
         item = NewMemory(
-            content=text, session_id=session, agent_id=agent, embedded=vec,
+            content=text, session_id=session, agent_id=agent, embedded=vec, nearest=nearest,
             context="\n".join(previous[-CONTEXT_TURNS:])[-s.max_context_chars:],
             metadata={POLICY: d.action.value, WHY: why[:s.max_label_chars],
                       DECISION: str(d.id), AT: repr(d.at)},

@@ -102,10 +102,11 @@ class Repeats:
         added = a ^ b
         return not (added & _NEGATIONS or any(w.startswith(_NEGATING_STEMS) for w in added))
 
-    def find(self, tenant: str, new: Mapping[int, Memory],
-             candidates: Sequence[int]) -> list[Repeat]:
+    def find(self, tenant: str, new: Mapping[int, Memory], candidates: Sequence[int],
+             searched: Mapping[int, Sequence[tuple[str, float]]] | None = None) -> list[Repeat]:
         """The new memories (vectors set) at ``candidates`` that repeat an earlier new one or
-        a live memory of ``tenant``; an earlier new one wins. In item order."""
+        a live memory of ``tenant``; an earlier new one wins. In item order. ``searched``: the
+        nearest live memories of some of them, already searched (at least NEAREST each)."""
         if not candidates:
             return []
         terms = {i: self.terms(new[i].content) for i in candidates}
@@ -122,10 +123,13 @@ class Repeats:
         in_batch = {r.index for r in out}
         rest = [i for i in candidates if i not in in_batch]
         # A few nearest, not one: texts the model cannot tell apart (emoji) tie at the top.
-        hits = self._store.nearest_live(tenant, [cast(Vector, new[i].vector) for i in rest],
-                                        NEAREST)
-        close = {i: [mid for mid, score in hit if score >= self._threshold]
-                 for i, hit in zip(rest, hits, strict=True)}
+        known = searched or {}
+        unsearched = [i for i in rest if i not in known]
+        hits = dict(zip(unsearched, self._store.nearest_live(
+            tenant, [cast(Vector, new[i].vector) for i in unsearched], NEAREST), strict=True)
+            ) if unsearched else {}
+        close = {i: [mid for mid, score in (known[i] if i in known else hits[i])[:NEAREST]
+                     if score >= self._threshold] for i in rest}
         held = self._store.contents(tenant, sorted({m for ms in close.values() for m in ms}))
         # Texts without a word repeat only as the same text, which their hash finds whatever
         # the ties among their vectors.

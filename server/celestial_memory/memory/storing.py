@@ -106,7 +106,8 @@ class Storing:
                 # An immutable item is stored as given, never folded into another memory.
                 merged = self._merge_repeats(tenant, memories, [
                     i for i in fresh if not checked[i].id and not checked[i].upsert
-                    and not checked[i].immutable and not checked[i].archived], ids)
+                    and not checked[i].immutable and not checked[i].archived], ids,
+                    {i: it.nearest for i, it in enumerate(checked) if it.nearest is not None})
                 # An upsert writes the point whole: the relations it had stay.
                 upserts = [i for i in fresh if checked[i].upsert]
                 kept = self._store.graph.edges_of(tenant, [memories[i].id for i in upserts])
@@ -139,14 +140,14 @@ class Storing:
 
     def _merge_repeats(
         self, tenant: str, memories: dict[int, Memory], candidates: Sequence[int],
-        ids: Sequence[str],
+        ids: Sequence[str], searched: dict[int, Sequence[tuple[str, float]]],
     ) -> dict[int, Memory]:
         """Fold the new memories at ``candidates`` that repeat a live memory, or an earlier one
         of the batch, into it (memory/repeats.py); returns each folded item's memory, as written. A
         new memory that others folded into is written with the batch."""
         if not self._settings.merge_repeats or not candidates:
             return {}
-        found = self._repeats.find(tenant, memories, candidates)
+        found = self._repeats.find(tenant, memories, candidates, searched)
         if not found:
             return {}
         stored_ids = sorted({r.into for r in found if r.into})
