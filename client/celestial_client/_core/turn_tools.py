@@ -64,8 +64,9 @@ def _decide(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
 def _status(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
     s = c.policy(last=a["last"])
     counts = ", ".join(f"{k} {v}" for k, v in s.decisions.items())
-    lines = [f"{s.total} decisions ({counts}), {s.kept} turns kept; {s.rewards} rewards "
-             f"(sum {s.reward_sum:+.2f}), {s.updates} bandit updates"]
+    lines = [f"{_n(s.total, 'decision')} ({counts}), {_n(s.kept, 'turn')} kept; "
+             f"{_n(s.rewards, 'reward')} (sum {s.reward_sum:+.2f}), "
+             f"{_n(s.updates, 'bandit update')}"]
     lines += [f"#{d.id} {d.action}: {d.why}" for d in s.last]
     return ToolOutput("\n".join(lines), {
         "decisions": s.decisions, "phases": s.phases, "kept": s.kept, "explored": s.explored,
@@ -107,3 +108,7 @@ TURN_TOOLS: tuple[ToolSpec, ...] = (
                            "description": "How many of the last decisions to list."}),
              _status),
 )
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
