@@ -301,7 +301,8 @@ DESTRUCTIVE = {"Delete", "DeleteByFilter", "Update", "Import", "Rebalance", "Res
                "Consolidate", "Feedback"}
 # Methods whose random requests may write legitimately; the rest must never change the count.
 WRITERS = {"Store", "StoreBatch", "Import", "Delete", "DeleteByFilter", "Update", "Recall",
-           "Rebalance", "SetClock", "Restore", "Consolidate", "Reflect", "StartReflection"}
+           "Rebalance", "SetClock", "Restore", "Consolidate", "Reflect", "StartReflection",
+           "Observe"}  # a turn saved or skipped into the archive
 
 
 @pytest.mark.parametrize("method", list(SERVICE.methods), ids=lambda m: m.name)
