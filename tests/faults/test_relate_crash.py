@@ -1,4 +1,4 @@
-"""kill -9 in a loop of Relate calls, 20 times, on the embedded store: after the last restart
+"""kill -9 in a loop of Relate calls, 10 times, on the embedded store: after the last restart
 every relation is known at both of its ends, and every Relate that was acknowledged is there.
 A Relate writes its two ends as separate engine operations; the intent it writes first is what
 the restarted server finishes (store/graph_store.py)."""
@@ -17,7 +17,7 @@ from tests.faults.test_crash import _export, _serving, _stub, _vectors
 from tests.processes import START_S, free_port, kill, start
 
 T = "rel"
-KILLS = 20
+KILLS = 10  # each a server start (seconds on a loaded machine): the suite's longest test
 RELATE_S = 30.0  # a bound on one Relate (it takes milliseconds)
 
 
