@@ -32,7 +32,7 @@ from celestial_memory.memory.prompt_context import ContextBlock
 from celestial_memory.memory.repeats import NEAREST
 from celestial_memory.policy.decision import Action, Decision
 from celestial_memory.policy.keeping import PolicyKeeper
-from celestial_memory.policy.turn_policy import MAX_PENDING, Turn, TurnPolicy
+from celestial_memory.policy.turn_policy import Turn, TurnPolicy
 from celestial_memory.store.repository import MemoryRepository
 
 MAX_PREVIOUS = 64  # earlier turns a call may carry
@@ -196,7 +196,7 @@ class Observing:
         learnt = False
         for d, action in named:
             if action == Action.RETRIEVE.value:
-                logged = _logged(policy, d)
+                logged = policy.logged(d)
                 if logged is None or logged.trace.keep_by != "bandit":
                     continue
             elif action != Action.SKIP.value:
@@ -219,19 +219,15 @@ def _decision_of(m: Memory, policy: TurnPolicy) -> int | None:
     raw, at = m.metadata.get(DECISION, ""), m.metadata.get(AT, "")
     if not raw.isdigit() or POLICY not in m.metadata:
         return None
-    logged = _logged(policy, int(raw))
+    logged = policy.logged(int(raw))
     return logged.id if logged is not None and repr(logged.at) == at else None
 
-
-def _logged(policy: TurnPolicy, decision: int) -> Decision | None:
-    """The decision in the policy's log (None: past learning)."""
-    return next((d for d in policy.last(MAX_PENDING) if d.id == decision), None)
 
 
 def _kept(policy: TurnPolicy, decision: int, m: Memory) -> bool:
     """Whether the decision that wrote ``m`` kept it in the zones."""
     action = m.metadata.get(POLICY)
     if action == Action.RETRIEVE.value:
-        logged = _logged(policy, decision)
+        logged = policy.logged(decision)
         return logged is None or logged.keep
     return action != Action.SKIP.value

@@ -141,6 +141,11 @@ class LinUCB:
         self._solved = None
         return r
 
+    def set_statistics(self, a: FloatArray, b: FloatArray) -> None:
+        """Replace A and b (a merge of peers' statistics, which keeps the bounds itself)."""
+        self.A, self.b = a, b
+        self._solved = None  # A⁻¹ and θ are cached between updates
+
     def bound(self, x_norm: float = 1.0) -> float:
         """The largest |θ·x| any action can reach for a state of norm ``x_norm``."""
         return self.config.max_norm * x_norm

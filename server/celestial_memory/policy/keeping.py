@@ -153,10 +153,7 @@ class PolicyKeeper:
     def exported(self, tenant: str) -> str | None:
         """The tenant's policy as saved JSON, None when it never decided anything."""
         with self._lock:
-            held = self._held.get(tenant)
-            if held is None and self._store.read_policy(tenant) is None:
-                return None
-            p = self.of(tenant)
+            p = self.of(tenant)  # one read of the store, when not held
             if not any(p.counters.decisions.values()):
                 return None
             return json.dumps(p.to_dict(), separators=(",", ":"))

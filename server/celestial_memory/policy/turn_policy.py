@@ -239,6 +239,18 @@ class TurnPolicy:
             return 0.0
         return self.learn(decision_id, rewards.skip_found(how), keep=True)
 
+    @property
+    def lock(self) -> threading.RLock:
+        """The lock every decision and reward takes: hold it to read or write the bandit's
+        statistics as one (policy sharing)."""
+        return self._lock
+
+    def logged(self, decision_id: int) -> Decision | None:
+        """The decision of that id in the log (None: past learning)."""
+        with self._lock:
+            p = self._pending.get(decision_id)
+            return None if p is None else p.decision
+
     def continuing(self, before: TurnPolicy) -> TurnPolicy:
         """This (new) policy, numbering its decisions on from ``before``'s."""
         self._next_id = max(self._next_id, before._next_id)

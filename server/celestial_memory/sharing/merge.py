@@ -119,7 +119,7 @@ def merge(policy: TurnPolicy, peers: Sequence[PolicyUpdate],
     cfg = config or SharingConfig()
     _check(peers)
     # Under the policy's lock from snapshot to write: a reward learnt in between is not lost.
-    with policy._lock:
+    with policy.lock:
         own = update.of(policy)
         target, kept = aggregate([own, *peers], cfg)
         own_v = own.vector.copy()
@@ -147,7 +147,7 @@ def apply(policy: TurnPolicy, target: PolicyUpdate) -> None:
     cfg = policy.config.bandit
     cap = 1.0 / (1.0 - cfg.discount) if cfg.discount < 1.0 else update.MAX_COUNT
     eye = np.eye(DIM)
-    with policy._lock:
+    with policy.lock:
         bandit = policy.bandit
         a, b = bandit.A.copy(), bandit.b.copy()
         for k in range(len(ARMS)):
@@ -160,6 +160,4 @@ def apply(policy: TurnPolicy, target: PolicyUpdate) -> None:
             a[k] = cfg.ridge * eye + n * (moment + moment.T) / 2.0
             b[k] = n * np.clip(mean, -1.0, 1.0)
             b[k, 0] += cfg.ridge * cfg.prior[k]
-        bandit.A, bandit.b = a, b
-        # The bandit caches A⁻¹ and θ between updates; new statistics need them solved again.
-        bandit._solved = None
+        bandit.set_statistics(a, b)

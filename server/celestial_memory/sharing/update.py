@@ -139,7 +139,7 @@ def _floats(value: object, name: str) -> list[float]:
 def of(policy: TurnPolicy, min_count: float = MIN_COUNT) -> PolicyUpdate:
     """What ``policy`` has learnt, as an update (a snapshot taken under the policy's lock)."""
     # The facade's lock is the one its decisions and rewards take: A and b are read as one.
-    with policy._lock:
+    with policy.lock:
         a = policy.bandit.A.copy()
         b = policy.bandit.b.copy()
     cfg = policy.config.bandit
