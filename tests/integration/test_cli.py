@@ -93,3 +93,28 @@ async def test_no_server_says_how_to_start_one(tmp_path: Path) -> None:
     assert "start one with `make run` or `celestial serve`" in err
     code, _, err = await run_celestial(exe, "--target", "127.0.0.1:1", "stats", "--json")
     assert code == 4 and "celestial serve" in json.loads(err)["error"]["message"]
+
+
+async def test_cli_recall_filters_as_store_labels(
+    server: MemoryServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ids = {}
+    for name, session, agent, src in (("a", "s1", "bot", "cli"), ("b", "s2", "bot", "web"),
+                                      ("c", "s1", "other", "web")):
+        out = await cli(server, capsys, "store", f"The offsite note {name} is about Lisbon",
+                        "--session", session, "--agent", agent, "--meta", f"src={src}")
+        ids[name] = out.split()[1]
+
+    async def found(*flags: str) -> set[str]:
+        out = await cli(server, capsys, "recall", "offsite in Lisbon", "--json",
+                        "--no-reinforce", *flags)
+        return {r["memory"]["id"] for r in json.loads(out)["results"]}
+
+    assert await found() == set(ids.values())
+    assert await found("--session", "s1") == {ids["a"], ids["c"]}
+    assert await found("--agent", "bot") == {ids["a"], ids["b"]}
+    assert await found("--meta", "src=web") == {ids["b"], ids["c"]}
+    assert await found("--session", "s1", "--agent", "other", "--meta", "src=web") == {ids["c"]}
+    code = await asyncio.to_thread(main, ["--target", f"127.0.0.1:{server.port}", "recall",
+                                          "offsite", "--meta", "src"])
+    assert code == 2 and "--meta wants key=value" in capsys.readouterr().err

@@ -55,7 +55,8 @@ def recall(args: argparse.Namespace, client: CelestialClient) -> Answer:
     results = client.recall(
         args.query, args.limit, zones=args.zones, tags_any=args.tags_any,
         reinforce=not args.no_reinforce, context=args.context, include_archived=args.archived,
-        memory_types=args.types,
+        memory_types=args.types, session_id=args.session, agent_id=args.agent,
+        metadata=_meta(args.meta),
     )
     return Answer(show_recall(results), {"query": args.query, "results": results})
 

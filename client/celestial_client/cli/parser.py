@@ -172,6 +172,10 @@ def build(json_errors: bool = False) -> argparse.ArgumentParser:
                    help="only memories of this type (repeat: any of them)")
     r.add_argument("--archived", action="store_true",
                    help="search the archive (forgotten memories) too")
+    r.add_argument("--session", default="", help="only this session's memories")
+    r.add_argument("--agent", default="", help="only this agent's memories")
+    r.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE",
+                   help="only memories with this metadata (repeat: all of them)")
 
     ls = command("list", "the memories in id order, a page at a time (filters combine)")
     ls.add_argument("--limit", type=positive, default=50, help="this many (default 50)")
