@@ -159,6 +159,18 @@ def _related(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
                       {"id": a["id"], "memories": [related_data(r) for r in found]})
 
 
+def _relate(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
+    r = c.relate(a["from_id"], a["to_id"], a["relation"], a.get("weight"))
+    return ToolOutput(f"related {a['from_id']} -{r.relation}-> {r.id} (weight {r.weight:.2f})",
+                      {"from_id": a["from_id"], "to_id": r.id, "relation": r.relation,
+                       "weight": round(r.weight, 4), "made_by": r.made_by})
+
+
+def _restore(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
+    m = c.restore(a["id"])
+    return ToolOutput(f"restored: {_line(m)}", {"memory": memory_data(m)})
+
+
 def _reflect(c: CelestialClient, a: dict[str, Any]) -> ToolOutput:
     r = c.reflect(dry_run=a["dry_run"], entities=a.get("entities", []))
     what = "would write" if r.dry_run else "wrote"
@@ -275,6 +287,20 @@ TOOLS: tuple[ToolSpec, ...] = (
                      relations=_strings("Follow only these relations (e.g. \"follows\", "
                                         "\"about\"); left out, every relation.")),
              _related),
+    ToolSpec("memory_relate", "Relate two memories: a named, weighted link from one to the other "
+             "(e.g. \"about\", \"contradicts\"), which memory_related and search's graph "
+             "expansion follow. Relating them again under the same name sets the weight.",
+             _schema("from_id", "to_id", "relation",
+                     from_id=_str("The memory the relation starts at.", minLength=1),
+                     to_id=_str("The memory it points to.", minLength=1),
+                     relation=_str("Its name: lower-case letters, digits, '_' or '-'.",
+                                   pattern="^[a-z0-9_-]+$", maxLength=64),
+                     weight={"type": "number", "minimum": 0, "maximum": 1,
+                             "description": "How strong, 0 to 1; left out, 1."}),
+             _relate, read_only=False),
+    ToolSpec("memory_restore", "Bring a forgotten (archived) memory back into the zones, e.g. "
+             "one that search found with include_archived.",
+             _schema("id", id=ID), _restore, read_only=False),
     ToolSpec("memory_ledger", "The memory's history: evictions, forgotten, restored and deleted memories, "
              "oldest first.",
              _schema(limit=LIMIT, memory_id=_str("Only this memory's events.")), _ledger),

@@ -45,7 +45,8 @@ async def test_mcp_over_stdio_lists_saves_searches_pins_and_reports_errors(
         assert set(tools) == {"memory_save", "memory_search", "memory_context", "memory_get",
                               "memory_update",
                               "memory_pin", "memory_delete", "memory_stats", "memory_recent",
-                              "memory_related", "memory_ledger", "memory_rebalance",
+                              "memory_related", "memory_relate", "memory_restore",
+                              "memory_ledger", "memory_rebalance",
                               "memory_feedback", "memory_reflect", "memory_auto",
                               "policy_decide", "policy_status"}
         save = tools["memory_save"].input_schema

@@ -280,3 +280,34 @@ async def test_cli_relate_related_and_entities(
     code = await asyncio.to_thread(main, ["--target", f"127.0.0.1:{server.port}", "--tenant",
                                           "it", "entities", "name:nobody-at-all"])
     assert code == 3 and "NOT_FOUND" in capsys.readouterr().err
+
+
+async def test_memory_relate_and_restore_tools(
+    aclient: AsyncCelestialClient, client: CelestialClient, clock: ManualClock
+) -> None:
+    a = await aclient.store("The offsite is in Lisbon", importance=0.0)
+    b = await aclient.store("Book the flights to Lisbon by May")
+    out = await asyncio.to_thread(call_tool, client, "memory_relate",
+                                  {"from_id": b.id, "to_id": a.id, "relation": "about",
+                                   "weight": 0.5})
+    assert out.data == {"from_id": b.id, "to_id": a.id, "relation": "about", "weight": 0.5,
+                        "made_by": "caller"}
+    assert out.text == f"related {b.id} -about-> {a.id} (weight 0.50)"
+    walked = await asyncio.to_thread(call_tool, client, "memory_related", {"id": a.id})
+    assert [m["id"] for m in walked.data["memories"]] == [b.id]
+    for bad in ({"from_id": b.id, "to_id": a.id, "relation": "About"},
+                {"from_id": b.id, "to_id": a.id},
+                {"from_id": b.id, "to_id": a.id, "relation": "about", "weight": 2}):
+        with pytest.raises(ToolArgumentError):
+            await asyncio.to_thread(call_tool, client, "memory_relate", bad)
+
+    # Forgotten into the archive by the rebalance, then brought back by the tool.
+    clock.advance(91 * 86400)
+    await aclient.rebalance()
+    assert (await aclient.get(a.id)).archived
+    back = await asyncio.to_thread(call_tool, client, "memory_restore", {"id": a.id})
+    assert back.data["memory"]["id"] == a.id and back.data["memory"]["archived"] is False
+    assert back.text.startswith(f"restored: {a.id} ")
+    with pytest.raises(NotFoundError):
+        await asyncio.to_thread(call_tool, client, "memory_restore",
+                                {"id": "00000000-0000-4000-8000-000000000000"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import celestial_client
 from celestial_client import AsyncCelestialClient, CelestialClient
@@ -134,3 +135,10 @@ def test_every_status_code_has_its_own_error() -> None:
 
         err = from_rpc_error(Fake())
         assert type(err).code == status and err.reason is None and err.field is None
+
+
+def test_docs_name_every_agent_tool() -> None:
+    from celestial_client.agent_tools import TOOLS
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "agents.md").read_text()
+    assert [t.name for t in TOOLS if f"`{t.name}`" not in page] == []
