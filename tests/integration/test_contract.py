@@ -207,6 +207,9 @@ async def test_old_dumps_with_seconds_still_import(stub: pb_grpc.MemoryServiceSt
 # -- paging ----------------------------------------------------------------------------------
 
 
+MEMORIES = 1_000  # of 30 KB each
+
+
 async def _pages(call: object, request: object) -> AsyncIterator[object]:
     token = ""
     while True:
@@ -225,11 +228,13 @@ async def test_paging_goes_through_big_memories_and_event_bursts_once(
     clock = ManualClock(T0)
     async with running_server(tmp_path, embedder, clock, http_address="127.0.0.1:0") as server:
         repo = server.service.store
-        # 10,000 memories of 30 KB (300 MB: a single answer could never hold them), written
-        # straight to the store in batches; many share a creation time, as one batch does.
+        # 1,000 memories of 30 KB (30 MB, seven times the message limit: a single answer could
+        # never hold them, and a page of 1,000 is cut to what fits, so each list takes several
+        # pages), written straight to the store in batches; many share a creation time, as one
+        # batch does. More memories would only add pages of the same kind (10,000 took minutes).
         text = "x" * 30_000
         ids: list[str] = []
-        for b in range(20):
+        for b in range(MEMORIES // 500):
             batch = []
             for i in range(500):
                 v = np.asarray(vec(b * 500 + i), dtype=np.float32)
@@ -253,7 +258,7 @@ async def test_paging_goes_through_big_memories_and_event_bursts_once(
 async def _page_through(stub: pb_grpc.MemoryServiceStub, ids: list[str]) -> None:
     listed = [m.id async for p in _pages(stub.List, pb.ListRequest(
         tenant="p", page_size=1000)) for m in p.memories]  # type: ignore[attr-defined]
-    assert len(listed) == len(set(listed)) == 10_000 and set(listed) == set(ids)
+    assert len(listed) == len(set(listed)) == MEMORIES and set(listed) == set(ids)
     assert listed == sorted(listed)
     recent = [m async for p in _pages(stub.Recent, pb.RecentRequest(
         tenant="p", page_size=1000)) for m in p.memories]  # type: ignore[attr-defined]
