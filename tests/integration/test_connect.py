@@ -214,7 +214,7 @@ async def test_every_http_call_leaves_one_access_line_refusals_before_a_method_t
     assert lines[1] == ("Store", "INVALID_ARGUMENT", "req-null")
     assert empty.status_code == 200 and empty.content[0] & 0x02
     assert [line[:2] for line in lines[2:]] == [
-        ("Store", "INVALID_ARGUMENT"), ("Store", "HTTP_415"), ("?", "HTTP_404"),
+        ("Store", "INVALID_ARGUMENT"), ("Store", "INVALID_ARGUMENT"), ("?", "UNIMPLEMENTED"),
         ("Export", "UNIMPLEMENTED")]
     assert all("\x1b" not in r.getMessage() for r in caplog.records)
-    assert handled("INVALID_ARGUMENT") == before + 2
+    assert handled("INVALID_ARGUMENT") == before + 3  # the wrong content type too

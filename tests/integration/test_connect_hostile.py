@@ -73,10 +73,27 @@ async def test_wrong_content_types_and_methods_are_4xx(
     for headers in ({}, {"content-type": "text/plain"}, {"content-type": "application/xml"}):
         resp = await h.post(STORE, content=body, headers=headers)
         assert resp.status_code == 415, (headers, resp.status_code)
-    assert (await h.get(STORE)).status_code in (400, 405, 415)
-    assert (await h.post("/celestial.v1.MemoryService/Nothing", content=body,
-                         headers=JSON)).status_code == 404
-    assert (await h.post("/elsewhere", content=body, headers=JSON)).status_code == 404
+        # Each refusal says what to send instead, as a Connect error (curl shows it).
+        assert resp.json()["code"] == "invalid_argument"
+        assert "send Content-Type: application/json" in resp.json()["message"]
+    assert "none was sent" in (await h.post(STORE, content=body)).json()["message"]
+    got = await h.get(STORE)
+    assert got.status_code == 405 and got.headers["allow"] == "POST"
+    assert got.json() == {"code": "invalid_argument", "message": "a method takes POST with "
+                          "Content-Type: application/json, not GET"}
+    nothing = await h.post("/celestial.v1.MemoryService/Nothing", content=body, headers=JSON)
+    assert nothing.status_code == 404 and nothing.json()["code"] == "unimplemented"
+    assert "no method 'Nothing'" in nothing.json()["message"]
+    elsewhere = await h.get("/elsewhere%1b%5B2J")
+    assert elsewhere.status_code == 404 and elsewhere.json()["code"] == "not_found"
+    assert "the explorer is at /explorer/" in elsewhere.json()["message"]
+    assert "\x1b" not in elsewhere.text  # escaped, not sent to the caller's terminal
+    explorer = await h.post("/explorer/", content=body, headers=JSON)
+    assert explorer.status_code == 405 and "GET" in explorer.json()["message"]
+    assert explorer.json()["message"].endswith("not POST")
+    assert (await h.head("/elsewhere")).content == b""  # a HEAD answer stays bodiless
+    grpc_kind = await h.post(STORE, content=b"", headers={"content-type": "application/grpc"})
+    assert grpc_kind.status_code == 415 and "gRPC port" in grpc_kind.json()["message"]
 
 
 async def test_cors_answers_only_the_origins_it_is_told(

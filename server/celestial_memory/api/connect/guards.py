@@ -1,7 +1,7 @@
 """What the HTTP port's server does not bound or say by itself, each a small ASGI or protocol
 layer around the Connect application (server.py puts them together): how long a request head
-and a request body may take to arrive, which content types are another port's, and the access
-log line of a call refused before it reached a method."""
+and a request body may take to arrive, which content types are another port's, the access log
+line of a call refused before it reached a method, and a body for the bare refusals."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 from celestial_memory.api.connect.context import client_framing
 from celestial_memory.api.connect.transport import REACHED, SERVICE
 from celestial_memory.api.grpc.observer import refused_before_interceptors, request_id_of
-from starlette.responses import PlainTextResponse
+from starlette.responses import JSONResponse
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 log = logging.getLogger(__name__)
@@ -140,10 +140,83 @@ class ContentTypes:
         if scope["type"] == "http":
             kind = dict(scope["headers"]).get(b"content-type", b"").split(b";")[0].strip()
             if kind == b"application/grpc" or kind.startswith(b"application/grpc+"):
-                await PlainTextResponse("gRPC is served on the gRPC port (CELESTIAL_ADDRESS)",
-                                        status_code=415)(scope, receive, send)
+                await JSONResponse({"code": "invalid_argument", "message": "gRPC is served on "
+                                    "the gRPC port (CELESTIAL_ADDRESS); send Content-Type: "
+                                    "application/json here"},
+                                   status_code=415)(scope, receive, send)
                 return
         await self._app(scope, receive, send)
+
+
+EXPLAINED = {404, 405, 415}
+CALL = "POST with Content-Type: application/json"
+
+
+class Explained:
+    """Gives the bare refusals a body: a path nothing serves (404), a method other than the
+    path's (405), a content type Connect does not read (415) come from the Connect library
+    empty and from Starlette as plain text, so ``curl`` showed nothing to act on. Each becomes
+    a Connect error (``{"code", "message"}``, as every other error of the port) naming what to
+    send instead; the status and its headers (``allow``, ``accept-post``) stay."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+        self._prefix = f"/{SERVICE.full_name}/"
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] == "HEAD":  # a HEAD answer has no body
+            await self._app(scope, receive, send)
+            return
+        held: list[Any] = []  # the refusal's start, until its body is known to be replaced
+
+        async def explaining(message: Any) -> None:
+            if message["type"] == "http.response.start" and message["status"] in EXPLAINED:
+                kind = dict(message.get("headers", [])).get(b"content-type", b"")
+                if not kind.startswith(b"application/json"):
+                    held.append(message)
+                    return
+            elif held and message["type"] == "http.response.body":
+                if message.get("more_body", False):
+                    return  # the plain text is dropped, to its last part
+                start = held.pop()
+                body = json.dumps(self._error(scope, start)).encode()
+                headers = [(k, v) for k, v in start.get("headers", [])
+                           if k.lower() not in (b"content-type", b"content-length")]
+                await send({**start, "headers": [
+                    *headers, (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body, "more_body": False})
+                return
+            await send(message)
+
+        await self._app(scope, receive, explaining)
+
+    def _error(self, scope: Any, start: Any) -> dict[str, str]:
+        path, status = scope["path"], start["status"]
+        shown = repr(path[:100])  # quoted and escaped: a path may hold anything
+        if status == 415:
+            kind = dict(scope["headers"]).get(b"content-type", b"").decode("latin-1")
+            got = f"got {kind[:100]!r}" if kind else "none was sent"
+            return {"code": "invalid_argument", "message": (
+                f"send Content-Type: application/json (or application/proto; "
+                f"application/connect+json for a streaming method); {got}")}
+        if status == 405:
+            allow = dict(start.get("headers", [])).get(b"allow", b"").decode("latin-1")
+            if path.startswith(self._prefix):
+                return {"code": "invalid_argument",
+                        "message": f"a method takes {CALL}, not {scope['method']}"}
+            return {"code": "invalid_argument",
+                    "message": f"{shown} answers {allow or 'other methods'}, not "
+                               f"{scope['method']}"}
+        if path.startswith(self._prefix):
+            name = repr(path.removeprefix(self._prefix)[:100])
+            return {"code": "unimplemented", "message": (
+                f"no method {name} in {SERVICE.full_name}: {CALL} to "
+                f"{self._prefix}<Method> (e.g. {self._prefix}Recall)")}
+        return {"code": "not_found", "message": (
+            f"nothing at {shown}: the service's methods take {CALL} at "
+            f"{self._prefix}<Method> (e.g. {self._prefix}Recall); the explorer is at "
+            f"/explorer/")}
 
 
 class Unreached:

@@ -28,6 +28,7 @@ from celestial_memory.api.connect.guards import (
     Admission,
     BodyBounded,
     ContentTypes,
+    Explained,
     HeadBounded,
     Unreached,
 )
@@ -136,8 +137,9 @@ class HttpServer:
         # key is refused there from its head (key_first.py).
         authenticator = next(i for i in interceptors if isinstance(i, Authenticator))
         calls = Deferring(KeyFirst(connect, authenticator) if keys else connect)
-        app = Unreached(BodyBounded(ContentTypes(Starlette(
-            routes=[Mount(connect.path, app=calls), *_explorer_routes()], middleware=middleware)),
+        # Explained inside Unreached: the access log reads the code its bodies give.
+        app = Unreached(BodyBounded(Explained(ContentTypes(Starlette(
+            routes=[Mount(connect.path, app=calls), *_explorer_routes()], middleware=middleware))),
             s.stream_idle_s))
         protocol = type("Bounded", (HeadBounded,), {"admission": Admission(
             s.http_max_connections, s.http_max_connections_per_address)})
