@@ -18,6 +18,7 @@ import grpc
 
 from celestial_client.cli.commands import run_command
 from celestial_client.cli.config import run_config
+from celestial_client.cli.exits import EXIT, exit_status
 from celestial_client.cli.feedback import COMMANDS as FEEDBACK_COMMANDS
 from celestial_client.cli.feedback import run_feedback
 from celestial_client.cli.output import (
@@ -44,11 +45,12 @@ from celestial_client.cli.transfer import export, import_, run_eval, run_mcp
 from celestial_client.client import CelestialClient
 from celestial_client.errors import CelestialClientError
 
-# The formatters stay importable from here, where they were first.
+# The formatters and exit statuses stay importable from here, where they were first.
 __all__ = [
     "EXIT",
     "SERVER_COMMANDS",
     "as_json",
+    "exit_status",
     "main",
     "show_entities",
     "show_entity",
@@ -60,33 +62,6 @@ __all__ = [
     "show_stats",
     "table",
 ]
-
-# Exit statuses (docs/cli.md): what a script can branch on.
-EXIT = {
-    "ok": 0,
-    "refused": 1,  # the service refused the request: bad argument, failed precondition, ...
-    "usage": 2,  # bad arguments (argparse's own status), a missing file, a missing extra
-    "not_found": 3,  # no such memory, entity or relation
-    "unreachable": 4,  # the server cannot be reached in time
-    "denied": 5,  # not authenticated, or the key may not do this
-    "interrupted": 130,  # Ctrl-C, as shells report SIGINT
-}
-_BY_CODE = {
-    grpc.StatusCode.NOT_FOUND: EXIT["not_found"],
-    grpc.StatusCode.UNAVAILABLE: EXIT["unreachable"],
-    grpc.StatusCode.DEADLINE_EXCEEDED: EXIT["unreachable"],
-    grpc.StatusCode.UNAUTHENTICATED: EXIT["denied"],
-    grpc.StatusCode.PERMISSION_DENIED: EXIT["denied"],
-}
-
-
-MODEL_UNAVAILABLE = "MODEL_UNAVAILABLE"  # ErrorInfo reason of the server's model failing
-
-
-def exit_status(err: CelestialClientError) -> int:
-    if err.reason == MODEL_UNAVAILABLE:  # the server answered: its model did not
-        return EXIT["refused"]
-    return _BY_CODE.get(err.code, EXIT["refused"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,7 +12,8 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import TextIO
 
-from celestial_client._core.operations import result
+from celestial_client._core.operations import error_of, result
+from celestial_client.cli.exits import exit_status
 from celestial_client.cli.output import Answer, printable, table
 from celestial_client.cli.settings import UsageError
 from celestial_client.client import CelestialClient
@@ -73,6 +74,11 @@ def _operation(args: argparse.Namespace, client: CelestialClient, progress: Text
         op = client.cancel_operation(args.name)
     else:
         op = _followed(client.watch_operation(args.name), progress)
+        # Followed to its end, a failed or cancelled one exits as reflect would have: a script
+        # waiting on it learns it produced nothing.
+        if op.error is not None:
+            return Answer(show_operation(op), {"operation": op},
+                          exit_status(error_of(op.error)))
     return Answer(show_operation(op), {"operation": op})
 
 
@@ -90,7 +96,9 @@ def _followed(changes: Iterable[Operation], progress: TextIO) -> Operation:
 def _state(op: Operation) -> str:
     if not op.done:
         return op.stage.replace("_", " ") + (" (cancel asked)" if op.cancel_requested else "")
-    return "failed" if op.error is not None else "done"
+    if op.error is None:
+        return "done"
+    return "cancelled" if op.error.code == "CANCELLED" else "failed"
 
 
 def _counts(op: Operation) -> str:

@@ -39,8 +39,16 @@ def numbered_entries(answer: str, key: str, n: int, noun: str) -> list[dict[str,
             raise ModelError(f"an entry for no {noun} asked, or twice: {str(entry)[:80]!r}")
         out[k] = entry
     if len(out) != n:
-        raise ModelError(f"{len(out)} entries for {n} {noun}s")
+        raise ModelError(f"{counted(len(out), 'entry')} for {counted(n, noun)}")
     return [out[k] for k in range(1, n + 1)]
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless one: "1 entity", "2 entities", "0 entries"."""
+    if n == 1:
+        return f"{n} {noun}"
+    consonant_y = noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u")
+    return f"{n} {noun[:-1] + 'ies' if consonant_y else noun + 's'}"
 
 
 @dataclass(frozen=True, slots=True)
