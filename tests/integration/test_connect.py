@@ -218,3 +218,21 @@ async def test_every_http_call_leaves_one_access_line_refusals_before_a_method_t
         ("Export", "UNIMPLEMENTED")]
     assert all("\x1b" not in r.getMessage() for r in caplog.records)
     assert handled("INVALID_ARGUMENT") == before + 3  # the wrong content type too
+
+
+async def test_the_start_up_log_names_the_explorer_and_the_model_but_no_key(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.INFO, logger="celestial_memory"):
+        async with running_server(tmp_path, embedder, clock, http_address="127.0.0.1:0",
+                                  llm_base_url="http://me:hunter2@127.0.0.1:9/v1?key=hunter2",
+                                  llm_model="m", llm_api_key="sk-hunter2") as srv:
+            lines = [r.getMessage() for r in caplog.records]
+            async with httpx.AsyncClient() as h:
+                explorer = f"http://127.0.0.1:{srv.http_port}/explorer/"
+                assert (await h.get(explorer)).status_code == 200
+    assert any(line.endswith(f"the explorer: {explorer}") for line in lines)
+    assert "model endpoint http://127.0.0.1:9/v1, model m, with an API key: asked for " \
+           "reflection" in lines
+    assert not any("hunter2" in line for line in lines)

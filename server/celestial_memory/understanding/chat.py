@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,6 +98,31 @@ class ChatModel:
 
     def close(self) -> None:
         self._http.close()
+
+
+def shown_url(url: str) -> str:
+    """``url`` for a log line: without a user and password, a query or a fragment, where a key
+    may have been put."""
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit(
+        (parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
+
+
+def endpoints_in_use(s: Settings) -> list[str]:
+    """For the start-up log: each model endpoint the settings name, its model, whether a key is
+    sent (never the key) and what asks it; empty without one."""
+    asked: dict[tuple[str, str, bool], list[str]] = {}
+    if s.has_model:
+        asked[(s.llm_base_url, s.llm_model, s.llm_api_key is not None)] = [
+            "reflection", *(["entity extraction"] if s.extractor == "llm" else [])]
+    if s.importance_evaluator == "llm":  # the llm_* settings unless its own override them
+        asked.setdefault((s.importance_llm_base_url or s.llm_base_url,
+                          s.importance_llm_model or s.llm_model,
+                          (s.importance_llm_api_key or s.llm_api_key) is not None),
+                         []).append("importance")
+    return [f"model endpoint {shown_url(url)}, model {model}"
+            f"{', with an API key' if key else ''}: asked for {', '.join(uses)}"
+            for (url, model, key), uses in asked.items()]
 
 
 def from_settings(s: Settings) -> ChatModel:

@@ -166,10 +166,21 @@ class HttpServer:
                 raise FailedPrecondition(f"the HTTP server on {self.address} did not start")
             await asyncio.sleep(0.01)
         self.port = int(sock.getsockname()[1])
-        log.info("serving Connect (HTTP/JSON) on %s (port %d, %s)", self.address, self.port,
-                 "plaintext" if not s.tls_cert else
-                 "TLS, client certificates required" if s.tls_client_ca else "TLS")
+        log.info("serving Connect (HTTP/JSON) on %s (port %d, %s); the explorer: %s",
+                 self.address, self.port, "plaintext" if not s.tls_cert else
+                 "TLS, client certificates required" if s.tls_client_ca else "TLS",
+                 self.url() + "explorer/")
         return self.port
+
+    def url(self) -> str:
+        """The port's address for a browser on this machine: a wildcard bind (0.0.0.0, ::)
+        is reached at localhost."""
+        host = self.address.rpartition(":")[0].strip("[]")
+        if host in ("", "0.0.0.0", "::"):
+            host = "localhost"
+        elif ":" in host:
+            host = f"[{host}]"
+        return f"{'https' if self._s.tls_cert else 'http'}://{host}:{self.port}/"
 
     async def stop(self) -> None:
         if self._server is not None and self._task is not None:

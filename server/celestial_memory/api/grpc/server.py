@@ -29,6 +29,7 @@ from celestial_memory.errors import FailedPrecondition, InvalidArgument
 from celestial_memory.memory.service import MemoryService
 from celestial_memory.observability import metrics, telemetry
 from celestial_memory.ops.http import OpsServer
+from celestial_memory.understanding.chat import endpoints_in_use
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import _async as reflection_async
 from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
@@ -209,6 +210,10 @@ class MemoryServer:
             )
         log.info("serving on %s (port %d, %s)", self.address, self.port,
                  "mTLS" if s.tls_client_ca else "TLS" if s.tls_cert else "plaintext")
+        # Said once here: a model left unset (or misspelt) shows only when a reflection fails.
+        for line in endpoints_in_use(s) or ["no model endpoint (CELESTIAL_LLM_BASE_URL, "
+                                            "CELESTIAL_LLM_MODEL): reflection is refused"]:
+            log.info("%s", line)
         return self.port
 
     async def _set_health(self, serving: bool) -> None:
