@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-from collections.abc import AsyncIterator
+import uuid
 from pathlib import Path
 
 import grpc
@@ -18,6 +18,8 @@ from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 from celestial_memory.access.keys import create_key
 from celestial_memory.api.grpc.stream_limit import LOOPBACK, peer_caller
 from celestial_memory.clock import ManualClock
+from celestial_memory.domain.models import IndexVectors, Memory, Sparse
+from celestial_memory.domain.zones import Zone
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
@@ -148,16 +150,19 @@ async def test_exports_left_unread_hold_a_page_each_not_the_tenant(
                                   options=[("grpc.max_receive_message_length", 8 << 20)]) as ch,
     ):
         stub = pb_grpc.MemoryServiceStub(ch)
+        # 1,200 memories of 30 KB, written straight to the store: what is measured is their
+        # export, and storing them through StoreBatch took a minute and a half (their keywords).
         vectors = unit_vectors(1200, seed=4)
         filler = "lorem ipsum dolor sit amet " * 1100  # about 30 KB
-
-        async def batch(start: int) -> AsyncIterator[pb.StoreRequest]:
-            for i in range(start, start + 200):
-                yield pb.StoreRequest(tenant="big", content=f"{i} {filler}"[:30_000],
-                                      vector=vectors[i].tolist())
-
+        now = clock.now()
         for start in range(0, 1200, 200):
-            await stub.StoreBatch(batch(start), timeout=300)
+            srv.service.store.upsert([Memory(
+                id=str(uuid.uuid4()), tenant="big", content=f"{i} {filler}"[:30_000],
+                zone=Zone.OUTER, score=0.0, importance=0.5, recall_count=0, created_at=now,
+                last_recalled_at=now, vector=vectors[i], written_at=now,
+                index=IndexVectors(vectors[i], Sparse([], []), Sparse([], [])))
+                for i in range(start, start + 200)])
+        assert (await stub.Stats(pb.StatsRequest(tenant="big"))).total == 1200
         gc.collect()
         with peak_rss_growth() as growth:
             exports = [stub.Export(pb.ExportRequest(tenant="big")) for _ in range(16)]
