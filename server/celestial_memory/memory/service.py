@@ -1,4 +1,4 @@
-"""The domain service: store (memory/storing.py), recall (Core to Cloud, with reinforcement), get,
+"""The domain service: store (memory/storing.py), recall (memory/recalling.py), get,
 update, delete and restore (memory/archive.py), stats and rebalance. Front ends (the gRPC servicer,
 tests) call it with domain types only.
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import replace
 
 from celestial_memory.clock import Clock, ManualClock
 from celestial_memory.config import Settings
@@ -30,32 +29,28 @@ from celestial_memory.domain.models import (
     ZoneEvent,
 )
 from celestial_memory.domain.next_move import NextMove, next_move
-from celestial_memory.domain.paging import ENVELOPE_BYTES
-from celestial_memory.domain.reinforcing import reinforce
 from celestial_memory.domain.requests import MemoryChanges, NewMemory, RecallQuery, Stored
 from celestial_memory.domain.scoring import MemoryFunction, ScoreBreakdown
 from celestial_memory.domain.zones import Zone, ZoneTable
 from celestial_memory.encoding.embedding import Embedder
-from celestial_memory.errors import FailedPrecondition, InvalidArgument
+from celestial_memory.errors import FailedPrecondition
 from celestial_memory.graph.entity_index import EntityIndex, EntityProfile
 from celestial_memory.graph.relations import Relations
 from celestial_memory.graph.walks import MAX_REACHED, Reached, Walks
 from celestial_memory.memory.archive import Archive
 from celestial_memory.memory.cancellation import NEVER, Cancellation
-from celestial_memory.memory.context_neighbours import with_neighbours
 from celestial_memory.memory.editing import Editing
 from celestial_memory.memory.listing import Listing
 from celestial_memory.memory.observing import Observing
-from celestial_memory.memory.prompt_context import Assembler, ContextBlock, token_counter
+from celestial_memory.memory.prompt_context import ContextBlock, token_counter
+from celestial_memory.memory.recalling import Recalling
 from celestial_memory.memory.storing import Storing
 from celestial_memory.memory.transfer import Transfer
-from celestial_memory.observability import metrics
 from celestial_memory.policy.keeping import PolicyKeeper
 from celestial_memory.ranking import learned, tuning
 from celestial_memory.recall.candidates import RecallCandidates
-from celestial_memory.recall.retrieval import Retrieval, zone_order
+from celestial_memory.recall.retrieval import Retrieval
 from celestial_memory.reflection.assembly import reflections
-from celestial_memory.store.payload import ARCHIVE_ZONE
 from celestial_memory.store.repository import MemoryRepository
 from celestial_memory.understanding.chat import ChatModel
 from celestial_memory.understanding.extraction_queue import ExtractionQueue
@@ -116,6 +111,9 @@ class MemoryService:
         self.editing = Editing(settings, store, embedder, self.retrieval, self.fn, self.zones,
                                clock, self.placement)
         self.feedback = Feedback(settings, store, self.fn, self.zones, clock, self.placement, self.tuning)
+        self.recalling = Recalling(settings, store, embedder, self._candidates, self.fn,
+                                   self.zones, clock, self.placement, self.tokens,
+                                   lambda tenant, results: self.observing.recalled(tenant, results))
         self.observing = Observing(settings, store, embedder,
                                    PolicyKeeper.from_settings(store, clock, settings),
                                    self.store_batch, self.context_results)
@@ -178,115 +176,16 @@ class MemoryService:
     def recall(
         self, tenant: str, q: RecallQuery, cancel: Cancellation = NEVER
     ) -> list[RecallResult]:
-        """Hybrid search in every zone, rescored, in zone order behind the gate (recall/retrieval.py);
-        reinforces what it returns unless asked not to, or unless ``cancel`` says the caller is
-        gone (nothing is reinforced for an answer no one receives)."""
-        s = self.settings
-        limit = check.limit(q.limit, s)
-        flt = check.memory_filter(q.filter, s)
-        gate = check.unit_interval(q.min_relevance, "min_relevance")
-        gate = s.min_relevance if gate is None else gate
-        stages = metrics.Stages()
-        if q.query_vector is not None and len(q.query_vector) > 0:
-            qvec = check.vector(q.query_vector, self.store.dimension, "query_vector")
-            text = check.content(q.query, s, "query") if q.query.strip() else ""
-        else:
-            text = check.content(q.query, s, "query")
-            with stages("encode"):
-                qvec = self.embedder.embed([text])[0]
-        context_text = check.content(q.context, s, "context") if q.context.strip() else ""
-        got = self._candidates.find(tenant, q, text, qvec, flt, gate, limit, stages)
-        cands, relevance, via = got.candidates, got.relevance, got.via
-        if not cands.ids:
-            stages.done()
-            return []
-        ids, signals = cands.ids, cands.signals
-        zone_of = dict(zip(ids, cands.zones, strict=True))
-        with stages("encode"):
-            cvec = self.embedder.embed([context_text])[0] if context_text else None
-
-        with self.placement.locked(tenant):
-            pending = self.placement.pending(tenant, ids)
-            for mid, p in pending.items():  # a reinforcement not written yet may have moved it
-                zone_of[mid] = min(zone_of[mid], int(p.zone))
-            with stages("rescoring"):
-                ranked = zone_order(
-                    [zone_of[mid] for mid in ids], relevance, gate, s.zone_margin,
-                    by_zone=not q.ignore_zones, key=got.key,
-                )[:limit]
-            with stages("payloads"):
-                # Payloads only for what is returned (one read), not for every candidate (the
-                # ranker read only the few fields its features use).
-                found = self.store.get(tenant, [ids[r.index] for r in ranked])
-                ranked = [r for r in ranked if ids[r.index] in found]  # deleted meanwhile
-                if cvec is not None:
-                    context = self.store.similarities(tenant, cvec,
-                                                      [ids[r.index] for r in ranked])
-                else:  # the query is the context: C = its cosine to the content
-                    context = {ids[r.index]: float(signals[r.index, 0]) for r in ranked}
-            mems = [found[ids[r.index]] for r in ranked]
-            # Found in the archive, or archived since the search: returned as it is (a restore
-            # brings it back), never reinforced. One restored since is still reported as found.
-            archived = [zone_of[m.id] == ARCHIVE_ZONE or m.archived for m in mems]
-            for m, out in zip(mems, archived, strict=True):
-                if waiting := pending.get(m.id):  # count from the pending reinforcement
-                    m.recall_count = waiting.recall_count
-                    m.last_recalled_at = waiting.last_recalled_at
-                    m.context_score = waiting.context_score
-                if not out:
-                    m.zone = Zone(zone_of[m.id])
-            found_in = [m.zone for m in mems]
-            keep = list(range(len(mems)))
-            if q.select is not None:
-                keep = q.select(mems, [None if a else z for z, a in zip(found_in, archived,
-                                                                        strict=True)])
-            if q.fit is not None:  # only what the answer can carry is returned and reinforced
-                keep = keep[:q.fit([mems[i] for i in keep])]
-            mems, ranked = [mems[i] for i in keep], [ranked[i] for i in keep]
-            archived, found_in = [archived[i] for i in keep], [found_in[i] for i in keep]
-            cs = [max(context.get(m.id, 0.0), 0.0) for m in mems]
-            if q.reinforce:
-                cancel.check("the recall")
-            with stages("reinforcement"):
-                live = [i for i, out in enumerate(archived) if not out]
-                breakdowns = reinforce(self.fn, self.zones, mems, cs, self.clock.now(), q.reinforce,
-                                       live)
-                if q.reinforce and live:
-                    # Capacity follows off the recall's path (zones/placement.py).
-                    self.placement.reinforce(tenant, [mems[i] for i in live])
-        stages.done()
-        results = [RecallResult(m, z, r.relevance, b, archived=a, via=via.get(m.id)) for m, z, r, b, a
-                   in zip(mems, found_in, ranked, breakdowns, archived, strict=True)]
-        if any(archived):  # a turn the turn policy skipped, needed after all
-            self.observing.recalled(tenant, results)
-        return results
+        return self.recalling.recall(tenant, q, cancel)
 
     def context(self, tenant: str, q: RecallQuery, max_tokens: int, neighbours: bool = False,
                 cancel: Cancellation = NEVER) -> ContextBlock:
-        return self.context_results(tenant, q, max_tokens, cancel, neighbours)[0]
+        return self.recalling.context_results(tenant, q, max_tokens, cancel, neighbours)[0]
 
     def context_results(self, tenant: str, q: RecallQuery, max_tokens: int,
                         cancel: Cancellation = NEVER, neighbours: bool = False,
                         ) -> tuple[ContextBlock, list[RecallResult]]:
-        """The recall's memories as a block for a prompt within ``max_tokens``
-        (memory/prompt_context.py); only the memories the block holds are reinforced. ``q.limit`` is
-        how many to consider (0: 30). ``neighbours``: the memories related to each recalled one
-        (one step) follow it in the ranking the block is filled from, as far as the budget
-        allows; they are shown, not reinforced."""
-        if not 0 < max_tokens <= self.settings.max_prompt_tokens:
-            raise InvalidArgument("max_tokens",
-                                  f"must be 1 to {self.settings.max_prompt_tokens}, got {max_tokens}")
-        # The block shares its answer with the ids it lists (each memory's once, 38 bytes).
-        s = self.settings
-        room = s.max_message_bytes - ENVELOPE_BYTES - 40 * s.max_recall_limit
-        assembler = Assembler(max_tokens, self.tokens, room, s.summary_max_chars)
-        select = assembler.select
-        if neighbours:
-            def select(mems: Sequence[Memory], zones: Sequence[Zone | None]) -> list[int]:
-                return with_neighbours(self.store, tenant, assembler, mems, zones)
-        got = self.recall(tenant, replace(q, select=select,
-                                          limit=q.limit or min(30, s.max_recall_limit)), cancel)
-        return assembler.block, got
+        return self.recalling.context_results(tenant, q, max_tokens, cancel, neighbours)
 
     # -- get / update / delete -------------------------------------------------------------
 

@@ -6,8 +6,7 @@ an upsert replaces a point whatever its tenant, so callers check ``owners`` befo
 caller's id, and new memories are written insert-only), the payload layout (store/payload.py),
 recall candidates, pages of lists and exports, the ledger, the rebalance lease and markers.
 Every call that touches many memories is one batched engine call. The scenario and congruence
-suites in
-``tests/scenarios`` run it against every engine.
+suites in ``tests/scenarios`` run it against every engine.
 """
 
 from __future__ import annotations
@@ -19,23 +18,11 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from celestial_memory.domain.models import (
-    HybridQuery,
-    Memory,
-    MemoryFilter,
-    Sparse,
-    Vector,
-)
+from celestial_memory.domain.models import HybridQuery, Memory, MemoryFilter, Sparse, Vector
 from celestial_memory.domain.selection import Members, Selection
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import NotFound
-from celestial_memory.store.engine import (
-    LEDGER,
-    MEMORIES,
-    Engine,
-    Hit,
-    Point,
-)
+from celestial_memory.store.engine import LEDGER, MEMORIES, Engine, Hit, Point, Record
 from celestial_memory.store.graph_store import GraphStore
 from celestial_memory.store.ledger_records import LedgerRecords
 from celestial_memory.store.operations_store import OperationsStore
@@ -142,10 +129,14 @@ class MemoryRepository(LedgerRecords):
         return found[memory_id]
 
     def get(
-        self, tenant: str, ids: Sequence[str], with_vectors: bool = False
+        self, tenant: str, ids: Sequence[str], with_vectors: bool = False,
+        read: dict[str, Record] | None = None,
     ) -> dict[str, Memory]:
-        """The memories of ``tenant`` among ``ids`` (missing and foreign ones are absent)."""
-        records = self.engine.retrieve(MEMORIES, ids, vectors=[DENSE] if with_vectors else ())
+        """The memories of ``tenant`` among ``ids`` (missing and foreign ones are absent).
+        ``read``: records of some of them already read whole (no vectors), not read again."""
+        read = {} if read is None or with_vectors else read
+        records = [read[i] for i in ids if i in read] + self.engine.retrieve(
+            MEMORIES, [i for i in ids if i not in read], vectors=[DENSE] if with_vectors else ())
         mine = {r.id: r for r in records if r.payload.get("tenant") == tenant}
         out = {m.id: m for m in readable(mine.values())}
         for mid, m in out.items():
