@@ -7,7 +7,7 @@ model, for each.
     python benchmarks/policy_extraction.py [DATA] [--conversations N]
 
 A skipped turn is archived and never queued; a kept one (SAVE, or a RETRIEVE that also keeps)
-is queued as a stored one is. About 4 minutes on 2 cores for the five dev conversations.
+is queued as a stored one is. About 10 minutes on 2 cores for the five dev conversations.
 """
 
 from __future__ import annotations
