@@ -20,6 +20,7 @@ from typing import Any
 
 import grpc
 import numpy as np
+import pytest
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 
@@ -28,6 +29,8 @@ from tests.processes import free_port, start, stop
 THRESHOLDS = (0.50, 0.30, 0.10, -0.10)
 DIM = 384
 Stub = pb_grpc.MemoryServiceStub
+# Each start of a fresh data folder would export the encoder again (conftest.py).
+pytestmark = pytest.mark.usefixtures("shared_encoder")
 
 
 def _stub(port: int) -> tuple[grpc.Channel, pb_grpc.MemoryServiceStub]:
