@@ -10,10 +10,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from celestial_client import CelestialClient
 
 from tests.processes import free_port, start, stop
 from tests.scripted_model import ScriptedModel
+
+# Each start of a fresh data folder would export the encoder again (conftest.py).
+pytestmark = pytest.mark.usefixtures("shared_encoder")
 
 
 def facts(body: dict[str, Any]) -> str:
