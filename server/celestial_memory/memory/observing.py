@@ -30,7 +30,7 @@ from celestial_memory.errors import InvalidArgument
 from celestial_memory.memory.cancellation import NEVER, Cancellation
 from celestial_memory.memory.prompt_context import ContextBlock
 from celestial_memory.memory.repeats import NEAREST
-from celestial_memory.policy.decision import Action, Decision
+from celestial_memory.policy.decision import Action, Decision, Phase
 from celestial_memory.policy.keeping import PolicyKeeper
 from celestial_memory.policy.turn_policy import Turn, TurnPolicy
 from celestial_memory.store.repository import MemoryRepository
@@ -107,16 +107,20 @@ class Observing:
         if t.max_tokens > s.max_prompt_tokens:  # refused before any decision, whichever it is
             raise InvalidArgument("max_tokens", f"must be 0 to {s.max_prompt_tokens}, got "
                                                 f"{t.max_tokens}")
-        vec = self._embedder.embed([text])[0]
         count = self._count(tenant)
+        policy = self.policies.of(tenant)
+        turn = Turn(text, role, session, previous)
+        if t.dry_run and _by_rules(d := policy.decide(turn, memory_count=count, dry_run=True)):
+            # The rules decided without the bandit, so novelty would change nothing: a dry run
+            # answers without encoding the turn (its trace says novelty was not measured).
+            return Observed(d)
+        vec = self._embedder.embed([text])[0]
         novelty, nearest = None, None
         if count:
             # As many as the repeat check reads: the write below searches no more.
             nearest = self._store.nearest_live(tenant, [vec], NEAREST)[0]
             novelty = 1.0 - nearest[0][1] if nearest else 1.0
-        policy = self.policies.of(tenant)
-        d = policy.decide(Turn(text, role, session, previous), memory_count=count,
-                          novelty=novelty, dry_run=t.dry_run)
+        d = policy.decide(turn, memory_count=count, novelty=novelty, dry_run=t.dry_run)
         if t.dry_run:
             return Observed(d)
         self.policies.changed(tenant)
@@ -231,3 +235,8 @@ def _kept(policy: TurnPolicy, decision: int, m: Memory) -> bool:
         logged = policy.logged(decision)
         return logged is None or logged.keep
     return action != Action.SKIP.value
+
+
+def _by_rules(d: Decision) -> bool:
+    """Whether the rules alone took ``d``: what to do with the turn and whether to keep it."""
+    return d.trace.phase is not Phase.BANDIT and d.trace.keep_by != "bandit"
