@@ -11,7 +11,8 @@ other, which goes first alternating from one turn to the next (ABBA), so drift o
 machine falls on both. Observe's timings are grouped by its decision: a SAVE against the
 Store of the same turn (the median of the pairs' differences), a SKIP (written into the
 archive), a RETRIEVE (answers a context block). Last, a dry run of each turn: the decision
-alone (encode, novelty search, the policy).
+alone, by what took it: the rules alone answer without encoding the turn; the bandit needs it
+encoded and its novelty searched.
 """
 
 from __future__ import annotations
@@ -88,12 +89,26 @@ def main() -> int:
             by_action[action].append(ms["do_observe"])
             if action == "SAVE":
                 save_pairs.append((ms["do_observe"], ms["do_store"]))
-        dry = [timed(lambda t=text, r=speaker: observe.observe(t, role=r, dry_run=True))
-               for r, text in turns]
+        dry: list[float] = []
+        dry_by: dict[str, list[float]] = defaultdict(list)
+        for speaker, text in turns:
+            seen: dict[str, object] = {}
+
+            def do_dry(text: str = text, speaker: str = speaker,
+                       seen: dict[str, object] = seen) -> None:
+                seen["o"] = observe.observe(text, role=speaker, dry_run=True)
+
+            dry.append(timed(do_dry))
+            d = seen["o"].decision  # type: ignore[attr-defined]
+            # The rules alone decide without encoding the turn; the bandit needs its novelty.
+            by = "the bandit" if d.trace.phase == 2 or d.trace.keep_by == "bandit" else "the rules"
+            dry_by[f"{d.action} by {by}"].append(dry[-1])
         print(line("Store", store_ms))
         for action, xs in sorted(by_action.items()):
             print(line(f"Observe, decided {action}", xs))
         print(line("Observe, dry run (the decision)", dry))
+        for kind, xs in sorted(dry_by.items()):
+            print(line(f"  dry run, {kind}", xs))
         if save_pairs:
             diffs = [o - st for o, st in save_pairs]
             ratio = (statistics.median(o for o, _ in save_pairs)
