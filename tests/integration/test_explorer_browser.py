@@ -101,6 +101,19 @@ def open_card(driver: Browser, css: str) -> None:
     after(driver, "cards", driver.find_element("css selector", css).click)
 
 
+def back(driver: Browser, forward: bool = False) -> None:
+    """The browser's Back (or Forward) button, until the page has shown the entry's address."""
+    after(driver, "steps", driver.forward if forward else driver.back)
+
+
+def address(driver: Browser) -> dict[str, str]:
+    """The page's address, read by the page: its query's parameters, and its fragment's length
+    (a key's value never comes back here: the run's log would hold it)."""
+    return dict(driver.execute_script("""
+        return {...Object.fromEntries(new URLSearchParams(location.search)),
+                hash: String(location.hash.length)}"""))
+
+
 def shown_results(driver: Browser) -> list[dict[str, Any]]:
     return list(driver.execute_script("""
         return [...document.querySelectorAll('#results section.zone')].map(s => ({
@@ -238,6 +251,25 @@ async def test_search_cards_relations_history_and_feedback_in_a_browser(
             await asyncio.to_thread(open_card, driver, f"#graph g.node[data-id='{alice}'] circle")
             assert shown_card(driver)["id"] == alice
 
+            # Each step was an entry of the page's history: Back walks them back within the page
+            # (never loading it again), to the search, then to the page as it opened; Forward again.
+            driver.execute_script("document.body.dataset.stayed = 'yes'")
+            for was in (hotel, alice, None):
+                await asyncio.to_thread(back, driver)
+                assert address(driver).get("id") == was and address(driver)["q"] == QUERY
+                card = shown_card(driver)
+                assert card["visible"] == (was is not None) and card["id"] == was
+            await asyncio.to_thread(back, driver)
+            assert address(driver) == {"tenant": T, "hash": "0"}
+            assert not driver.find_elements("css selector", "#results li.result")
+            assert driver.find_element("id", "query").get_attribute("value") == ""
+            await asyncio.to_thread(back, driver, True)
+            assert [s["zone"] for s in shown_results(driver)] == [z for z, _ in want]
+            assert driver.find_element("id", "query").get_attribute("value") == QUERY
+            await asyncio.to_thread(back, driver, True)
+            assert shown_card(driver)["id"] == alice and address(driver)["id"] == alice
+            assert driver.execute_script("return document.body.dataset.stayed") == "yes"
+
             # A vote: the page says it landed, and the service has it.
             before = (await stub.Get(pb.GetRequest(tenant=T, id=alice))).memory.importance
             await asyncio.to_thread(after, driver, "votes",
@@ -320,6 +352,16 @@ async def test_the_key_comes_from_the_fragment_and_its_absence_is_shown(
             assert error_text(driver) == ""
             ledger = await stub.Ledger(pb.LedgerRequest(memory_id=mid), metadata=md(read))
             assert [e.kind for e in ledger.events] == [pb.ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL]
+            # Back closes the card (the step before it) and keeps the key where it was, in the
+            # fragment, with no load of the page.
+            driver.execute_script("document.body.dataset.stayed = location.hash")
+            await asyncio.to_thread(back, driver)
+            assert not shown_card(driver)["visible"]
+            assert address(driver) == {"q": "Lisbon", "tenant": "a",
+                                       "hash": str(len(f"#key={write}"))}
+            assert driver.execute_script(
+                "return document.body.dataset.stayed === location.hash") is True
+            assert driver.find_elements("css selector", "#results li.result")
 
 
 @needs_browser

@@ -31,8 +31,7 @@ import {
 const HISTORY_PAGE = 100;
 const NEIGHBOURS_PAGE = 24;
 
-const params = new URLSearchParams(location.search);
-const tenant = params.get("tenant") ?? "";
+const tenant = new URLSearchParams(location.search).get("tenant") ?? "";
 // The API key stays in the fragment (#key=...): browsers never send that part to a server.
 const apiKey = new URLSearchParams(location.hash.slice(1)).get("key") ?? "";
 
@@ -72,10 +71,18 @@ function clearError(): void {
   delete document.body.dataset.error;
 }
 
-function keepInAddress(name: string, value: string): void {
+// What is shown is in the address (?q= the search, ?id= the card): each step the reader takes is
+// a history entry of its own, so that Back and Forward walk through them within the page. The
+// fragment (the key) is carried along as it is, and stays out of every request.
+let shown = { q: "", id: "" };
+
+function keepInAddress(push: boolean): void {
   const url = new URL(location.href);
-  if (value) url.searchParams.set(name, value); else url.searchParams.delete(name);
-  history.replaceState(null, "", url);  // the fragment (the key) stays as it is
+  for (const [name, value] of Object.entries(shown)) {
+    if (value) url.searchParams.set(name, value); else url.searchParams.delete(name);
+  }
+  if (url.href === location.href) return;
+  if (push) history.pushState(null, "", url); else history.replaceState(null, "", url);
 }
 
 // ---- the tenant's zones (Stats) ----
@@ -96,6 +103,7 @@ async function loadStats(): Promise<void> {
 // ---- search (Recall, no reinforcement) ----
 
 let searchSeq = 0;
+const SUMMARY = "Results come grouped by zone, Core first. Searching reinforces nothing.";
 
 function breakdownList(b: ScoreBreakdown | undefined): HTMLElement {
   const list = el("dl", { class: "breakdown" });
@@ -129,7 +137,7 @@ function resultItem(r: RecallResult): HTMLElement | null {
             open, meta, breakdownList(r.breakdown));
 }
 
-async function search(query: string): Promise<void> {
+async function search(query: string, push = true): Promise<void> {
   const seq = ++searchSeq;
   const limit = Number(byId<HTMLSelectElement>("limit").value) || 20;
   const box = byId("results");
@@ -138,7 +146,8 @@ async function search(query: string): Promise<void> {
     const res = await client.recall({ tenant, query, limit, noReinforce: true });
     if (seq !== searchSeq) return;  // a newer search is under way
     clearError();
-    keepInAddress("q", query);
+    shown.q = query;
+    keepInAddress(push);
     const groups = new Map<Zone, RecallResult[]>(ZONES.map((z) => [z, []]));
     for (const r of res.results) groups.get(r.foundIn)?.push(r);
     const sections: HTMLElement[] = [];
@@ -161,6 +170,16 @@ async function search(query: string): Promise<void> {
   } finally {
     if (seq === searchSeq) box.removeAttribute("aria-busy");
   }
+}
+
+function clearResults(): void {
+  searchSeq++;  // a search still under way is not shown
+  const box = byId("results");
+  box.replaceChildren();
+  box.removeAttribute("aria-busy");
+  delete box.dataset.count;
+  byId("summary").textContent = SUMMARY;
+  shown.q = "";
 }
 
 function markSelected(): void {
@@ -261,7 +280,7 @@ function renderAround(m: Memory, { related, ledger }: Around): void {
   renderHistory(ledger.events, ledger.nextPageToken !== "");
 }
 
-async function openCard(id: string): Promise<void> {
+async function openCard(id: string, push = true): Promise<void> {
   const seq = ++cardSeq;
   const card = byId("card");
   card.setAttribute("aria-busy", "true");
@@ -281,7 +300,8 @@ async function openCard(id: string): Promise<void> {
     status.textContent = "";
     delete status.dataset.verdict;
     for (const b of voteButtons()) b.disabled = memory.archived;
-    keepInAddress("id", memory.id);
+    shown.id = memory.id;
+    keepInAddress(push);
     markSelected();
     bump("cards");
   } catch (e) {
@@ -289,6 +309,16 @@ async function openCard(id: string): Promise<void> {
   } finally {
     if (seq === cardSeq) card.removeAttribute("aria-busy");
   }
+}
+
+function closeCard(): void {
+  cardSeq++;  // a card still loading is not shown
+  const card = byId("card");
+  card.hidden = true;
+  delete card.dataset.id;
+  byId("hint").hidden = false;
+  shown.id = "";
+  markSelected();
 }
 
 function voteButtons(): HTMLButtonElement[] {
@@ -357,14 +387,25 @@ function start(): void {
   window.addEventListener("hashchange", () => location.reload());
   byId("helpful").addEventListener("click", () => void vote(true));
   byId("not-helpful").addEventListener("click", () => void vote(false));
+  // Back and Forward: show what the address says, without adding an entry.
+  window.addEventListener("popstate", () => void follow().then(() => bump("steps")));
   void loadStats();
-  const q = params.get("q");
-  if (q) {
-    input.value = q;
-    void search(q);
+  void follow();
+}
+
+// Brings the page to its address: the search and the card it names, each only if it changed.
+async function follow(): Promise<void> {
+  const now = new URLSearchParams(location.search);
+  const q = now.get("q") ?? "", id = now.get("id") ?? "";
+  const steps: Promise<void>[] = [];
+  if (q !== shown.q) {
+    byId<HTMLInputElement>("query").value = q;
+    if (q) steps.push(search(q, false)); else clearResults();
   }
-  const id = params.get("id");
-  if (id) void openCard(id);
+  if (id !== shown.id) {
+    if (id) steps.push(openCard(id, false)); else closeCard();
+  }
+  await Promise.all(steps);
 }
 
 start();
