@@ -125,6 +125,30 @@ def shown_results(driver: Browser) -> list[dict[str, Any]]:
             text: li.innerText}))}))"""))
 
 
+def overview(driver: Browser) -> dict[str, Any]:
+    return dict(driver.execute_script("""
+        const home = document.getElementById('home');
+        return {
+          visible: !home.hidden,
+          zones: Object.fromEntries([...home.querySelectorAll('#zones li')].map(
+            z => [z.dataset.zone, Number(z.dataset.count)])),
+          newest: [...home.querySelectorAll('#newest li.recent')].map(r => r.dataset.id),
+          note: [...home.querySelectorAll('#newest li.none')].map(r => r.textContent),
+        }"""))
+
+
+def clear_search(driver: Browser) -> None:
+    """Empties the search box by hand (select all, delete), until the overview is loaded again."""
+    from selenium.webdriver.common.keys import Keys
+    box = driver.find_element("id", "query")
+    box.send_keys(Keys.CONTROL + "a")
+    after(driver, "stats", lambda: box.send_keys(Keys.BACKSPACE))
+
+
+def zone_name(zone: int) -> str:
+    return pb.Zone.Name(zone).removeprefix("ZONE_").lower()
+
+
 def shown_card(driver: Browser) -> dict[str, Any]:
     return dict(driver.execute_script("""
         const all = (css, f) => [...document.querySelectorAll(css)].map(f);
@@ -199,10 +223,20 @@ async def test_search_cards_relations_history_and_feedback_in_a_browser(
             await asyncio.to_thread(wait_for, driver, "stats", 1)
             assert driver.find_element("id", "tenant").text == T
             assert f"{len(NOTES)} memories" in driver.find_element("id", "overview").text
+            # Before a search, the overview: the zones' counts (Stats) and the newest memories
+            # (Recent, which reinforces nothing: the recall counts below say so).
+            stats = await stub.Stats(pb.StatsRequest(tenant=T))
+            newest = (await stub.Recent(pb.RecentRequest(tenant=T, page_size=10))).memories
+            home = overview(driver)
+            assert home["visible"] and home["newest"] == [m.id for m in newest]
+            assert home["zones"] == {**{zone_name(z.zone): z.count for z in stats.zones},
+                                     "archived": stats.archived}
+            assert sum(home["zones"].values()) == len(NOTES)
 
             # Search: the Recall's results, grouped by zone in zone order, scores and terms.
             await asyncio.to_thread(search, driver, QUERY)
             shown = shown_results(driver)
+            assert not overview(driver)["visible"]
             want = [(z, [r for r, rz in zip(expected, zones, strict=True) if rz == z])
                     for z in ZONES if z in zones]
             assert [s["zone"] for s in shown] == [z for z, _ in want]
@@ -294,6 +328,21 @@ async def test_search_cards_relations_history_and_feedback_in_a_browser(
             assert not [m for m in console if "Content Security Policy" in m], console
             if shot := os.environ.get("CELESTIAL_EXPLORER_SCREENSHOT"):
                 await asyncio.to_thread(screenshot, driver, shot)
+
+            # The search emptied: the overview again, whose newest memories open their cards.
+            await asyncio.to_thread(clear_search, driver)
+            assert overview(driver)["visible"] and "q" not in address(driver)
+            assert not driver.find_elements("css selector", "#results li.result")
+            await asyncio.to_thread(open_card, driver,
+                                    f"#newest li.recent[data-id='{delays}'] button.open")
+            assert shown_card(driver)["id"] == delays
+
+            # A tenant that holds nothing says so (a misspelt name, most often), not "0 memories".
+            await asyncio.to_thread(driver.get, base + "x")
+            await asyncio.to_thread(wait_for, driver, "stats", 1)
+            said = f"tenant {T}x holds no memories — check the tenant name"
+            assert driver.find_element("id", "overview").text == said
+            assert overview(driver)["newest"] == [] and said in overview(driver)["note"][0]
 
             # A memory that is not there: the error, as text.
             await asyncio.to_thread(driver.get, base + "&id=00000000-0000-4000-8000-000000000000")

@@ -30,6 +30,7 @@ import {
 
 const HISTORY_PAGE = 100;
 const NEIGHBOURS_PAGE = 24;
+const NEWEST = 10;
 
 const tenant = new URLSearchParams(location.search).get("tenant") ?? "";
 // The API key stays in the fragment (#key=...): browsers never send that part to a server.
@@ -85,19 +86,65 @@ function keepInAddress(push: boolean): void {
   if (push) history.pushState(null, "", url); else history.replaceState(null, "", url);
 }
 
-// ---- the tenant's zones (Stats) ----
+// ---- the overview: the tenant's zones (Stats) and its newest memories (Recent) ----
 
-async function loadStats(): Promise<void> {
+// Shown until a search, and again when the search is cleared. Recent reinforces nothing either.
+async function loadOverview(): Promise<void> {
   try {
-    const stats = await client.stats({ tenant });
+    const [stats, recent] = await Promise.all([
+      client.stats({ tenant }), client.recent({ tenant, pageSize: NEWEST })]);
     const parts = stats.zones.map((z) => `${zoneName(z.zone)} ${z.count}`);
-    byId("overview").textContent = `${stats.total} memories: ${parts.join(" · ")}` +
-      ` · ${stats.archived} archived · ${stats.embeddingModel}`;
+    // An empty tenant is most often a misspelt name: say so rather than "0 memories".
+    const empty = stats.total === 0n && stats.archived === 0n;
+    const who = tenant ? `tenant ${tenant}` : "the default tenant";
+    byId("overview").textContent = empty
+      ? `${who} holds no memories — check the tenant name`
+      : `${stats.total} memories: ${parts.join(" · ")}` +
+        ` · ${stats.archived} archived · ${stats.embeddingModel}`;
+    byId("overview").classList.toggle("empty", empty);
+    byId("zones").replaceChildren(...stats.zones.map((z) => {
+      const name = zoneName(z.zone);
+      return el("li", { class: `zone-count zone-${name}`,
+                        data: { zone: name, count: String(z.count) },
+                        title: (z.capacity ? `capacity ${z.capacity}` : "no capacity bound") +
+                          (z.minScore !== undefined ? `; from score ${fixed(z.minScore)}` : "") },
+                el("b", { text: title(name) }), ` ${z.count}`);
+    }), el("li", { class: "zone-count archived", data: { zone: "archived",
+                                                           count: String(stats.archived) },
+                   title: "forgotten memories, kept in the archive" },
+           el("b", { text: "Archived" }), ` ${stats.archived}`));
+    const newest = recent.memories.map(recentItem);
+    if (!newest.length) {
+      newest.push(el("li", { class: "none", text: empty
+        ? `Nothing to show: ${who} holds no memories — check the tenant name.`
+        : "No live memories: all of them are in the archive." }));
+    }
+    byId("newest").replaceChildren(...newest);
+    markSelected();
     bump("stats");
   } catch (e) {
     byId("overview").textContent = "";
     showError("Reading the tenant's zones", e);
   }
+}
+
+function recentItem(m: Memory): HTMLElement {
+  const open = el("button", { class: "open", text: short(m.content, 160), title: m.content,
+                              data: { id: m.id } });
+  open.type = "button";
+  open.addEventListener("click", () => void openCard(m.id));
+  const zone = zoneName(m.zone);
+  return el("li", { class: `recent zone-${zone}`, data: { id: m.id, zone } }, open,
+            el("p", { class: "meta" }, el("span", { class: "badge", text: title(zone) }),
+               el("time", { text: when(m.createdAt) })));
+}
+
+// The search box emptied: the overview again, as a step of its own.
+function clearSearch(): void {
+  if (!shown.q) return;
+  clearResults();
+  keepInAddress(true);
+  void loadOverview();
 }
 
 // ---- search (Recall, no reinforcement) ----
@@ -163,6 +210,7 @@ async function search(query: string, push = true): Promise<void> {
       ? `${res.results.length} memories for “${query}” (not reinforced: this search changes nothing)`
       : `Nothing found for “${query}”.`;
     box.dataset.count = String(res.results.length);
+    byId("home").hidden = true;
     markSelected();
     bump("searches");
   } catch (e) {
@@ -179,12 +227,13 @@ function clearResults(): void {
   box.removeAttribute("aria-busy");
   delete box.dataset.count;
   byId("summary").textContent = SUMMARY;
+  byId("home").hidden = false;
   shown.q = "";
 }
 
 function markSelected(): void {
   const id = byId("card").dataset.id ?? "";
-  for (const li of document.querySelectorAll<HTMLElement>("#results li.result")) {
+  for (const li of document.querySelectorAll<HTMLElement>("#results li.result, #newest li")) {
     li.classList.toggle("selected", li.dataset.id === id);
   }
 }
@@ -389,7 +438,10 @@ function start(): void {
   byId("not-helpful").addEventListener("click", () => void vote(false));
   // Back and Forward: show what the address says, without adding an entry.
   window.addEventListener("popstate", () => void follow().then(() => bump("steps")));
-  void loadStats();
+  // Emptied (by hand, or the box's own clear button): back to the overview.
+  input.addEventListener("input", () => { if (!input.value.trim()) clearSearch(); });
+  input.addEventListener("search", () => { if (!input.value.trim()) clearSearch(); });
+  void loadOverview();
   void follow();
 }
 
@@ -400,7 +452,11 @@ async function follow(): Promise<void> {
   const steps: Promise<void>[] = [];
   if (q !== shown.q) {
     byId<HTMLInputElement>("query").value = q;
-    if (q) steps.push(search(q, false)); else clearResults();
+    if (q) steps.push(search(q, false));
+    else {
+      clearResults();
+      steps.push(loadOverview());
+    }
   }
   if (id !== shown.id) {
     if (id) steps.push(openCard(id, false)); else closeCard();
