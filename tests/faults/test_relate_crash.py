@@ -19,6 +19,8 @@ from tests.processes import START_S, free_port, kill, start
 T = "rel"
 KILLS = 10  # each a server start (seconds on a loaded machine): the suite's longest test
 RELATE_S = 30.0  # a bound on one Relate (it takes milliseconds)
+# Each start of a fresh data folder would export the encoder again (conftest.py).
+pytestmark = pytest.mark.usefixtures("shared_encoder")
 
 
 def _relate_until_killed(port: int, ids: list[str], seed: int,
