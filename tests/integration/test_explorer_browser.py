@@ -6,7 +6,8 @@ vote lands in the service; API keys go in the fragment, and a missing one shows 
 the turn policy saved or skipped (Observe) says so on its card, with why, and a skipped one's
 history shows the skip.
 Skipped where no browser is installed. With ``CELESTIAL_EXPLORER_SCREENSHOT=path`` the run saves
-a screenshot there (docs/explorer.png).
+a screenshot there (docs/explorer.png), 1280 px wide, and one 420 px wide beside it
+(docs/explorer-narrow.png).
 
 Also: the checked-in explorer.js is what ``npm run build:explorer`` makes from the sources now
 (skipped without node and npm)."""
@@ -170,10 +171,40 @@ def error_text(driver: Browser) -> str:
         const e = document.getElementById('error'); return e.hidden ? '' : e.textContent"""))
 
 
-def screenshot(driver: Browser, path: str) -> None:
-    """The page at the top, in a 1280 x 900 viewport (the window is larger by its frame)."""
-    frame = driver.execute_script("return window.outerHeight - window.innerHeight")
-    driver.set_window_size(1280, 900 + int(frame))
+def viewport(driver: Browser, width: int, height: int = 900) -> None:
+    """A ``width`` x ``height`` viewport, as a device of that size shows it (a window is kept
+    500 px wide at least, and has a frame)."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+    assert driver.execute_script("return window.innerWidth") == width
+
+
+def layout(driver: Browser, width: int) -> dict[str, Any]:
+    """At a ``width`` px viewport: how wide the page is, where the search button and the two
+    columns are, and whether the button's right edge is the button (not clipped, not covered)."""
+    viewport(driver, width)
+    return dict(driver.execute_script("""
+        window.scrollTo(0, 0);
+        const box = id => document.getElementById(id).getBoundingClientRect();
+        const b = box('search');
+        const edge = document.elementFromPoint(b.right - 2, (b.top + b.bottom) / 2);
+        return {scroll: document.documentElement.scrollWidth, inner: window.innerWidth,
+                button: [b.left, b.right, b.width], edge: edge && edge.id,
+                found: [box('found').left, box('found').bottom],
+                side: [box('side').left, box('side').top]}"""))
+
+
+def fits(driver: Browser, width: int) -> dict[str, Any]:
+    got = layout(driver, width)
+    assert got["scroll"] <= got["inner"] == width, got  # no sideways scrolling
+    left, right, w = got["button"]
+    assert w > 0 and left >= 0 and right <= width and got["edge"] == "search", got
+    return got
+
+
+def screenshot(driver: Browser, path: str, width: int = 1280) -> None:
+    """The page at the top, in a ``width`` x 900 viewport."""
+    viewport(driver, width)
     driver.execute_script("window.scrollTo(0, 0)")
     driver.save_screenshot(path)
 
@@ -326,8 +357,18 @@ async def test_search_cards_relations_history_and_feedback_in_a_browser(
             # Nothing the page did broke its CSP (no inline style or script, no other origin).
             console = [e["message"] for e in driver.get_log("browser")]
             assert not [m for m in console if "Content Security Policy" in m], console
+            # From a phone's 360 px to a wide screen: no sideways scrolling, the search button
+            # whole; one column (the card under the results) below 720 px, two above.
+            for width in (360, 420, 1400):
+                got = await asyncio.to_thread(fits, driver, width)
+                if width < 720:
+                    assert got["side"][1] >= got["found"][1], got
+                else:
+                    assert got["side"][0] > got["found"][0], got
             if shot := os.environ.get("CELESTIAL_EXPLORER_SCREENSHOT"):
                 await asyncio.to_thread(screenshot, driver, shot)
+                narrow = Path(shot).with_stem(Path(shot).stem + "-narrow")
+                await asyncio.to_thread(screenshot, driver, str(narrow), 420)
 
             # The search emptied: the overview again, whose newest memories open their cards.
             await asyncio.to_thread(clear_search, driver)
