@@ -47,9 +47,9 @@ async def test_every_result_carries_zone_relevance_and_breakdown(
     for r in results:
         assert r.found_in in set(Zone) and 0.0 <= r.relevance <= 1.0
         b = r.breakdown
-        assert b.total == pytest.approx(
-            0.25 * b.recall + 0.30 * b.freshness + 0.25 * b.importance + 0.20 * b.context
-        )
+        assert b.total == pytest.approx(  # each term is sent to six decimal places
+            0.25 * b.recall + 0.30 * b.freshness + 0.25 * b.importance + 0.20 * b.context,
+            abs=1e-6)
 
 
 async def test_the_weighted_order_returns_results_by_relevance(

@@ -213,6 +213,7 @@ class RecallResult:
     breakdown: ScoreBreakdown
     archived: bool = False  # found in the archive (a deep recall), not reinforced
     via: Via | None = None  # reached through a relation of another result (graph expansion)
+    at: float | None = None  # the time its breakdown is of (its memory's is given at the same)
 
 
 @dataclass(frozen=True, slots=True)

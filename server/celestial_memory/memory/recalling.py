@@ -119,13 +119,14 @@ class Recalling:
                 cancel.check("the recall")
             with stages("reinforcement"):
                 live = [i for i, out in enumerate(archived) if not out]
-                breakdowns = reinforce(self.fn, self.zones, mems, cs, self.clock.now(), q.reinforce,
-                                       live)
+                at = self.clock.now()  # one time for the whole answer (its memories' terms too)
+                breakdowns = reinforce(self.fn, self.zones, mems, cs, at, q.reinforce, live)
                 if q.reinforce and live:
                     # Capacity follows off the recall's path (zones/placement.py).
                     self.placement.reinforce(tenant, [mems[i] for i in live])
         stages.done()
-        results = [RecallResult(m, z, r.relevance, b, archived=a, via=via.get(m.id)) for m, z, r, b, a
+        results = [RecallResult(m, z, r.relevance, b, archived=a, via=via.get(m.id), at=at)
+                   for m, z, r, b, a
                    in zip(mems, found_in, ranked, breakdowns, archived, strict=True)]
         if any(archived):  # a turn the turn policy skipped, needed after all
             self._skipped_found(tenant, results)

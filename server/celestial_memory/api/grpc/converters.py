@@ -73,10 +73,21 @@ def ts_from_pb(owner: Message, name: str, field: str) -> float | None:
     return ts.seconds + ts.nanos / 1e9
 
 
+# A score and its terms are sent to a millionth (the contract says so): finer digits are the
+# clock's jitter between two readings, and a freshness of -8e-09 a millisecond after a store
+# reads as a fault. Adding 0.0 turns a rounded -0.0 into 0.0.
+SCORE_DIGITS = 6
+
+
+def shown_score(x: float) -> float:
+    return round(x, SCORE_DIGITS) + 0.0
+
+
 def breakdown_to_pb(b: ScoreBreakdown) -> pb.ScoreBreakdown:
     return pb.ScoreBreakdown(
-        recall=b.recall, freshness=b.freshness, importance=b.importance,
-        context=b.context, total=b.total,
+        recall=shown_score(b.recall), freshness=shown_score(b.freshness),
+        importance=b.importance, context=shown_score(b.context),  # importance: as given
+        total=shown_score(b.total),
     )
 
 
@@ -89,7 +100,8 @@ def next_move_to_pb(move: NextMove | None) -> pb.NextMove | None:
 
 def memory_to_pb(m: Memory, b: ScoreBreakdown, move: NextMove | None = None) -> pb.Memory:
     return pb.Memory(
-        id=m.id, tenant=m.tenant, content=m.content, zone=zone_to_pb(m.zone), score=m.score,
+        id=m.id, tenant=m.tenant, content=m.content, zone=zone_to_pb(m.zone),
+        score=shown_score(m.score),
         importance=m.importance, recall_count=m.recall_count,
         created_at=ts_to_pb(m.created_at), last_recalled_at=ts_to_pb(m.last_recalled_at),
         tags=m.tags, session_id=m.session_id, agent_id=m.agent_id, metadata=m.metadata,
@@ -297,8 +309,10 @@ def stats_to_pb(s: Stats) -> pb.StatsResponse:
 
 def exported_to_pb(m: Memory, b: ScoreBreakdown) -> pb.ExportedMemory:
     assert m.vector is not None and m.index is not None
+    memory = memory_to_pb(m, b)
+    memory.score = m.score  # exact, not as shown: an Import restores it
     return pb.ExportedMemory(
-        memory=memory_to_pb(m, b), vector=m.vector.tolist(),
+        memory=memory, vector=m.vector.tolist(),
         context_vector=m.index.context_dense.tolist(), context_score=m.context_score,
         written_at=ts_to_pb(m.written_at),
     )

@@ -43,7 +43,7 @@ class PolicyRpcs(ServicerParts):
         if out.memory is not None:
             m = out.memory
             answer.memory.CopyFrom(self._memory(m, m.written_at if out.created else None))
-        answer.results.extend(cv.recall_result_to_pb(r, self._service.breakdown(r.memory),
+        answer.results.extend(cv.recall_result_to_pb(r, self._service.breakdown(r.memory, r.at),
                                                      self._service.next_move(r.memory))
                               for r in out.results)
         if out.context is not None:

@@ -178,7 +178,7 @@ class MemoryServicer(GraphRpcs, FeedbackRpcs, ReflectRpcs, TransferRpcs, PolicyR
                                   cancellable=True)
         return pb.RecallResponse(
             results=[
-                cv.recall_result_to_pb(r, self._service.breakdown(r.memory),
+                cv.recall_result_to_pb(r, self._service.breakdown(r.memory, r.at),
                                        self._service.next_move(r.memory))
                 for r in results
             ]

@@ -564,7 +564,10 @@ export function turnActionToJSON(object: TurnAction): string {
   }
 }
 
-/** The terms of the memory function for one memory at one moment. */
+/**
+ * The terms of the memory function for one memory at one moment.
+ * Computed terms (R, F, C, I) are sent rounded to six decimal places, and never as -0.
+ */
 export interface ScoreBreakdown {
   /** R: recall score, min(1, ln(1+n)/ln(1+cap)), in [0, 1]. */
   recall: number;
@@ -588,7 +591,10 @@ export interface Memory {
   content: string;
   /** Zone the memory is placed in now. */
   zone: Zone;
-  /** Score I when the memory was last written (stored, recalled, updated or moved). */
+  /**
+   * Score I when the memory was last written (stored, recalled, updated or moved), to six
+   * decimal places (exact in an export); breakdown.total is the score as of the response.
+   */
   score: number;
   /** Importance A in [0, 1]. */
   importance: number;
@@ -612,7 +618,10 @@ export interface Memory {
   metadata: { [key: string]: string };
   /** A pinned memory is never forgotten and does not decay out of its zone. */
   pinned: boolean;
-  /** The score terms as of this response, with C from the memory's last recall. */
+  /**
+   * The score terms as of this response, with C from the memory's last recall. In a recall's
+   * result, as of the recall's own time: a reinforced memory's equals the result's breakdown.
+   */
   breakdown:
     | ScoreBreakdown
     | undefined;

@@ -50,6 +50,7 @@ export const file_celestial_v1_memory: GenFile = /*@__PURE__*/
 
 /**
  * The terms of the memory function for one memory at one moment.
+ * Computed terms (R, F, C, I) are sent rounded to six decimal places, and never as -0.
  *
  * @generated from message celestial.v1.ScoreBreakdown
  */
@@ -132,7 +133,8 @@ export type Memory = Message<"celestial.v1.Memory"> & {
   zone: Zone;
 
   /**
-   * Score I when the memory was last written (stored, recalled, updated or moved).
+   * Score I when the memory was last written (stored, recalled, updated or moved), to six
+   * decimal places (exact in an export); breakdown.total is the score as of the response.
    *
    * @generated from field: double score = 5;
    */
@@ -202,7 +204,8 @@ export type Memory = Message<"celestial.v1.Memory"> & {
   pinned: boolean;
 
   /**
-   * The score terms as of this response, with C from the memory's last recall.
+   * The score terms as of this response, with C from the memory's last recall. In a recall's
+   * result, as of the recall's own time: a reinforced memory's equals the result's breakdown.
    *
    * @generated from field: celestial.v1.ScoreBreakdown breakdown = 15;
    */
