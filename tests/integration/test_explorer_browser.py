@@ -166,6 +166,55 @@ def shown_card(driver: Browser) -> dict[str, Any]:
         }"""))
 
 
+def edge_labels(driver: Browser) -> dict[str, Any]:
+    """The relation graph's edge labels, and what each covers that it should not: another label,
+    a node, an arrowhead (its triangle, as the marker draws it), an edge, the view's border."""
+    return dict(driver.execute_script("""
+        const g = document.getElementById('graph'), num = (e, a) => Number(e.getAttribute(a));
+        const boxes = [...g.querySelectorAll('g.edge-label')].map(l => {
+          const r = l.querySelector('rect'), t = l.querySelector('text');
+          return {name: l.dataset.relation, text: t.textContent, t: t.getBBox(),
+                  x0: num(r, 'x'), y0: num(r, 'y'), x1: num(r, 'x') + num(r, 'width'),
+                  y1: num(r, 'y') + num(r, 'height')}});
+        const problems = [];
+        const inBox = (b, x, y) => x > b.x0 && x < b.x1 && y > b.y0 && y < b.y1;
+        boxes.forEach((b, i) => {
+          if (b.t.x < b.x0 - 0.5 || b.t.x + b.t.width > b.x1 + 0.5)
+            problems.push(`${b.name}: wider than its background`);
+          if (b.x0 < -150 || b.x1 > 150 || b.y0 < -85 || b.y1 > 85)
+            problems.push(`${b.name}: outside the view`);
+          boxes.forEach((o, j) => {
+            if (j > i && o.x0 < b.x1 && b.x0 < o.x1 && o.y0 < b.y1 && b.y0 < o.y1)
+              problems.push(`${b.name} on ${o.name}`)});
+          for (const n of g.querySelectorAll('g.node')) {
+            const m = n.transform.baseVal.consolidate();
+            const x = m ? m.matrix.e : 0, y = m ? m.matrix.f : 0;
+            const nx = Math.max(b.x0, Math.min(x, b.x1)), ny = Math.max(b.y0, Math.min(y, b.y1));
+            if (Math.hypot(nx - x, ny - y) < num(n.querySelector('circle'), 'r'))
+              problems.push(`${b.name} on the node ${n.dataset.id}`);
+          }
+          for (const l of g.querySelectorAll('line.edge')) {
+            const [x1, y1, x2, y2] = ['x1', 'y1', 'x2', 'y2'].map(a => num(l, a));
+            const [tx, ty, ox, oy] = l.dataset.direction === 'out' ? [x2, y2, x1, y1]
+                                                                   : [x1, y1, x2, y2];
+            const len = Math.hypot(ox - tx, oy - ty), ux = (ox - tx) / len, uy = (oy - ty) / len;
+            const s = 6 * num(l, 'stroke-width'), bx = tx + ux * 0.9 * s, by = ty + uy * 0.9 * s;
+            const tri = [[tx - ux * 0.1 * s, ty - uy * 0.1 * s], [bx - uy * s / 2, by + ux * s / 2],
+                         [bx + uy * s / 2, by - ux * s / 2]];
+            for (let a = 0; a <= 8; a++) for (let c = 0; c <= 8 - a; c++) {
+              const k = 8 - a - c;
+              if (inBox(b, (tri[0][0] * a + tri[1][0] * c + tri[2][0] * k) / 8,
+                        (tri[0][1] * a + tri[1][1] * c + tri[2][1] * k) / 8))
+                problems.push(`${b.name} on the arrowhead of ${l.dataset.relation}`);
+            }
+            for (let k = 0; k <= 40; k++)
+              if (inBox(b, x1 + (x2 - x1) * k / 40, y1 + (y2 - y1) * k / 40))
+                problems.push(`${b.name} on the edge ${l.dataset.relation}`);
+          }
+        });
+        return {labels: boxes.map(b => b.text), problems: [...new Set(problems)]}"""))
+
+
 def error_text(driver: Browser) -> str:
     return str(driver.execute_script("""
         const e = document.getElementById('error'); return e.hidden ? '' : e.textContent"""))
@@ -302,6 +351,8 @@ async def test_search_cards_relations_history_and_feedback_in_a_browser(
             # Nearest first, then the heavier relation: each edge points the way it goes.
             assert card["neighbours"] == [hotel, delays]
             assert card["edges"] == [["stays_at", "out"], ["may_delay", "in"]]
+            # Each edge's name whole, covering no node, arrowhead, edge or other name.
+            assert edge_labels(driver) == {"labels": ["stays_at", "may_delay"], "problems": []}
             ledger = (await stub.Ledger(pb.LedgerRequest(tenant=T, memory_id=alice))).events
             assert card["history"] == ["feedback_helpful"] == [
                 pb.ZoneEventKind.Name(e.kind).removeprefix("ZONE_EVENT_KIND_").lower()
@@ -384,6 +435,25 @@ async def test_search_cards_relations_history_and_feedback_in_a_browser(
             said = f"tenant {T}x holds no memories — check the tenant name"
             assert driver.find_element("id", "overview").text == said
             assert overview(driver)["newest"] == [] and said in overview(driver)["note"][0]
+
+            # A busier graph: a memory with six relations, long names among them.
+            hub = (await stub.Store(pb.StoreRequest(tenant=T + "x", content="the hub"))).memory.id
+            names = ["stays_at", "recommended_by_a_colleague", "may_delay", "part_of",
+                     "happened_before", "same_city_as"]
+            for k, name in enumerate(names):
+                other = (await stub.Store(pb.StoreRequest(
+                    tenant=T + "x", content=f"neighbour number {k} of the hub"))).memory.id
+                ends = (hub, other) if k % 2 else (other, hub)
+                await stub.Relate(pb.RelateRequest(tenant=T + "x", from_id=ends[0], to_id=ends[1],
+                                                   relation=name, weight=(k + 1) / 7))
+            await asyncio.to_thread(driver.get, base + f"x&id={hub}")
+            await asyncio.to_thread(wait_for, driver, "cards", 1)
+            got = edge_labels(driver)
+            if shot := os.environ.get("CELESTIAL_EXPLORER_SCREENSHOT"):
+                await asyncio.to_thread(screenshot, driver, shot.replace(".png", "-graph.png"))
+            # (Where there is no room, a name on its background may cross another edge.)
+            assert sorted(got["labels"]) == sorted(names), got
+            assert [p for p in got["problems"] if " on the edge " not in p] == [], got
 
             # A memory that is not there: the error, as text.
             await asyncio.to_thread(driver.get, base + "&id=00000000-0000-4000-8000-000000000000")
