@@ -20,6 +20,7 @@ import os
 import shutil
 import subprocess
 import time
+import urllib.request
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -408,6 +409,12 @@ async def test_search_cards_relations_history_and_feedback_in_a_browser(
             # Nothing the page did broke its CSP (no inline style or script, no other origin).
             console = [e["message"] for e in driver.get_log("browser")]
             assert not [m for m in console if "Content Security Policy" in m], console
+            # ...and it found all it asked for: the icon too (/favicon.ico, public as the page).
+            assert not [m for m in console if "404" in m], console
+            with await asyncio.to_thread(urllib.request.urlopen,
+                                         f"http://127.0.0.1:{srv.http_port}/favicon.ico") as icon:
+                assert icon.status == 200 and icon.headers["content-type"] == "image/x-icon"
+                assert icon.read()[:4] == b"\0\0\1\0"  # an icon file's header
             # From a phone's 360 px to a wide screen: no sideways scrolling, the search button
             # whole; one column (the card under the results) below 720 px, two above.
             for width in (360, 420, 1400):
@@ -476,6 +483,10 @@ async def test_the_key_comes_from_the_fragment_and_its_absence_is_shown(
             await stub.Store(pb.StoreRequest(content=content, importance=importance),
                              metadata=md(write))
         page = f"http://127.0.0.1:{srv.http_port}/explorer/"
+        # The icon is public, as the page's own files are: it holds no memory.
+        with await asyncio.to_thread(urllib.request.urlopen,
+                                     f"http://127.0.0.1:{srv.http_port}/favicon.ico") as icon:
+            assert icon.status == 200
         async with open_browser() as driver:
             # No key: the page says so, in words, and shows nothing else.
             await asyncio.to_thread(driver.get, page + "?q=Lisbon")

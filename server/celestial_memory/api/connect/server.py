@@ -6,7 +6,8 @@ Browsers on other origins are refused unless ``CELESTIAL_HTTP_CORS_ORIGINS`` nam
 preflight from any other origin is answered 400); without API keys only this machine's host
 names are served (DNS rebinding). Bodies are bounded by ``max_message_bytes`` (after
 decompression), as messages are on the gRPC port; how long a request head and body may take is
-bounded in ``guards.py``. The explorer's static files are served at ``/explorer/``.
+bounded in ``guards.py``. The explorer's static files are served at ``/explorer/``, and its icon
+at ``/favicon.ico``.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ CORS_RESPONSE_HEADERS = ["grpc-status", "grpc-message", "grpc-status-details-bin
 # through Connect calls that carry the caller's key. Its own scripts only, and never in a frame.
 EXPLORER_FILES = {"index.html": "text/html; charset=utf-8",
                   "explorer.js": "text/javascript; charset=utf-8",
-                  "explorer.css": "text/css; charset=utf-8"}
+                  "explorer.css": "text/css; charset=utf-8",
+                  "favicon.ico": "image/x-icon"}
 EXPLORER_HEADERS = {"content-security-policy": "default-src 'self'; frame-ancestors 'none'; "
                                                "base-uri 'none'; form-action 'none'",
                     "x-content-type-options": "nosniff", "referrer-policy": "no-referrer",
@@ -66,12 +68,12 @@ EXPLORER_HEADERS = {"content-security-policy": "default-src 'self'; frame-ancest
 def _explorer_routes() -> list[Route]:
     folder = resources.files("celestial_memory.api.explorer")
 
-    def serve(name: str, media_type: str) -> Route:
+    def serve(name: str, media_type: str, path: str = "") -> Route:
         async def endpoint(_: Request) -> Response:
             # Read on each request: a few small files, and a rebuilt bundle shows at once.
             return Response(folder.joinpath(name).read_bytes(), media_type=media_type,
                             headers=EXPLORER_HEADERS)
-        path = "/explorer/" if name == "index.html" else f"/explorer/{name}"
+        path = path or ("/explorer/" if name == "index.html" else f"/explorer/{name}")
         return Route(path, endpoint, methods=["GET", "HEAD"])
 
     async def to_page(request: Request) -> Response:
@@ -79,7 +81,9 @@ def _explorer_routes() -> list[Route]:
         return RedirectResponse("/explorer/" + (f"?{query}" if query else ""), status_code=308)
 
     return [Route("/explorer", to_page, methods=["GET", "HEAD"]),
-            *(serve(name, kind) for name, kind in EXPLORER_FILES.items())]
+            *(serve(name, kind) for name, kind in EXPLORER_FILES.items()),
+            # Where browsers look for a site's icon without being told (every page's first load).
+            serve("favicon.ico", EXPLORER_FILES["favicon.ico"], "/favicon.ico")]
 
 
 class _Embedded(uvicorn.Server):
