@@ -344,6 +344,17 @@ async def test_search_cards_relations_history_and_feedback_in_a_browser(
             assert card["visible"] and card["id"] == alice and card["content"] == got.content
             assert card["facts"]["zone"] == pb.Zone.Name(got.zone).removeprefix("ZONE_").lower()
             assert card["facts"]["importance"] == f"{got.importance:.3f}"
+            # Its score is the resting one, told apart from the search's, which the list shows.
+            assert card["facts"]["score"] == f"{got.score:.3f}"
+            label = driver.find_element("css selector", "#card-facts dd[data-field='score']")
+            assert "last write" in label.get_attribute("title")
+            assert driver.execute_script("""return document.querySelector(
+                '#card-facts dd[data-field="score"]').previousElementSibling.textContent""") == (
+                "resting score I")
+            assert "differ" in driver.find_element("id", "score-note").text
+            item = driver.find_element("css selector", f"#results li[data-id='{alice}'] .score")
+            assert item.text.startswith("score for this search ")
+            assert "against the query" in item.get_attribute("title")
             assert card["facts"]["recall-count"] == str(got.recall_count)
             assert card["facts"]["created"].startswith(
                 got.created_at.ToDatetime().strftime("%Y-%m-%d %H:%M:%S"))

@@ -31,6 +31,14 @@ import {
 const HISTORY_PAGE = 100;
 const NEIGHBOURS_PAGE = 24;
 const NEWEST = 10;
+// A search's numbers and a card's differ, and say why: a search scores each memory against its
+// query (C), while the card shows the score the memory rests at between recalls.
+const SEARCH_SCORE = "The memory function's score I for this search: the terms R F A C below, " +
+  "with C, the context, measured against the query.";
+const RELEVANCE = "How well the memory answers the query: what the results are ranked by.";
+const RESTING_SCORE = "The memory function's score I as of the memory's last write (store, " +
+  "recall, update or zone move), with C from its last recall: what places it in its zone. " +
+  "A search's score measures C against its own query, so the two differ.";
 
 const tenant = new URLSearchParams(location.search).get("tenant") ?? "";
 // The API key stays in the fragment (#key=...): browsers never send that part to a server.
@@ -171,9 +179,10 @@ function resultItem(r: RecallResult): HTMLElement | null {
   open.type = "button";
   open.addEventListener("click", () => void openCard(m.id));
   const meta = el("p", { class: "meta" },
-    el("span", { class: "score", text: `score ${fixed(total)}`, data: { value: String(total) } }),
+    el("span", { class: "score", text: `score for this search ${fixed(total)}`,
+                 data: { value: String(total) }, title: SEARCH_SCORE }),
     el("span", { class: "relevance", text: `relevance ${fixed(r.relevance)}`,
-                 data: { value: String(r.relevance) } }));
+                 data: { value: String(r.relevance) }, title: RELEVANCE }));
   if (r.archived) meta.append(el("span", { class: "archived", text: "archived" }));
   if (r.via) {
     meta.append(el("span", { class: "via",
@@ -242,8 +251,8 @@ function markSelected(): void {
 
 let cardSeq = 0;
 
-function fact(name: string, label: string, value: string): HTMLElement[] {
-  return [el("dt", { text: label }), el("dd", { text: value, data: { field: name } })];
+function fact(name: string, label: string, value: string, title = ""): HTMLElement[] {
+  return [el("dt", { text: label, title }), el("dd", { text: value, data: { field: name }, title })];
 }
 
 // A turn Observe saved or skipped: what the turn policy did with it and why (its metadata, which
@@ -268,7 +277,7 @@ function renderFacts(m: Memory): void {
   badge.className = `badge zone-${zone}`;
   byId("card-facts").replaceChildren(
     ...fact("zone", "zone", zone),
-    ...fact("score", "score I", fixed(m.score)),
+    ...fact("score", "resting score I", fixed(m.score), RESTING_SCORE),
     ...fact("importance", "importance A", fixed(m.importance)),
     ...fact("recall-count", "recalls", String(m.recallCount)),
     ...fact("created", "created", when(m.createdAt)),
@@ -404,7 +413,7 @@ async function vote(helpful: boolean): Promise<void> {
     if (rest) renderAround(m, rest);
     status.textContent = `Recorded: ${helpful ? "helpful" : "not helpful"}. Importance ` +
       `${fixed(res.importanceBefore)} → ${fixed(m.importance)}; now ${zoneName(m.zone)}, ` +
-      `score ${fixed(m.score)}.`;
+      `resting score ${fixed(m.score)}.`;
     status.dataset.verdict = helpful ? "helpful" : "not_helpful";
     status.dataset.importanceBefore = String(res.importanceBefore);
     status.dataset.importance = String(m.importance);
