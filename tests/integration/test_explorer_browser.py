@@ -6,8 +6,9 @@ vote lands in the service; API keys go in the fragment, and a missing one shows 
 the turn policy saved or skipped (Observe) says so on its card, with why, and a skipped one's
 history shows the skip.
 Skipped where no browser is installed. With ``CELESTIAL_EXPLORER_SCREENSHOT=path`` the run saves
-a screenshot there (docs/explorer.png), 1280 px wide, and one 420 px wide beside it
-(docs/explorer-narrow.png).
+a screenshot there (docs/explorer.png), 1280 px wide, one 420 px wide beside it
+(docs/explorer-narrow.png), and one of the overview and a six-relation graph
+(docs/explorer-overview.png).
 
 Also: the checked-in explorer.js is what ``npm run build:explorer`` makes from the sources now
 (skipped without node and npm)."""
@@ -468,7 +469,7 @@ async def test_search_cards_relations_history_and_feedback_in_a_browser(
             await asyncio.to_thread(wait_for, driver, "cards", 1)
             got = edge_labels(driver)
             if shot := os.environ.get("CELESTIAL_EXPLORER_SCREENSHOT"):
-                await asyncio.to_thread(screenshot, driver, shot.replace(".png", "-graph.png"))
+                await asyncio.to_thread(screenshot, driver, shot.replace(".png", "-overview.png"))
             # (Where there is no room, a name on its background may cross another edge.)
             assert sorted(got["labels"]) == sorted(names), got
             assert [p for p in got["problems"] if " on the edge " not in p] == [], got

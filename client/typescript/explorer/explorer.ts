@@ -1,11 +1,13 @@
-// The explorer: search a tenant's memories (Recall, without reinforcing them), read one memory's
-// card (Get), walk its relations (Related), read its history (Ledger) and vote on it (Feedback),
-// all through the Connect endpoints of the page's own origin. Bundled by `npm run
-// build:explorer` into server/celestial_memory/api/explorer/explorer.js.
+// The explorer: an overview of a tenant (Stats, and its newest memories from Recent), search its
+// memories (Recall, without reinforcing them), read one memory's card (Get), walk its relations
+// (Related), read its history (Ledger) and vote on it (Feedback), all through the Connect
+// endpoints of the page's own origin. Bundled by `npm run build:explorer` into
+// server/celestial_memory/api/explorer/explorer.js.
 //
 // The page's CSP allows its own scripts and styles only: no inline style, no innerHTML; every
 // text from the server is set as text. Markers on document.body.dataset count each finished
-// load (searches, cards, votes, stats, errors, and loaded for all of them), for tests to wait on.
+// load (searches, cards, votes, stats, errors, steps of Back and Forward, and loaded for all of
+// them), for tests to wait on.
 
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
