@@ -429,7 +429,7 @@ async def test_search_cards_relations_history_and_feedback_in_a_browser(
                 assert icon.read()[:4] == b"\0\0\1\0"  # an icon file's header
             # From a phone's 360 px to a wide screen: no sideways scrolling, the search button
             # whole; one column (the card under the results) below 720 px, two above.
-            for width in (360, 420, 1400):
+            for width in (360, 420, 721, 1024, 1400):
                 got = await asyncio.to_thread(fits, driver, width)
                 if width < 720:
                     assert got["side"][1] >= got["found"][1], got
