@@ -233,14 +233,14 @@ def test_kill_right_after_recalls_loses_no_reinforcement(tmp_path: Path) -> None
         proc.kill()
     proc.wait()
 
-    with _serving(tmp_path, port) as stub:
-        counts = {i: stub.Get(pb.GetRequest(tenant="k", id=i)).memory.recall_count for i in ids}
-        assert counts == {i: returned.get(i, 0) for i in ids}
-
-    # Then a graceful stop right after more recalls: they count after the next start too.
+    # The restarted server is checked, then serves the second part (a start fewer).
     proc = start(tmp_path, port, CELESTIAL_REINFORCE_FLUSH_MS="100")
     ch, stub = _stub(port)
     with ch:
+        counts = {i: stub.Get(pb.GetRequest(tenant="k", id=i)).memory.recall_count for i in ids}
+        assert counts == {i: returned.get(i, 0) for i in ids}
+
+        # Then a graceful stop right after more recalls: they count after the next start too.
         for i in range(60):
             (r,) = stub.Recall(pb.RecallRequest(tenant="k", query_vector=vectors[i % 20].tolist(),
                                                 limit=1, min_relevance=0.5), timeout=30).results
