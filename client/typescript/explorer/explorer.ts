@@ -84,16 +84,16 @@ function clearError(): void {
 
 // What is shown is in the address (?q= the search, ?id= the card): each step the reader takes is
 // a history entry of its own, so that Back and Forward walk through them within the page. The
-// fragment (the key) is carried along as it is, and stays out of every request.
-let shown = { q: "", id: "" };
+// fragment (the key) is carried along as it is, and stays out of every request. A step Back or
+// Forward (or the first load) follows the address, and so leaves it as it is.
+const shown = { q: "", id: "" };
 
-function keepInAddress(push: boolean): void {
+function keepInAddress(): void {
   const url = new URL(location.href);
   for (const [name, value] of Object.entries(shown)) {
     if (value) url.searchParams.set(name, value); else url.searchParams.delete(name);
   }
-  if (url.href === location.href) return;
-  if (push) history.pushState(null, "", url); else history.replaceState(null, "", url);
+  if (url.href !== location.href) history.pushState(null, "", url);
 }
 
 // ---- the overview: the tenant's zones (Stats) and its newest memories (Recent) ----
@@ -153,7 +153,7 @@ function recentItem(m: Memory): HTMLElement {
 function clearSearch(): void {
   if (!shown.q) return;
   clearResults();
-  keepInAddress(true);
+  keepInAddress();
   void loadOverview();
 }
 
@@ -205,7 +205,7 @@ async function search(query: string, push = true): Promise<void> {
     if (seq !== searchSeq) return;  // a newer search is under way
     clearError();
     shown.q = query;
-    keepInAddress(push);
+    if (push) keepInAddress();
     const groups = new Map<Zone, RecallResult[]>(ZONES.map((z) => [z, []]));
     for (const r of res.results) groups.get(r.foundIn)?.push(r);
     const sections: HTMLElement[] = [];
@@ -361,7 +361,7 @@ async function openCard(id: string, push = true): Promise<void> {
     delete status.dataset.verdict;
     for (const b of voteButtons()) b.disabled = memory.archived;
     shown.id = memory.id;
-    keepInAddress(push);
+    if (push) keepInAddress();
     markSelected();
     bump("cards");
   } catch (e) {
