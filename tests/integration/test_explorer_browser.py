@@ -444,6 +444,8 @@ async def test_search_cards_relations_history_and_feedback_in_a_browser(
             await asyncio.to_thread(clear_search, driver)
             assert overview(driver)["visible"] and "q" not in address(driver)
             assert not driver.find_elements("css selector", "#results li.result")
+            await asyncio.to_thread(fits, driver, 360)  # the overview fits a phone too
+            await asyncio.to_thread(viewport, driver, 1280)
             await asyncio.to_thread(open_card, driver,
                                     f"#newest li.recent[data-id='{delays}'] button.open")
             assert shown_card(driver)["id"] == delays
