@@ -25,23 +25,15 @@ import {
 } from "../src/gen/celestial/v1/memory_pb.js";
 import { bump, byId, el } from "./dom.js";
 import { renderGraph } from "./graph.js";
+import { renderOverview } from "./overview.js";
 import {
-  codeName, EVENT_NAMES, EVENT_TEXT, fixed, policyLine, short, TERMS, title, TYPE_NAMES, when,
-  zoneName, ZONES,
+  codeName, EVENT_NAMES, EVENT_TEXT, fixed, policyLine, RELEVANCE, RESTING_SCORE, SEARCH_SCORE,
+  short, TERMS, title, TYPE_NAMES, when, zoneName, ZONES,
 } from "./names.js";
 
 const HISTORY_PAGE = 100;
 const NEIGHBOURS_PAGE = 24;
 const NEWEST = 10;
-// A search's numbers and a card's differ, and say why: a search scores each memory against its
-// query (C), while the card shows the score the memory rests at between recalls.
-const SEARCH_SCORE = "The memory function's score I for this search: the terms R F A C below, " +
-  "with C, the context, measured against the query.";
-const RELEVANCE = "How well the memory answers the query: what the results are ranked by.";
-const RESTING_SCORE = "The memory function's score I as of the memory's last write (store, " +
-  "recall, update or zone move), with C from its last recall: what places it in its zone. " +
-  "A search's score measures C against its own query, so the two differ.";
-
 const tenant = new URLSearchParams(location.search).get("tenant") ?? "";
 // The API key stays in the fragment (#key=...): browsers never send that part to a server.
 const apiKey = new URLSearchParams(location.hash.slice(1)).get("key") ?? "";
@@ -103,50 +95,13 @@ async function loadOverview(): Promise<void> {
   try {
     const [stats, recent] = await Promise.all([
       client.stats({ tenant }), client.recent({ tenant, pageSize: NEWEST })]);
-    const parts = stats.zones.map((z) => `${zoneName(z.zone)} ${z.count}`);
-    // An empty tenant is most often a misspelt name: say so rather than "0 memories".
-    const empty = stats.total === 0n && stats.archived === 0n;
-    const who = tenant ? `tenant ${tenant}` : "the default tenant";
-    byId("overview").textContent = empty
-      ? `${who} holds no memories — check the tenant name`
-      : `${stats.total} memories: ${parts.join(" · ")}` +
-        ` · ${stats.archived} archived · ${stats.embeddingModel}`;
-    byId("overview").classList.toggle("empty", empty);
-    byId("zones").replaceChildren(...stats.zones.map((z) => {
-      const name = zoneName(z.zone);
-      return el("li", { class: `zone-count zone-${name}`,
-                        data: { zone: name, count: String(z.count) },
-                        title: (z.capacity ? `capacity ${z.capacity}` : "no capacity bound") +
-                          (z.minScore !== undefined ? `; from score ${fixed(z.minScore)}` : "") },
-                el("b", { text: title(name) }), ` ${z.count}`);
-    }), el("li", { class: "zone-count archived", data: { zone: "archived",
-                                                           count: String(stats.archived) },
-                   title: "forgotten memories, kept in the archive" },
-           el("b", { text: "Archived" }), ` ${stats.archived}`));
-    const newest = recent.memories.map(recentItem);
-    if (!newest.length) {
-      newest.push(el("li", { class: "none", text: empty
-        ? `Nothing to show: ${who} holds no memories — check the tenant name.`
-        : "No live memories: all of them are in the archive." }));
-    }
-    byId("newest").replaceChildren(...newest);
+    renderOverview(stats, recent.memories, tenant, (id) => void openCard(id));
     markSelected();
     bump("stats");
   } catch (e) {
     byId("overview").textContent = "";
     showError("Reading the tenant's zones", e);
   }
-}
-
-function recentItem(m: Memory): HTMLElement {
-  const open = el("button", { class: "open", text: short(m.content, 160), title: m.content,
-                              data: { id: m.id } });
-  open.type = "button";
-  open.addEventListener("click", () => void openCard(m.id));
-  const zone = zoneName(m.zone);
-  return el("li", { class: `recent zone-${zone}`, data: { id: m.id, zone } }, open,
-            el("p", { class: "meta" }, el("span", { class: "badge", text: title(zone) }),
-               el("time", { text: when(m.createdAt) })));
 }
 
 // The search box emptied: the overview again, as a step of its own.

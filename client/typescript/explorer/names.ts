@@ -49,6 +49,14 @@ export function policyLine(action: string, why: string): string {
 export const TERMS: readonly [keyof Omit<ScoreBreakdown, "$typeName" | "$unknown">, string][] = [
   ["recall", "R"], ["freshness", "F"], ["importance", "A"], ["context", "C"], ["total", "I"],
 ];
+// A search's numbers and a card's differ, and say why: a search scores each memory against its
+// query (C), while the card shows the score the memory rests at between recalls.
+export const SEARCH_SCORE = "The memory function's score I for this search: the terms R F A C below, " +
+  "with C, the context, measured against the query.";
+export const RELEVANCE = "How well the memory answers the query: what the results are ranked by.";
+export const RESTING_SCORE = "The memory function's score I as of the memory's last write (store, " +
+  "recall, update or zone move), with C from its last recall: what places it in its zone. " +
+  "A search's score measures C against its own query, so the two differ.";
 export const fixed = (x: number, digits = 3): string => x.toFixed(digits);
 export const zoneName = (z: Zone): string => ZONE_NAMES[z] ?? `zone ${z}`;
 export const title = (s: string): string => s.charAt(0).toUpperCase() + s.slice(1);
