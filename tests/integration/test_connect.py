@@ -85,9 +85,17 @@ async def test_store_and_recall_as_curl_sends_them_and_the_same_answers_as_grpc(
             over_grpc = await getattr(stub, method)(request)
             over_http = await post(h, method, json_format.MessageToDict(request))
             assert over_http.status_code == 200, over_http.text
-            assert over_http.json() == json_format.MessageToDict(over_grpc), method
+            # Every field, zero ones too (a script need not know that a missing count is 0).
+            assert over_http.json() == json_format.MessageToDict(
+                over_grpc, always_print_fields_with_no_presence=True), method
     recalled = (await post(h, "Recall", {"tenant": "t", "query": "herons"})).json()
     assert recalled["results"][0]["memory"]["id"] == memory["id"]
+    zones = (await post(h, "Stats", {"tenant": "t"})).json()["zones"]
+    assert zones[0]["zone"] == "ZONE_CORE" and zones[0]["count"] == "0"
+    assert all("count" in z and "capacity" in z for z in zones)
+    turn = (await post(h, "Observe", {"tenant": "t", "text": "What do herons eat?",
+                                      "dryRun": True})).json()
+    assert turn["decision"]["trace"]["phase"] == 0  # the retrieve rules' phase, not left out
 
 
 async def test_errors_carry_the_grpc_codes_and_reasons(

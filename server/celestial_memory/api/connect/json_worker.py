@@ -14,9 +14,10 @@ run the script of anyone who embeds the server without a ``__main__`` guard.
 from __future__ import annotations
 
 import asyncio
+import json
 import struct
 import sys
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from google.protobuf import descriptor_pool, json_format, message_factory
 from google.protobuf.message import Message
@@ -28,6 +29,7 @@ MAX_VALUES = 131_072  # no message of the contract needs more; converting this m
 _JOB = struct.Struct(">BII")  # the job, its message's full name's length, its data's length
 _ANSWER = struct.Struct(">BI")  # the status, the length of what follows
 Answer = tuple[int, bytes]
+
 
 
 def json_values(data: bytes | bytearray) -> int:
@@ -57,7 +59,31 @@ def json_to_binary(full_name: str, data: bytes) -> Answer:
 
 def binary_to_json(full_name: str, data: bytes) -> Answer:
     """A response in binary protobuf as JSON text."""
-    return DONE, json_format.MessageToJson(_message_class(full_name).FromString(data)).encode()
+    return DONE, to_json(_message_class(full_name).FromString(data))
+
+
+def to_json(message: Message) -> bytes:
+    """The contract's JSON mapping of ``message``, every field present (zero ones too), in the
+    contract's order: protobuf prints the set fields first and the zero ones after them, which
+    would scatter a message's fields differently from one answer to the next."""
+    fields = json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
+    return json.dumps(_ordered(fields, message.DESCRIPTOR), indent=2).encode()
+
+
+def _ordered(value: Any, descriptor: Any) -> Any:  # a Descriptor (upb's or Python's)
+    if not isinstance(value, dict):  # a well-known type printed as a string or a number
+        return value
+    out = {}
+    for f in descriptor.fields:
+        if f.json_name not in value:
+            continue
+        v = value[f.json_name]
+        kind = f.message_type
+        if kind is not None and not kind.GetOptions().map_entry:
+            v = [_ordered(x, kind) for x in v] if f.is_repeated else _ordered(v, kind)
+        out[f.json_name] = v
+    out.update((k, v) for k, v in value.items() if k not in out)  # "@type" and the like
+    return out
 
 
 def convert(job: int, full_name: str, data: bytes) -> Answer:

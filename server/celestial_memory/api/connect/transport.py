@@ -23,6 +23,7 @@ from celestial_client.v1 import memory_pb2
 from celestial_client.v1.memory_connect import MemoryService, MemoryServiceASGIApplication
 from celestial_memory.api.connect.context import Aborted, ConnectCall
 from celestial_memory.api.connect.conversion import DEFERRED, Converter, Deferred, Encoded
+from celestial_memory.api.connect.json_worker import to_json
 from celestial_memory.api.grpc.wrapping import Handler
 from connectrpc.compat import google_protobuf_binary_codec
 from connectrpc.errors import ConnectError
@@ -116,7 +117,9 @@ class StrictJSON:
     def encode(self, message: Message | Encoded) -> bytes:
         if isinstance(message, Encoded):  # printed off the loop (conversion.py)
             return message.data
-        return json_format.MessageToJson(message).encode()
+        # Every field, zero ones too: a count of 0 or a phase 0 is part of the answer, and a
+        # script should not need the contract to know that a missing field means 0.
+        return to_json(message)
 
     def decode(self, data: bytes | bytearray, message_class: type[M]) -> M:
         if not _OBJECT.match(data):
