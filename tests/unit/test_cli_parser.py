@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -147,6 +148,29 @@ def test_an_unreachable_server_exits_4_and_names_the_target(
     err = capsys.readouterr().err
     assert err.startswith("error (UNAVAILABLE)") and "target 127.0.0.1:1, from flag" in err
     assert "`make run` or `celestial serve`" in err
+
+
+def test_one_command_retries_briefly_not_with_the_librarys_backoff(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from celestial_client.cli import program
+    from celestial_client.client import CelestialClient
+    from celestial_client.connection import RetryPolicy
+
+    seen: list[RetryPolicy | None] = []
+
+    class Client(CelestialClient):
+        def __init__(self, *args: Any, retry: RetryPolicy | None = None, **kw: Any) -> None:
+            seen.append(retry)
+            super().__init__(*args, retry=retry, **kw)
+
+    monkeypatch.setattr(program, "CelestialClient", Client)
+    assert main(["--target", "127.0.0.1:1", "get", "some-id"]) == 4
+    # A refused connection is said after about 0.15 s of backoff, not the library's 1.4 s.
+    assert seen == [program.ONE_COMMAND_RETRY]
+    policy = seen[0]
+    assert policy is not None and policy.max_attempts == 3
+    assert policy.initial_backoff_s * (1 + policy.multiplier) < 0.2
 
 
 def test_a_server_that_answers_unavailable_gets_no_start_hint(
