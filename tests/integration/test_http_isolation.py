@@ -27,6 +27,7 @@ from celestial_memory.clock import ManualClock
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
+from google.protobuf import json_format
 
 from tests.integration.conftest import running_server
 
@@ -220,6 +221,25 @@ async def test_a_dead_conversion_worker_is_replaced_and_none_outlives_its_conver
     finally:
         await converter.close()
     assert _workers_of(os.getpid()) == []
+
+
+async def test_many_nearly_empty_messages_are_printed_off_the_loop() -> None:
+    """JSON prints every field, zero ones too: 204 memories holding only an id are 8 KB of
+    binary (inline by size) but about 116 KB of JSON and 8 ms of printing, so the count of
+    nested messages sends them to a worker; a small answer is still printed where it is."""
+    converter = Converter("process", workers=1)
+    try:
+        many = pb.ListResponse(memories=[pb.Memory(id=f"{i:036d}") for i in range(204)])
+        assert many.ByteSize() <= 8192
+        printed = await converter.print(many)
+        assert isinstance(printed, Encoded)
+        assert json.loads(printed.data) == json.loads(json_format.MessageToJson(
+            many, always_print_fields_with_no_presence=True))
+        assert json.loads(printed.data)["memories"][0]["pinned"] is False  # zeros printed
+        stats = pb.StatsResponse(zones=[pb.ZoneStats(zone=pb.ZONE_CORE)], total=0)
+        assert await converter.print(stats) is stats
+    finally:
+        await converter.close()
 
 
 def _workers_of(parent: int) -> list[int]:

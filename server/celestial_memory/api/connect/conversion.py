@@ -54,6 +54,10 @@ INLINE_VALUES = 256  # a JSON request with at most this many values parses in ab
 # A response of at most this many bytes prints in about a millisecond: text prints at about
 # 0.1 µs a byte, numbers (vectors) at nearly 1 µs a byte of binary.
 INLINE_TEXT_BYTES, INLINE_NUMBER_BYTES = 8192, 1024
+# JSON prints every field, zero ones too (json_worker.py): a message with many nearly empty
+# parts (memories holding only an id) is small in binary and large in JSON, so a response with
+# more nested messages than this goes to a worker whatever its size (about 0.04 ms each).
+INLINE_MESSAGES = 24
 SCAN_BYTES = 65_536  # a larger JSON request is counted by the worker, not on the loop
 M = TypeVar("M", bound=Message)
 Where = Literal["process", "thread", "loop"]
@@ -91,6 +95,20 @@ def _too_many(values: int) -> ConnectError:
     return ConnectError(Code.RESOURCE_EXHAUSTED, (
         f"a JSON message may hold at most {MAX_VALUES} values, this one about {values}; "
         "send fewer, or binary protobuf (application/proto)"))
+
+
+def _nested(message: Message, most: int) -> int:
+    """How many messages ``message`` holds, counted until more than ``most`` (ListFields is
+    the C library's: a bounded walk costs microseconds)."""
+    count, todo = 0, [message]
+    while todo and count <= most:
+        for f, value in todo.pop().ListFields():
+            if f.message_type is None or f.message_type.GetOptions().map_entry:
+                continue
+            inner = list(value) if f.is_repeated else [value]
+            count += len(inner)
+            todo.extend(inner)
+    return count
 
 
 @functools.cache
@@ -144,7 +162,8 @@ class Converter:
 
     async def print(self, message: Message) -> Message | Encoded:
         """``message``, or its JSON when printing it would cost the loop (module docstring)."""
-        if self.where == "loop" or message.ByteSize() <= _inline_bytes(message.DESCRIPTOR):
+        if self.where == "loop" or (message.ByteSize() <= _inline_bytes(message.DESCRIPTOR)
+                                    and _nested(message, INLINE_MESSAGES) <= INLINE_MESSAGES):
             return message
         status, out = await self._run(PRINT, message.DESCRIPTOR.full_name,
                                       message.SerializeToString())

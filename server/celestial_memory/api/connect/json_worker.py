@@ -14,6 +14,7 @@ run the script of anyone who embeds the server without a ``__main__`` guard.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import struct
 import sys
@@ -29,7 +30,6 @@ MAX_VALUES = 131_072  # no message of the contract needs more; converting this m
 _JOB = struct.Struct(">BII")  # the job, its message's full name's length, its data's length
 _ANSWER = struct.Struct(">BI")  # the status, the length of what follows
 Answer = tuple[int, bytes]
-
 
 
 def json_values(data: bytes | bytearray) -> int:
@@ -74,16 +74,25 @@ def _ordered(value: Any, descriptor: Any) -> Any:  # a Descriptor (upb's or Pyth
     if not isinstance(value, dict):  # a well-known type printed as a string or a number
         return value
     out = {}
-    for f in descriptor.fields:
-        if f.json_name not in value:
+    for name, kind, repeated in _plan(descriptor):
+        if name not in value:
             continue
-        v = value[f.json_name]
-        kind = f.message_type
-        if kind is not None and not kind.GetOptions().map_entry:
-            v = [_ordered(x, kind) for x in v] if f.is_repeated else _ordered(v, kind)
-        out[f.json_name] = v
-    out.update((k, v) for k, v in value.items() if k not in out)  # "@type" and the like
+        v = value[name]
+        if kind is not None:
+            v = [_ordered(x, kind) for x in v] if repeated else _ordered(v, kind)
+        out[name] = v
+    if len(out) < len(value):
+        out.update((k, v) for k, v in value.items() if k not in out)  # "@type" and the like
     return out
+
+
+@functools.cache
+def _plan(descriptor: Any) -> tuple[tuple[str, Any, bool], ...]:
+    """A message type's fields in the contract's order: each JSON name, the message type to
+    order within (None for scalars, enums and maps) and whether it is repeated."""
+    return tuple((f.json_name,
+                  None if f.message_type is None or f.message_type.GetOptions().map_entry
+                  else f.message_type, f.is_repeated) for f in descriptor.fields)
 
 
 def convert(job: int, full_name: str, data: bytes) -> Answer:
