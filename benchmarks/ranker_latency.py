@@ -2,8 +2,8 @@
 question recalled with the learned ranker and with the weighted relevance alone, in alternating
 order, nothing reinforced (so both see the same state). Printed: p50 / p90 of each, the p50
 difference and ratio (the aim: at most 1.05x) and the ranking stage's own mean (its read of
-the candidates' whole records, which the recall's answer is built from as well, the features,
-the model; and, for comparison, a read of only the fields the features use).
+the fields the features use, the features, the model; and, for comparison, what reading the
+whole payloads would cost).
 
     python benchmarks/ranker_latency.py [--memories 10000] [--queries 300]
 """
@@ -38,8 +38,8 @@ TENANT = "ranker-bench"
 def breakdown(svc: MemoryService, model: learned.LearnedRanker,
               questions: list[str]) -> dict[str, list[float]]:
     """The ranking stage's parts, timed one by one over the same candidates a recall finds."""
-    parts: dict[str, list[float]] = {"whole read": [], "features": [], "model": [],
-                                     "fields only (not read)": []}
+    parts: dict[str, list[float]] = {"fields read": [], "features": [], "model": [],
+                                     "whole payloads (not read)": []}
     for q in questions:
         query = RecallQuery(query=q, limit=10, reinforce=False)
         qvec = svc.embedder.embed([q])[0]
@@ -48,17 +48,17 @@ def breakdown(svc: MemoryService, model: learned.LearnedRanker,
         best = np.argsort(-found.relevance, kind="stable")[:model.candidates]
         ids = [found.candidates.ids[i] for i in best]
         t0 = time.perf_counter()
-        facts, _ = svc.store.ranking_facts.read_whole(TENANT, ids)
+        facts = svc.store.ranking_facts.read(TENANT, ids)
         t1 = time.perf_counter()
         rows = features(q, found.asked, found.candidates.signals[best], found.relevance[best],
                         facts)
         t2 = time.perf_counter()
         model.scores(rows)
         t3 = time.perf_counter()
-        svc.store.ranking_facts.read(TENANT, ids)
+        svc.store.get(TENANT, ids)  # what the ranker read before it read only its fields
         t4 = time.perf_counter()
-        for name, a, b in (("whole read", t0, t1), ("features", t1, t2), ("model", t2, t3),
-                           ("fields only (not read)", t3, t4)):
+        for name, a, b in (("fields read", t0, t1), ("features", t1, t2), ("model", t2, t3),
+                           ("whole payloads (not read)", t3, t4)):
             parts[name].append((b - a) * 1000)
     return parts
 

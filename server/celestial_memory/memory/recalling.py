@@ -76,18 +76,15 @@ class Recalling:
             pending = self.placement.pending(tenant, ids)
             for mid, p in pending.items():  # a reinforcement not written yet may have moved it
                 zone_of[mid] = min(zone_of[mid], int(p.zone))
-            # Ranked under the lock: the ranker reads its candidates whole, and the answer is
-            # read from those records, which must be as fresh as ``pending``.
-            self._candidates.rank(tenant, text, got, stages)
             with stages("rescoring"):
                 ranked = zone_order(
                     [zone_of[mid] for mid in ids], relevance, gate, s.zone_margin,
                     by_zone=not q.ignore_zones, key=got.key,
                 )[:limit]
             with stages("payloads"):
-                # Payloads only for what is returned, not for every candidate; what the ranker
-                # read is not read again.
-                found = self.store.get(tenant, [ids[r.index] for r in ranked], read=got.read)
+                # Payloads only for what is returned (one read), not for every candidate (the
+                # ranker read only the few fields its features use).
+                found = self.store.get(tenant, [ids[r.index] for r in ranked])
                 ranked = [r for r in ranked if ids[r.index] in found]  # deleted meanwhile
                 if cvec is not None:
                     context = self.store.similarities(tenant, cvec,

@@ -1,32 +1,31 @@
 """A recall's order by the learned ranker: its best candidates by relevance (as many as the model
-was trained to re-rank) are read in one round trip (store/ranking_facts.py; a recall reads them
-whole and answers from the same records), scored, and put ahead of the rest in the model's order
-(moved by the tenant's votes, when they tune it); the rest follow by relevance. The relevance
-itself is unchanged: it still decides the gate and the zone order's near ties
-(recall/retrieval.py), and it is what a result reports."""
+was trained to re-rank) are read in one round trip, only the payload fields the features use
+(store/ranking_facts.py), scored, and put ahead of the rest in the model's order (moved by the
+tenant's votes, when they tune it); the rest follow by relevance. The relevance itself is
+unchanged: it still decides the gate and the zone order's near ties (recall/retrieval.py), and
+it is what a result reports."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
-from celestial_memory.domain.candidate_facts import CandidateFacts
 from celestial_memory.ranking.features import features
 from celestial_memory.ranking.learned import LearnedRanker
 from celestial_memory.ranking.tuning import Tuning
+from celestial_memory.store.repository import MemoryRepository
 
 FloatArray = npt.NDArray[np.float64]
 
 
-def learned_key(ranker: LearnedRanker, read: Callable[[list[str]], CandidateFacts], tenant: str,
-                query: str, asked: Sequence[str], ids: Sequence[str], signals: FloatArray,
+def learned_key(ranker: LearnedRanker, store: MemoryRepository, tenant: str, query: str,
+                asked: Sequence[str], ids: Sequence[str], signals: FloatArray,
                 relevance: FloatArray, tuning: Tuning | None = None) -> FloatArray:
-    """The key to order the candidates by (higher first). ``read``: the facts of the memories
-    it names (the tenant's only); ``tuning``: the tenant's layer learnt from its votes
-    (ranking/tuning.py)."""
+    """The key to order the candidates by (higher first). ``tuning``: the tenant's layer learnt
+    from its votes (ranking/tuning.py)."""
     best = np.argsort(-relevance, kind="stable")[:ranker.candidates]
-    facts = read([ids[i] for i in best])
+    facts = store.ranking_facts.read(tenant, [ids[i] for i in best])
     found = {mid: i for i, mid in enumerate(ids)}
     best = np.array([found[mid] for mid in facts.ids], dtype=np.int64)
     key = np.asarray(relevance, dtype=np.float64).copy()  # in [0, 1]: below every scored one

@@ -3,19 +3,17 @@
 The zones' candidates (one batched search and one batched rescoring, store/repository.py), the
 archive's (in the same two batches) when asked or when a deep recall finds too few good matches,
 the graph's neighbours of the best (graph/expansion.py) when expansion is on, the entity
-signal over all of them (recall/retrieval.py); then, when the learned ranker runs, its order of
-the best of them (ranking/order.py), which the recall asks for under the tenant's lock, as it
-reads the memories it answers with: they are read once, whole, for both."""
+signal over all of them (recall/retrieval.py), and last, when the learned ranker runs, its order
+of the best of them (ranking/order.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 from celestial_memory.config import Settings
 from celestial_memory.domain import validation as check
-from celestial_memory.domain.candidate_facts import CandidateFacts
 from celestial_memory.domain.models import MemoryFilter, Via
 from celestial_memory.domain.requests import RecallQuery
 from celestial_memory.domain.zones import Zone
@@ -25,7 +23,6 @@ from celestial_memory.ranking.learned import LearnedRanker
 from celestial_memory.ranking.order import learned_key
 from celestial_memory.ranking.tuning import Tuning
 from celestial_memory.recall.retrieval import Retrieval
-from celestial_memory.store.engine import Record
 from celestial_memory.store.payload import ARCHIVE_ZONE
 from celestial_memory.store.repository import Candidates, MemoryRepository
 
@@ -36,10 +33,8 @@ class Found:
     relevance: npt.NDArray[np.float64]
     via: dict[str, Via]  # the candidates the graph lifted, and how
     asked: list[str]  # the entity ids the query mentions
-    # The learned ranker's order (higher first; None: by relevance), and the whole records of
-    # the candidates it read (by id), which the recall answers from.
+    # The learned ranker's order (higher first; None: by relevance).
     key: npt.NDArray[np.float64] | None = None
-    read: dict[str, Record] = field(default_factory=dict)
 
 
 class RecallCandidates:
@@ -87,18 +82,9 @@ class RecallCandidates:
             cands, relevance, via = grown.candidates, grown.relevance, grown.via
         with stages("entities"):
             relevance = retrieval.with_entities(relevance, asked, cands.mentions)
-        return Found(cands, relevance, via, asked)
-
-    def rank(self, tenant: str, text: str, found: Found, stages: metrics.Stages) -> None:
-        """The learned ranker's order of ``found`` (``found.key``), with the records it read
-        (``found.read``); nothing without a ranker, or for a vector alone (no text to rank)."""
-        cands = found.candidates
-        if self.ranker is None or not text or not cands.ids:
-            return
-        with stages("ranking"):
-            def read(ids: list[str]) -> CandidateFacts:
-                facts, found.read = self._store.ranking_facts.read_whole(tenant, ids)
-                return facts
-
-            found.key = learned_key(self.ranker, read, tenant, text, found.asked, cands.ids,
-                                    cands.signals, found.relevance, self.tuning)
+        found = Found(cands, relevance, via, asked)
+        if self.ranker is not None and text and cands.ids:  # a vector alone has no text to rank
+            with stages("ranking"):
+                found.key = learned_key(self.ranker, store, tenant, text, asked, cands.ids,
+                                        cands.signals, relevance, self.tuning)
+        return found

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from celestial_memory.domain.candidate_facts import CandidateFacts
 from celestial_memory.domain.zones import Zone
-from celestial_memory.store.engine import MEMORIES, Engine, Record
+from celestial_memory.store.engine import MEMORIES, Engine
 from celestial_memory.store.payload import ARCHIVE_ZONE
 
 # The fields the features read (ranking/features.py), and the tenant's, to check it.
@@ -26,30 +26,17 @@ class RankingFacts:
         """The facts of the memories of ``tenant`` among ``ids``, in their order (missing and
         foreign ones are absent)."""
         records = {r.id: r for r in self._engine.retrieve(MEMORIES, ids, payload=FACT_FIELDS)}
-        return facts_of(tenant, ids, records)
-
-    def read_whole(self, tenant: str, ids: Sequence[str],
-                   ) -> tuple[CandidateFacts, dict[str, Record]]:
-        """The facts, and the whole records they were read from: for a recall, whose answer is
-        read from the same records (store/repository.py ``get``), so that no memory is read
-        twice. One payload costs the engine about as much whole as in part (measured)."""
-        records = {r.id: r for r in self._engine.retrieve(MEMORIES, ids)}
-        return facts_of(tenant, ids, records), records
-
-
-def facts_of(tenant: str, ids: Sequence[str], records: dict[str, Record]) -> CandidateFacts:
-    """The facts of ``tenant``'s memories among ``ids`` in ``records``, in the order of ``ids``."""
-    rows = [row for mid in ids if mid in records
-            and records[mid].payload.get("tenant") == tenant
-            and (row := _row(mid, records[mid].payload)) is not None]
-    columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if rows else [()] * 9
-    return CandidateFacts(
-        ids=list(columns[0]), content=list(columns[1]), session=list(columns[2]),
-        related=list(columns[3]), entities=list(columns[4]),
-        zone=np.array(columns[5], dtype=np.float64),
-        importance=np.array(columns[6], dtype=np.float64),
-        recall_count=np.array(columns[7], dtype=np.float64),
-        created_at=np.array(columns[8], dtype=np.float64))
+        rows = [row for mid in ids if mid in records
+                and records[mid].payload.get("tenant") == tenant
+                and (row := _row(mid, records[mid].payload)) is not None]
+        columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if rows else [()] * 9
+        return CandidateFacts(
+            ids=list(columns[0]), content=list(columns[1]), session=list(columns[2]),
+            related=list(columns[3]), entities=list(columns[4]),
+            zone=np.array(columns[5], dtype=np.float64),
+            importance=np.array(columns[6], dtype=np.float64),
+            recall_count=np.array(columns[7], dtype=np.float64),
+            created_at=np.array(columns[8], dtype=np.float64))
 
 
 def _row(mid: str, p: dict[str, Any]) -> Row | None:

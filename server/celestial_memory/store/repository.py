@@ -22,7 +22,7 @@ from celestial_memory.domain.models import HybridQuery, Memory, MemoryFilter, Sp
 from celestial_memory.domain.selection import Members, Selection
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import NotFound
-from celestial_memory.store.engine import LEDGER, MEMORIES, Engine, Hit, Point, Record
+from celestial_memory.store.engine import LEDGER, MEMORIES, Engine, Hit, Point
 from celestial_memory.store.graph_store import GraphStore
 from celestial_memory.store.ledger_records import LedgerRecords
 from celestial_memory.store.operations_store import OperationsStore
@@ -129,14 +129,10 @@ class MemoryRepository(LedgerRecords):
         return found[memory_id]
 
     def get(
-        self, tenant: str, ids: Sequence[str], with_vectors: bool = False,
-        read: dict[str, Record] | None = None,
+        self, tenant: str, ids: Sequence[str], with_vectors: bool = False
     ) -> dict[str, Memory]:
-        """The memories of ``tenant`` among ``ids`` (missing and foreign ones are absent).
-        ``read``: records of some of them already read whole (no vectors), not read again."""
-        read = {} if read is None or with_vectors else read
-        records = [read[i] for i in ids if i in read] + self.engine.retrieve(
-            MEMORIES, [i for i in ids if i not in read], vectors=[DENSE] if with_vectors else ())
+        """The memories of ``tenant`` among ``ids`` (missing and foreign ones are absent)."""
+        records = self.engine.retrieve(MEMORIES, ids, vectors=[DENSE] if with_vectors else ())
         mine = {r.id: r for r in records if r.payload.get("tenant") == tenant}
         out = {m.id: m for m in readable(mine.values())}
         for mid, m in out.items():
