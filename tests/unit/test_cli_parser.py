@@ -171,6 +171,9 @@ def test_one_command_retries_briefly_not_with_the_librarys_backoff(
     policy = seen[0]
     assert policy is not None and policy.max_attempts == 3
     assert policy.initial_backoff_s * (1 + policy.multiplier) < 0.2
+    # A reflection followed to its end waits out a restart with the library's retries.
+    assert main(["--target", "127.0.0.1:1", "operation", "get", "some-op"]) == 4
+    assert seen[1] == RetryPolicy()
 
 
 def test_a_server_that_answers_unavailable_gets_no_start_hint(
