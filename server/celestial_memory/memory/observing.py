@@ -227,7 +227,6 @@ def _decision_of(m: Memory, policy: TurnPolicy) -> int | None:
     return logged.id if logged is not None and repr(logged.at) == at else None
 
 
-
 def _kept(policy: TurnPolicy, decision: int, m: Memory) -> bool:
     """Whether the decision that wrote ``m`` kept it in the zones."""
     action = m.metadata.get(POLICY)

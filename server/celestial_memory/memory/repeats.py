@@ -123,13 +123,12 @@ class Repeats:
         in_batch = {r.index for r in out}
         rest = [i for i in candidates if i not in in_batch]
         # A few nearest, not one: texts the model cannot tell apart (emoji) tie at the top.
-        known = searched or {}
-        unsearched = [i for i in rest if i not in known]
-        hits = dict(zip(unsearched, self._store.nearest_live(
-            tenant, [cast(Vector, new[i].vector) for i in unsearched], NEAREST), strict=True)
-            ) if unsearched else {}
-        close = {i: [mid for mid, score in (known[i] if i in known else hits[i])[:NEAREST]
-                     if score >= self._threshold] for i in rest}
+        hits = dict(searched or {})
+        if unsearched := [i for i in rest if i not in hits]:
+            hits.update(zip(unsearched, self._store.nearest_live(
+                tenant, [cast(Vector, new[i].vector) for i in unsearched], NEAREST), strict=True))
+        close = {i: [mid for mid, score in hits[i][:NEAREST] if score >= self._threshold]
+                 for i in rest}
         held = self._store.contents(tenant, sorted({m for ms in close.values() for m in ms}))
         # Texts without a word repeat only as the same text, which their hash finds whatever
         # the ties among their vectors.

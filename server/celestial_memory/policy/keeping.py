@@ -181,9 +181,10 @@ class PolicyKeeper:
         INVALID_ARGUMENT when it cannot be read (``read``)."""
         p = self.read(state)
         with self._lock:
-            if not replace and any(self.of(tenant).counters.decisions.values()):
+            own = self.of(tenant)
+            if not replace and any(own.counters.decisions.values()):
                 return False
-            p.continuing(self.of(tenant))  # ids never go back
+            p.continuing(own)  # ids never go back
             self._held[tenant] = p
             self._held.move_to_end(tenant)
             self._save(tenant)
