@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml client/pyproject.toml | $(PY)
 	@echo "  → torch 2.13.0"
 	@$(PY) -m pip install --quiet torch==2.13.0
 	@echo "  → the client and the server from this checkout, with their dependencies"
-	@$(PY) -m pip install --quiet -e './client[agents]' -e '.[server,dev]'
+	@$(PY) -m pip install --quiet -e './client[agents]' -e '.[server,dev,privacy]'
 	@rm -f $(VENV)/.installed-* && touch $@
 	@echo "→ packages installed"
 

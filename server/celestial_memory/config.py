@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Literal
 
 from celestial_memory.config_checks import check
+from celestial_memory.config_serving import ServingSettings
 from pydantic import Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
 # Journaled write-behind on the embedded store: a bound short enough that reads which flush
@@ -20,58 +21,10 @@ BUNDLED_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_EDGE_FLUSH_MS = 20.0
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="CELESTIAL_", extra="ignore")
+class Settings(ServingSettings):
+    """Every setting: the serving ones (config_serving.py) first, then these."""
 
-    # Serving
-    address: str = Field("localhost:50051", description="host:port the gRPC server binds")
-    grace_seconds: float = Field(5.0, ge=0, description="graceful shutdown period")
-    # The trust boundary
-    api_keys_file: Path | None = Field(
-        None, description="API key file (celestial keys create); unset: no keys, localhost only")
-    api_keys_reload_s: float = Field(1.0, gt=0, description="how often the key file is re-read")
-    insecure_no_auth: bool = Field(
-        False, description="allow binding a non-loopback address without API keys")
-    rate_per_key: float = Field(0.0, ge=0, description="calls/s per API key; 0: no limit")
-    rate_burst: float = Field(50.0, ge=1, description="calls a key may make at once")
-    tls_cert: Path | None = Field(None, description="TLS certificate (PEM) of the service port")
-    tls_key: Path | None = Field(None, description="its private key (PEM)")
-    tls_client_ca: Path | None = Field(
-        None, description="CA of client certificates: set, every client must present one (mTLS)")
-    # The HTTP port: the contract over Connect (api/connect/), beside the gRPC port.
-    http_address: str = Field(
-        "", description="host:port serving the contract over Connect (HTTP/JSON); empty: off")
-    http_cors_origins: list[str] = Field(
-        default_factory=list, description="browser origins allowed to call the HTTP port")
-    http_max_header_bytes: int = Field(
-        16_384, ge=1024, le=1_048_576,
-        description="largest request head the HTTP port reads in pieces (one read: 64 KiB more)")
-    http_max_connections: int = Field(
-        1024, gt=0, description="connections the HTTP port holds at once; beyond, 503 and closed")
-    http_max_connections_per_address: int = Field(
-        128, gt=0, description="of those, from one client address (raise it behind a proxy)")
-    http_conversion: Literal["process", "thread", "loop"] = Field(
-        "process", description="where the HTTP port converts large JSON messages: worker "
-        "processes (isolated from other callers), threads, or the serving loop itself")
-    # Limits of the gRPC server (docs/design.md, "The trust boundary").
-    max_message_bytes: int = Field(
-        4 * 1024 * 1024, gt=0, description="largest message received or sent (one stream item)")
-    max_concurrent_rpcs: int = Field(
-        512, gt=0, description="calls served at once; beyond, RESOURCE_EXHAUSTED")
-    max_streams_per_connection: int = Field(100, gt=0, description="concurrent calls per connection")
-    max_connection_idle_s: float = Field(300.0, gt=0, description="idle connections are closed")
-    max_stream_s: float = Field(
-        600.0, gt=0, description="longest a StoreBatch or Import stream may take")
-    stream_idle_s: float = Field(
-        30.0, gt=0, description="a StoreBatch or Import stream that sends nothing this long ends")
-    max_streams_per_caller: int = Field(
-        16, gt=0, description="streams (StoreBatch, Import, Export, health Watch, reflection) "
-        "open at once per key; without keys per address, every loopback address one caller")
-    max_open_streams: int = Field(
-        0, ge=0, description="streams open at once in all; 0: half of max_concurrent_rpcs, so "
-        "unary calls always find a slot")
-    health_address: str = Field(
-        "", description="a plaintext port serving only gRPC health (probes, when TLS is on)")
+    model_config = SettingsConfigDict(env_prefix="CELESTIAL_", extra="ignore")
 
     # Storage
     backend: Literal["edge", "qdrant"] = Field("edge", description="edge (embedded) or qdrant")
@@ -285,6 +238,44 @@ class Settings(BaseSettings):
         0.05, ge=0, le=0.5, description="share of the turn policy's bandit decisions drawn at "
         "random (exploration: every action keeps a known chance, so the log can evaluate "
         "another policy)")
+    # Sharing what the turn policies learnt with other nodes (sharing/; docs/sharing.md). Off
+    # unless peers are listed.
+    policy_peers: list[str] = Field(
+        default_factory=list, description="host:port of the nodes this one shares its turn "
+        "policy's parameters with (gossip); empty: sharing off")
+    policy_share_address: str = Field(
+        "", description="this node's host:port as its peers list it; empty: the address")
+    policy_share_interval_s: float = Field(
+        30.0, ge=0.2, le=86_400, description="a gossip round every this many seconds")
+    policy_share_fanout: int = Field(
+        2, ge=1, le=64, description="peers dialled each round, at random")
+    policy_share_tenants: list[str] = Field(
+        default_factory=list, description="tenants whose policies are shared and take the "
+        "peers' aggregate; empty: every tenant whose policy this node holds")
+    policy_share_aggregation: Literal["multi-krum", "mean"] = Field(
+        "multi-krum", description="how the peers' updates are combined: Multi-Krum "
+        "(tolerates policy_share_byzantine bad peers) or a plain mean (a baseline: one bad "
+        "peer moves it anywhere)")
+    policy_share_byzantine: int = Field(
+        1, ge=0, le=16, description="bad peers Multi-Krum tolerates: a merge waits for more "
+        "than 2f + 2 updates, its own included")
+    policy_peer_key: SecretStr | None = Field(
+        None, description="the API key this node presents to its peers (a peer-role key in "
+        "their key files)")
+    policy_peer_ca: Path | None = Field(
+        None, description="CA (PEM) that signs the peers' certificates; set: peers are dialled "
+        "over TLS")
+    policy_peer_cert: Path | None = Field(
+        None, description="this node's client certificate (PEM) toward peers that ask for one")
+    policy_peer_cert_key: Path | None = Field(None, description="its private key (PEM)")
+    policy_share_noise: float = Field(
+        0.0, ge=0, le=100, description="Gaussian noise multiplier on each update sent (0: none); "
+        "with noise, the privacy spent is accounted (the privacy extra)")
+    policy_share_epsilon: float = Field(
+        0.0, ge=0, description="privacy budget: once the updates sent have spent this epsilon, "
+        "the node sends no more (0: no budget)")
+    policy_share_delta: float = Field(
+        1e-6, gt=0, lt=1, description="the delta epsilon is accounted at")
     # Feedback (understanding/feedback.py; docs/design.md, "Types, protection and feedback")
     feedback_step: float = Field(
         0.2, gt=0, le=1, description="share of the way to 1 (helpful) or 0 a vote moves importance")

@@ -38,5 +38,16 @@ def check(s: Any) -> None:
         raise ValueError("tls_cert and tls_key go together")
     if s.tls_client_ca is not None and s.tls_cert is None:
         raise ValueError("tls_client_ca needs tls_cert and tls_key")
+    if (s.policy_peer_cert is None) != (s.policy_peer_cert_key is None):
+        raise ValueError("policy_peer_cert and policy_peer_cert_key go together")
+    if s.policy_peer_cert is not None and s.policy_peer_ca is None:
+        raise ValueError("policy_peer_cert needs policy_peer_ca (peers are dialled over TLS)")
+    for peer in s.policy_peers:
+        host, _, port = peer.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"policy_peers: {peer!r} is not host:port")
+    if s.policy_share_epsilon and not s.policy_share_noise:
+        raise ValueError("policy_share_epsilon is a budget for noised updates: set "
+                         "policy_share_noise too")
     if not s.instance_id:
         s.instance_id = f"{socket.gethostname()}/{s.address}"

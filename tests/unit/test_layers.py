@@ -21,7 +21,8 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
                                 "encoding", "ranking", "policy", "sharing"})),
     ("store", frozenset({"store"})),
     ("domain", frozenset({"domain"})),
-    ("shared", frozenset({"config", "config_checks", "errors", "clock", "observability"})),
+    ("shared", frozenset({"config", "config_checks", "config_serving", "errors", "clock",
+                         "observability"})),
 ]
 RANK = {unit: rank for rank, (_, units) in enumerate(LAYERS) for unit in units}
 

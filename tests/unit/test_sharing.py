@@ -23,6 +23,7 @@ from celestial_memory.sharing import (
     multi_krum,
     noised,
     of,
+    privacy,
     select,
     step,
 )
@@ -246,13 +247,27 @@ def test_a_new_tenant_learns_from_its_peers() -> None:
     within_bounds(cold)
 
 
-def test_noise_clips_then_perturbs_and_leaves_an_empty_arm_empty() -> None:
+def test_noise_clips_then_perturbs_every_arm_and_hides_the_counts() -> None:
     u = of(trained(turns=6))
+    assert 0.0 in u.counts  # an arm with too few rewards: sent empty without noise
     rng = np.random.default_rng(4)
     n = noised(u, 0.0, 0.5, rng)  # σ 0 only clips
     for k, c in enumerate(u.counts):
         block = n.vector[k * update_mod.ARM_SIZE:(k + 1) * update_mod.ARM_SIZE]
         assert np.linalg.norm(block) <= 0.5 + 1e-12 if c else not block.any()
+    assert n.counts == u.counts
     noisy = noised(u, 0.1, 0.5, rng)
-    assert noisy.counts == u.counts
-    assert not np.array_equal(noisy.vector, n.vector)
+    # Under noise every arm travels, with a count that says nothing of the node's own.
+    assert noisy.counts == (privacy.NOISED_COUNT,) * len(u.counts)
+    for k in range(len(u.counts)):
+        block = noisy.vector[k * update_mod.ARM_SIZE:(k + 1) * update_mod.ARM_SIZE]
+        assert block.any() and not np.array_equal(block, n.vector[k * update_mod.ARM_SIZE:
+                                                                   (k + 1) * update_mod.ARM_SIZE])
+
+
+def test_the_privacy_spent_grows_with_the_releases_and_falls_with_the_noise() -> None:
+    assert privacy.epsilon(1.0, 0, 1e-6) == 0.0
+    assert privacy.epsilon(0.0, 1, 1e-6) == float("inf")
+    one, ten = privacy.epsilon(2.0, 1, 1e-6), privacy.epsilon(2.0, 10, 1e-6)
+    assert 0.0 < one < ten < 10 * one  # RDP composes better than adding epsilons
+    assert privacy.epsilon(8.0, 10, 1e-6) < ten

@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint
 from pyqwest import Client
 
-from .memory_pb2 import CancelOperationRequest, CancelOperationResponse, ConsolidateRequest, ConsolidateResponse, ContextRequest, ContextResponse, DeleteByFilterRequest, DeleteByFilterResponse, DeleteRequest, DeleteResponse, EntitiesRequest, EntitiesResponse, ExportRequest, ExportedMemory, FeedbackRequest, FeedbackResponse, GetOperationRequest, GetOperationResponse, GetPolicyRequest, GetPolicyResponse, GetRequest, GetResponse, ImportResponse, LedgerRequest, LedgerResponse, ListOperationsRequest, ListOperationsResponse, ListRequest, ListResponse, ObserveRequest, ObserveResponse, RebalanceRequest, RebalanceResponse, RecallRequest, RecallResponse, RecentRequest, RecentResponse, ReflectRequest, ReflectResponse, RelateRequest, RelateResponse, RelatedRequest, RelatedResponse, ResetPolicyRequest, ResetPolicyResponse, RestoreRequest, RestoreResponse, SetClockRequest, SetClockResponse, StartReflectionRequest, StartReflectionResponse, StatsRequest, StatsResponse, StoreBatchResponse, StoreRequest, StoreResponse, UnrelateRequest, UnrelateResponse, UpdateRequest, UpdateResponse, WatchOperationRequest, WatchOperationResponse
+from .memory_pb2 import CancelOperationRequest, CancelOperationResponse, ConsolidateRequest, ConsolidateResponse, ContextRequest, ContextResponse, DeleteByFilterRequest, DeleteByFilterResponse, DeleteRequest, DeleteResponse, EntitiesRequest, EntitiesResponse, ExchangePolicyRequest, ExchangePolicyResponse, ExportRequest, ExportedMemory, FeedbackRequest, FeedbackResponse, GetOperationRequest, GetOperationResponse, GetPolicyRequest, GetPolicyResponse, GetRequest, GetResponse, ImportResponse, LedgerRequest, LedgerResponse, ListOperationsRequest, ListOperationsResponse, ListRequest, ListResponse, ObserveRequest, ObserveResponse, RebalanceRequest, RebalanceResponse, RecallRequest, RecallResponse, RecentRequest, RecentResponse, ReflectRequest, ReflectResponse, RelateRequest, RelateResponse, RelatedRequest, RelatedResponse, ResetPolicyRequest, ResetPolicyResponse, RestoreRequest, RestoreResponse, SetClockRequest, SetClockResponse, StartReflectionRequest, StartReflectionResponse, StatsRequest, StatsResponse, StoreBatchResponse, StoreRequest, StoreResponse, UnrelateRequest, UnrelateResponse, UpdateRequest, UpdateResponse, WatchOperationRequest, WatchOperationResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
@@ -1522,6 +1522,118 @@ class MemoryServiceClient(ConnectClient):
                 service_name="celestial.v1.MemoryService",
                 input=ResetPolicyRequest,
                 output=ResetPolicyResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+class PolicySharingService(Protocol):
+    """
+    What memory nodes that opt in tell each other about their turn policies (gossip between
+    peers listed in CELESTIAL_POLICY_PEERS): parameters only, never a memory, a text, a tenant's
+    name or a key.
+    """
+    async def exchange_policy(self, request: ExchangePolicyRequest, ctx: RequestContext[ExchangePolicyRequest, ExchangePolicyResponse], /) -> ExchangePolicyResponse:
+        """
+        Gives this node's policy update and takes the caller's. Needs a key of the peer role (and
+        no other role may call it). FAILED_PRECONDITION when sharing is off here or the update was
+        learnt under other rules (another fingerprint); INVALID_ARGUMENT when the update is damaged
+        or out of bounds; RESOURCE_EXHAUSTED when the caller exchanges more often than twice a
+        round or this node already holds as many peers as it keeps.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+
+class PolicySharingServiceASGIApplication(ConnectASGIApplication[PolicySharingService]):
+    def __init__(
+        self,
+        service: PolicySharingService | AsyncGenerator[PolicySharingService],
+        *,
+        interceptors: Iterable[Interceptor] = (),
+        read_max_bytes: int | None = DEFAULT_READ_MAX_BYTES,
+        compressions: Iterable[Compression] | None = None,
+        codecs: Iterable[Codec] | None = _DEFAULT_CODECS,
+    ) -> None:
+        super().__init__(
+            service=service,
+            endpoints=lambda svc: {
+                "/celestial.v1.PolicySharingService/ExchangePolicy": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ExchangePolicy",
+                        service_name="celestial.v1.PolicySharingService",
+                        input=ExchangePolicyRequest,
+                        output=ExchangePolicyResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.exchange_policy,
+                ),
+            },
+            interceptors=interceptors,
+            read_max_bytes=read_max_bytes,
+            compressions=compressions,
+            codecs=codecs,
+        )
+
+    @property
+    def path(self) -> str:
+        """Returns the URL path to mount the application to when serving multiple applications."""
+        return "/celestial.v1.PolicySharingService"
+
+
+class PolicySharingServiceClient(ConnectClient):
+    """
+    What memory nodes that opt in tell each other about their turn policies (gossip between
+    peers listed in CELESTIAL_POLICY_PEERS): parameters only, never a memory, a text, a tenant's
+    name or a key.
+    """
+    def __init__(
+        self,
+        address: str,
+        *,
+        codec: Codec | None = _PROTO_BINARY_CODEC,
+        protocol: ProtocolType = ProtocolType.CONNECT,
+        accept_compression: Iterable[Compression] | None = None,
+        send_compression: Compression | None = _GZIP_COMPRESSION,
+        timeout_ms: int | None = None,
+        read_max_bytes: int | None = None,
+        interceptors: Iterable[Interceptor] = (),
+        http_client: Client | None = None,
+    ) -> None:
+        super().__init__(
+            address=address,
+            codec=codec,
+            protocol=protocol,
+            accept_compression=accept_compression,
+            send_compression=send_compression,
+            timeout_ms=timeout_ms,
+            read_max_bytes=read_max_bytes,
+            interceptors=interceptors,
+            http_client=http_client,
+        )
+    async def exchange_policy(
+        self,
+        request: ExchangePolicyRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ExchangePolicyResponse:
+        """
+        Gives this node's policy update and takes the caller's. Needs a key of the peer role (and
+        no other role may call it). FAILED_PRECONDITION when sharing is off here or the update was
+        learnt under other rules (another fingerprint); INVALID_ARGUMENT when the update is damaged
+        or out of bounds; RESOURCE_EXHAUSTED when the caller exchanges more often than twice a
+        round or this node already holds as many peers as it keeps.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ExchangePolicy",
+                service_name="celestial.v1.PolicySharingService",
+                input=ExchangePolicyRequest,
+                output=ExchangePolicyResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

@@ -1288,7 +1288,7 @@ class GetPolicyRequest(_message.Message):
     def __init__(self, tenant: _Optional[str] = ..., last: _Optional[int] = ...) -> None: ...
 
 class GetPolicyResponse(_message.Message):
-    __slots__ = ("fingerprint", "exploration", "decisions", "phases", "kept", "explored", "rewards", "reward_sum", "updates", "reward_by_rule", "last", "saved_at")
+    __slots__ = ("fingerprint", "exploration", "decisions", "phases", "kept", "explored", "rewards", "reward_sum", "updates", "reward_by_rule", "last", "saved_at", "sharing")
     class DecisionsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -1322,6 +1322,7 @@ class GetPolicyResponse(_message.Message):
     REWARD_BY_RULE_FIELD_NUMBER: _ClassVar[int]
     LAST_FIELD_NUMBER: _ClassVar[int]
     SAVED_AT_FIELD_NUMBER: _ClassVar[int]
+    SHARING_FIELD_NUMBER: _ClassVar[int]
     fingerprint: str
     exploration: float
     decisions: _containers.ScalarMap[str, int]
@@ -1334,7 +1335,79 @@ class GetPolicyResponse(_message.Message):
     reward_by_rule: _containers.ScalarMap[str, float]
     last: _containers.RepeatedCompositeFieldContainer[PolicyDecision]
     saved_at: _timestamp_pb2.Timestamp
-    def __init__(self, fingerprint: _Optional[str] = ..., exploration: _Optional[float] = ..., decisions: _Optional[_Mapping[str, int]] = ..., phases: _Optional[_Mapping[str, int]] = ..., kept: _Optional[int] = ..., explored: _Optional[int] = ..., rewards: _Optional[int] = ..., reward_sum: _Optional[float] = ..., updates: _Optional[int] = ..., reward_by_rule: _Optional[_Mapping[str, float]] = ..., last: _Optional[_Iterable[_Union[PolicyDecision, _Mapping]]] = ..., saved_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    sharing: PolicySharingStatus
+    def __init__(self, fingerprint: _Optional[str] = ..., exploration: _Optional[float] = ..., decisions: _Optional[_Mapping[str, int]] = ..., phases: _Optional[_Mapping[str, int]] = ..., kept: _Optional[int] = ..., explored: _Optional[int] = ..., rewards: _Optional[int] = ..., reward_sum: _Optional[float] = ..., updates: _Optional[int] = ..., reward_by_rule: _Optional[_Mapping[str, float]] = ..., last: _Optional[_Iterable[_Union[PolicyDecision, _Mapping]]] = ..., saved_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., sharing: _Optional[_Union[PolicySharingStatus, _Mapping]] = ...) -> None: ...
+
+class PolicySharingStatus(_message.Message):
+    __slots__ = ("rounds", "merges", "waiting", "peers", "noise", "released", "epsilon", "delta", "epsilon_budget", "budget_spent")
+    ROUNDS_FIELD_NUMBER: _ClassVar[int]
+    MERGES_FIELD_NUMBER: _ClassVar[int]
+    WAITING_FIELD_NUMBER: _ClassVar[int]
+    PEERS_FIELD_NUMBER: _ClassVar[int]
+    NOISE_FIELD_NUMBER: _ClassVar[int]
+    RELEASED_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_BUDGET_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_SPENT_FIELD_NUMBER: _ClassVar[int]
+    rounds: int
+    merges: int
+    waiting: str
+    peers: _containers.RepeatedCompositeFieldContainer[PeerSharingStatus]
+    noise: float
+    released: int
+    epsilon: float
+    delta: float
+    epsilon_budget: float
+    budget_spent: bool
+    def __init__(self, rounds: _Optional[int] = ..., merges: _Optional[int] = ..., waiting: _Optional[str] = ..., peers: _Optional[_Iterable[_Union[PeerSharingStatus, _Mapping]]] = ..., noise: _Optional[float] = ..., released: _Optional[int] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., epsilon_budget: _Optional[float] = ..., budget_spent: _Optional[bool] = ...) -> None: ...
+
+class PeerSharingStatus(_message.Message):
+    __slots__ = ("peer", "exchanged", "refused", "last_at", "last_error")
+    class RefusedEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    PEER_FIELD_NUMBER: _ClassVar[int]
+    EXCHANGED_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    LAST_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    peer: str
+    exchanged: int
+    refused: _containers.ScalarMap[str, int]
+    last_at: _timestamp_pb2.Timestamp
+    last_error: str
+    def __init__(self, peer: _Optional[str] = ..., exchanged: _Optional[int] = ..., refused: _Optional[_Mapping[str, int]] = ..., last_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ...) -> None: ...
+
+class SharedPolicy(_message.Message):
+    __slots__ = ("fingerprint", "parameters", "counts")
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    COUNTS_FIELD_NUMBER: _ClassVar[int]
+    fingerprint: str
+    parameters: _containers.RepeatedScalarFieldContainer[float]
+    counts: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, fingerprint: _Optional[str] = ..., parameters: _Optional[_Iterable[float]] = ..., counts: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class ExchangePolicyRequest(_message.Message):
+    __slots__ = ("node", "update")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    update: SharedPolicy
+    def __init__(self, node: _Optional[str] = ..., update: _Optional[_Union[SharedPolicy, _Mapping]] = ...) -> None: ...
+
+class ExchangePolicyResponse(_message.Message):
+    __slots__ = ("node", "update")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    update: SharedPolicy
+    def __init__(self, node: _Optional[str] = ..., update: _Optional[_Union[SharedPolicy, _Mapping]] = ...) -> None: ...
 
 class ResetPolicyRequest(_message.Message):
     __slots__ = ("tenant",)

@@ -1539,3 +1539,89 @@ class MemoryService:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class PolicySharingServiceStub:
+    """What memory nodes that opt in tell each other about their turn policies (gossip between
+    peers listed in CELESTIAL_POLICY_PEERS): parameters only, never a memory, a text, a tenant's
+    name or a key.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.ExchangePolicy = channel.unary_unary(
+                '/celestial.v1.PolicySharingService/ExchangePolicy',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.ExchangePolicyRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.ExchangePolicyResponse.FromString,
+                _registered_method=True)
+
+
+class PolicySharingServiceServicer:
+    """What memory nodes that opt in tell each other about their turn policies (gossip between
+    peers listed in CELESTIAL_POLICY_PEERS): parameters only, never a memory, a text, a tenant's
+    name or a key.
+    """
+
+    def ExchangePolicy(self, request, context):
+        """Gives this node's policy update and takes the caller's. Needs a key of the peer role (and
+        no other role may call it). FAILED_PRECONDITION when sharing is off here or the update was
+        learnt under other rules (another fingerprint); INVALID_ARGUMENT when the update is damaged
+        or out of bounds; RESOURCE_EXHAUSTED when the caller exchanges more often than twice a
+        round or this node already holds as many peers as it keeps.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_PolicySharingServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'ExchangePolicy': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExchangePolicy,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.ExchangePolicyRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.ExchangePolicyResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'celestial.v1.PolicySharingService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('celestial.v1.PolicySharingService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class PolicySharingService:
+    """What memory nodes that opt in tell each other about their turn policies (gossip between
+    peers listed in CELESTIAL_POLICY_PEERS): parameters only, never a memory, a text, a tenant's
+    name or a key.
+    """
+
+    @staticmethod
+    def ExchangePolicy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/celestial.v1.PolicySharingService/ExchangePolicy',
+            celestial_dot_v1_dot_memory__pb2.ExchangePolicyRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.ExchangePolicyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

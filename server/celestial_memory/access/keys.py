@@ -35,7 +35,7 @@ ALL = "*"
 class KeyRecord:
     id: str
     name: str
-    role: str  # read, write or admin
+    role: str  # read, write, admin or peer
     tenants: list[str]  # ["*"]: every tenant
     salt: str
     sha256: str
@@ -93,7 +93,7 @@ def create_key(
 ) -> tuple[KeyRecord, str]:
     """Add a key to the file; returns its record and the key itself (shown once, kept nowhere)."""
     if role.upper() not in Role.__members__:
-        raise InvalidArgument("role", f"must be read, write or admin, got {role!r}")
+        raise InvalidArgument("role", f"must be read, write, admin or peer, got {role!r}")
     if not tenants or any(not t.strip() for t in tenants):
         raise InvalidArgument("tenants", "name at least one tenant, or * for every tenant")
     now = time.time() if now is None else now

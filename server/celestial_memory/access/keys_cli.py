@@ -21,9 +21,10 @@ def add_keys_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="keys_command", required=True)
     c = sub.add_parser("create", help="add a key; prints it once")
     c.add_argument("--name", required=True, help="who or what the key is for")
-    c.add_argument("--role", choices=["read", "write", "admin"], required=True,
+    c.add_argument("--role", choices=["read", "write", "admin", "peer"], required=True,
                    help="read: look (recall without reinforcing, get, list, export); write: also "
-                        "store, change and import; admin: also rebalance and consolidate")
+                        "store, change and import; admin: also rebalance and consolidate; peer: "
+                        "another memory node exchanging policy updates, and nothing else")
     c.add_argument("--tenant", action="append", default=[], dest="tenants",
                    help="a tenant the key may use (repeat for several; * for every tenant)")
     c.add_argument("--expires-days", type=float, help="the key stops working after this")

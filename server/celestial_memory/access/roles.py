@@ -6,7 +6,8 @@ WatchOperation, ListOperations, GetPolicy, Observe's dry run), ``write`` (also S
 Update, Delete, Restore, Recall that reinforces, Import, Feedback, Reflect, StartReflection,
 CancelOperation, Observe, ResetPolicy) and
 ``admin`` (also Rebalance, Consolidate, DeleteByFilter, SetClock, and Delete of an immutable
-memory). The tenants decide the data: a request naming
+memory). ``peer`` stands apart: another memory node's key, for ExchangePolicy alone, which no
+other role may call (a client's admin key is not a node). The tenants decide the data: a request naming
 a tenant outside the key's set is refused, and one naming none gets the key's tenant. A tenant's
 name is bounded (``checked_tenant``) before anything uses it.
 """
@@ -26,6 +27,7 @@ class Role(IntEnum):
     READ = 1
     WRITE = 2
     ADMIN = 3
+    PEER = 4  # not above ADMIN: outside the order (``Principal.require``)
 
 
 # The least role each method of the memory service needs. A method missing here is refused.
@@ -44,6 +46,7 @@ METHOD_ROLES: dict[str, Role] = {
     "StartReflection": Role.WRITE, "CancelOperation": Role.WRITE,  # Reflect's, started or stopped
     "Rebalance": Role.ADMIN, "Consolidate": Role.ADMIN, "DeleteByFilter": Role.ADMIN,
     "SetClock": Role.ADMIN,
+    "ExchangePolicy": Role.PEER,  # the PolicySharing service's one method
 }
 
 
@@ -66,7 +69,8 @@ class Principal:
     tenants: frozenset[str] | None
 
     def require(self, role: Role, what: str) -> None:
-        if self.role < role:
+        # The peer role is no rank: it reaches ExchangePolicy alone, and only it reaches that.
+        if (self.role == Role.PEER) != (role == Role.PEER) or self.role < role:
             raise PermissionDenied(
                 f"{what} needs the {role.name.lower()} role; this key has {self.role.name.lower()}")
 

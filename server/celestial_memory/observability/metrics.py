@@ -75,6 +75,18 @@ UNDERSTAND_GIVEN_UP = Counter("celestial_understanding_given_up_total",
 QUEUE_DEPTH = Gauge("celestial_reinforcement_queue_depth",
                     "Reinforced memories waiting to be written.", registry=REGISTRY)
 
+# Sharing between nodes (sharing/node.py): peers are the operator's list, so few labels.
+POLICY_EXCHANGES = Counter("celestial_policy_exchanges_total",
+                           "Peers' policy updates taken, or refused and calls failed, by outcome "
+                           "(taken, fingerprint, damaged, too_often, unlisted, another_key, "
+                           "and a failed call's status code).", ("outcome",), registry=REGISTRY)
+POLICY_SHARING_MERGES = Counter("celestial_policy_sharing_merges_total",
+                                "Gossip rounds whose aggregate the shared policies took.",
+                                registry=REGISTRY)
+POLICY_SHARING_EPSILON = Gauge("celestial_policy_sharing_epsilon",
+                               "Privacy spent by the updates this node sent (epsilon at the "
+                               "configured delta; 0 without noise).", registry=REGISTRY)
+
 
 class Stages:
     """A recall's stage timings: ``with stages("candidates"): ...`` adds up the time of each

@@ -74,6 +74,11 @@ class PolicyKeeper:
             self._held.move_to_end(tenant)
             return p
 
+    def held(self) -> list[str]:
+        """The tenants whose policies are held now (those that decided or were read lately)."""
+        with self._lock:
+            return list(self._held)
+
     def _load(self, tenant: str) -> TurnPolicy:
         kept = self._store.read_policy(tenant)
         if kept is None:

@@ -120,20 +120,30 @@ def merge(policy: TurnPolicy, peers: Sequence[PolicyUpdate],
     _check(peers)
     # Under the policy's lock from snapshot to write: a reward learnt in between is not lost.
     with policy.lock:
+        target, kept = aggregate([update.of(policy), *peers], cfg)
+        t = move(policy, target, cfg)
+    return Merged(tuple(i - 1 for i in kept if i > 0), 0 in kept, t)
+
+
+def move(policy: TurnPolicy, target: PolicyUpdate, config: SharingConfig) -> float:
+    """Step ``policy``'s own update toward ``target`` (an aggregate) and write the result into
+    its bandit; the share of the way it went. An arm with nothing of its own takes the
+    target's whole (a new tenant starts where its peers are)."""
+    _check([target])
+    with policy.lock:
         own = update.of(policy)
-        target, kept = aggregate([own, *peers], cfg)
         own_v = own.vector.copy()
         for k in range(len(ARMS)):
             if own.counts[k] == 0.0:
                 own_v[_blocks(k)] = target.vector[_blocks(k)]  # nothing of its own to keep
-        new_v = robust.step(own_v, target.vector, cfg.rate, cfg.max_step)
+        new_v = robust.step(own_v, target.vector, config.rate, config.max_step)
         # The share of the way step() went, which the counts go too.
         gap = float(np.linalg.norm(target.vector - own_v))
-        t = min(cfg.rate, cfg.max_step / gap) if gap > 0 else cfg.rate
+        t = min(config.rate, config.max_step / gap) if gap > 0 else config.rate
         new_counts = tuple(n if a == 0.0 else n + t * (a - n)
                            for n, a in zip(own.counts, target.counts, strict=True))
         apply(policy, PolicyUpdate(own.fingerprint, new_v, new_counts))
-    return Merged(tuple(i - 1 for i in kept if i > 0), 0 in kept, t)
+    return t
 
 
 def apply(policy: TurnPolicy, target: PolicyUpdate) -> None:

@@ -33,8 +33,11 @@ ADMITTED: contextvars.ContextVar[tuple[str, Principal] | None] = contextvars.Con
 
 
 class Authenticator(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
-    def __init__(self, service_name: str, keys: KeyRing | None, rate: RateLimiter | None) -> None:
-        self._service, self._keys, self._rate = service_name, keys, rate
+    def __init__(self, service_name: str | tuple[str, ...], keys: KeyRing | None,
+                 rate: RateLimiter | None) -> None:
+        # The services whose methods need a role (access/roles.py); any other, a valid key.
+        self._services = (service_name,) if isinstance(service_name, str) else service_name
+        self._keys, self._rate = keys, rate
         self._wrapped = WrappedHandlers()
 
     async def intercept_service(
@@ -48,7 +51,7 @@ class Authenticator(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
 
     def _guard(self, path: str, handler: Handler) -> Handler:
         service, _, method = path.lstrip("/").rpartition("/")
-        if service == self._service:
+        if service in self._services:
             return _guarded(handler, method, self._admit)
         return _guarded(handler, method, self._authenticated)
 

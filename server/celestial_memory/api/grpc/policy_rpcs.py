@@ -8,11 +8,13 @@ from typing import Any
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_memory.access.roles import CALLER, Role
 from celestial_memory.api.grpc import converters as cv
+from celestial_memory.api.grpc.gossip import status_to_pb
 from celestial_memory.api.grpc.servicer_parts import Context, ServicerParts
 from celestial_memory.api.grpc.status import mapped
 from celestial_memory.errors import InvalidArgument
 from celestial_memory.memory.observing import ObservedTurn
 from celestial_memory.policy.decision import Action, Decision
+from celestial_memory.sharing.node import SharingNode
 
 ACTIONS = {Action.SAVE: pb.TURN_ACTION_SAVE, Action.SKIP: pb.TURN_ACTION_SKIP,
            Action.RETRIEVE: pb.TURN_ACTION_RETRIEVE}
@@ -29,6 +31,8 @@ def decision_to_pb(d: Decision) -> pb.PolicyDecision:
 
 
 class PolicyRpcs(ServicerParts):
+    sharing: SharingNode | None = None  # set by the server when sharing is on
+
     @mapped
     async def Observe(self, request: pb.ObserveRequest, context: Context) -> pb.ObserveResponse:
         if not request.dry_run:  # a dry run writes, recalls and learns nothing
@@ -71,6 +75,8 @@ class PolicyRpcs(ServicerParts):
             reward_by_rule=stats["by_rule"], last=[decision_to_pb(d) for d in last])
         if saved_at is not None:
             answer.saved_at.CopyFrom(cv.ts_to_pb(saved_at))
+        if self.sharing is not None:
+            answer.sharing.CopyFrom(status_to_pb(self.sharing.status()))
         return answer
 
     @mapped

@@ -20,6 +20,7 @@ from celestial_memory.api.connect.server import HttpServer
 from celestial_memory.api.grpc.auth import Authenticator
 from celestial_memory.api.grpc.call_limit import CallLimiter
 from celestial_memory.api.grpc.decoding import DecodeGuard
+from celestial_memory.api.grpc.gossip import Gossip, SharingServicer
 from celestial_memory.api.grpc.observer import CallObserver
 from celestial_memory.api.grpc.servicer import MemoryServicer
 from celestial_memory.api.grpc.stream_limit import StreamLimiter
@@ -29,6 +30,7 @@ from celestial_memory.errors import FailedPrecondition, InvalidArgument
 from celestial_memory.memory.service import MemoryService
 from celestial_memory.observability import metrics, telemetry
 from celestial_memory.ops.http import OpsServer
+from celestial_memory.sharing.node import SharingNode
 from celestial_memory.understanding.chat import endpoints_in_use
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import _async as reflection_async
@@ -38,6 +40,7 @@ log = logging.getLogger(__name__)
 # After the grace period, how long cancelled work may take to reach its next check.
 STOP_WAIT_S = 30.0
 SERVICE_NAME = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
+SHARING_SERVICE = memory_pb2.DESCRIPTOR.services_by_name["PolicySharingService"].full_name
 
 
 REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"
@@ -119,6 +122,8 @@ class MemoryServer:
         self._understand_task: asyncio.Task[None] | None = None
         self._reflect_task: asyncio.Task[None] | None = None
         self._health_task: asyncio.Task[None] | None = None
+        self._gossip_task: asyncio.Task[None] | None = None
+        self.gossip: Gossip | None = None
         self.port = 0
         self.http: HttpServer | None = None  # the Connect port (api/connect/), when set
         self.http_port = 0
@@ -143,14 +148,22 @@ class MemoryServer:
                                      s.max_open_streams or max(1, s.max_concurrent_rpcs // 2))
         # Outermost first; the HTTP port runs every call through the same ones.
         self.interceptors: list[grpc.aio.ServerInterceptor] = [  # type: ignore[type-arg]
-            CallObserver(), self.calls, DecodeGuard(), Authenticator(SERVICE_NAME, keys, rate),
+            CallObserver(), self.calls, DecodeGuard(),
+            Authenticator((SERVICE_NAME, SHARING_SERVICE), keys, rate),
             self.streams]
+        # Off unless peers are listed; its service answers either way (FAILED_PRECONDITION).
+        self.sharing = (SharingNode.from_settings(s, self.service.observing.policies,
+                                                  self.service.store, self.service.clock)
+                        if s.policy_peers else None)
         self._server = grpc.aio.server(interceptors=self.interceptors, options=server_options(s))
         self._health = health.aio.HealthServicer()  # type: ignore[attr-defined]
         self.servicer = MemoryServicer(self.service)
         memory_pb2_grpc.add_MemoryServiceServicer_to_server(self.servicer, self._server)
+        self.servicer.sharing = self.sharing
+        memory_pb2_grpc.add_PolicySharingServiceServicer_to_server(
+            SharingServicer(self.sharing), self._server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
-        serve_reflection(self._server, (SERVICE_NAME, health.SERVICE_NAME))
+        serve_reflection(self._server, (SERVICE_NAME, SHARING_SERVICE, health.SERVICE_NAME))
         try:
             if s.tls_cert is not None and s.tls_key is not None:
                 certs = ServerCertificates(s.tls_cert, s.tls_key, s.tls_client_ca)
@@ -204,6 +217,12 @@ class MemoryServer:
             self._understand_task = asyncio.create_task(self._understand_loop())
         # Reflections' upkeep: what a stopped server left unfinished, leases, the trigger.
         self._reflect_task = asyncio.create_task(self._reflect_loop())
+        if self.sharing is not None:
+            self.gossip = Gossip(self.sharing, s)
+            self._gossip_task = asyncio.create_task(self.gossip.run())
+            log.info("sharing turn policies with %d peers every %g s as %s (%s)",
+                     len(self.sharing.peers), s.policy_share_interval_s, self.sharing.address,
+                     f"noise {s.policy_share_noise:g}" if s.policy_share_noise else "no noise")
         if self.service.settings.optimize_interval_s > 0:
             self._optimize_task = asyncio.create_task(
                 self._optimize_loop(self.service.settings.optimize_interval_s)
@@ -298,11 +317,13 @@ class MemoryServer:
     async def stop(self, grace: float | None = None) -> None:
         await self._health.enter_graceful_shutdown()
         for task in (self._rebalance_task, self._optimize_task, self._health_task,
-                     self._understand_task, self._reflect_task):
+                     self._understand_task, self._reflect_task, self._gossip_task):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        if self.gossip is not None:
+            await self.gossip.close()
         g = self.service.settings.grace_seconds if grace is None else grace
         if self.http is not None:
             await self.http.stop()

@@ -2101,7 +2101,11 @@ export interface GetPolicyResponse {
   /** The last decisions, newest first, with their traces. */
   last: PolicyDecision[];
   /** When the policy was last saved to the store (not set: never). */
-  savedAt: Date | undefined;
+  savedAt:
+    | Date
+    | undefined;
+  /** This node's sharing with its peers (not set: sharing is off). */
+  sharing: PolicySharingStatus | undefined;
 }
 
 export interface GetPolicyResponse_DecisionsEntry {
@@ -2117,6 +2121,83 @@ export interface GetPolicyResponse_PhasesEntry {
 export interface GetPolicyResponse_RewardByRuleEntry {
   key: string;
   value: number;
+}
+
+/** A node's sharing with its peers, as GetPolicy reports it. */
+export interface PolicySharingStatus {
+  /** Gossip rounds run. */
+  rounds: number;
+  /** Rounds whose aggregate was taken into the shared tenants' policies. */
+  merges: number;
+  /** Why the last round merged nothing (empty when it merged). */
+  waiting: string;
+  /** Every peer this node dialled or heard from. */
+  peers: PeerSharingStatus[];
+  /** The Gaussian noise multiplier on each update sent (0: no noise). */
+  noise: number;
+  /** Updates released to peers (one per round at most, whatever the number of peers). */
+  released: number;
+  /** The privacy spent by the released updates: epsilon at delta (0 when there is no noise). */
+  epsilon: number;
+  /** The delta epsilon is stated at. */
+  delta: number;
+  /** The epsilon budget configured (0: none). */
+  epsilonBudget: number;
+  /** True when the budget is spent: the node sends no more updates. */
+  budgetSpent: boolean;
+}
+
+/** One peer as this node knows it. */
+export interface PeerSharingStatus {
+  /** Its address (a peer this node dials) or its name (one that called in). */
+  peer: string;
+  /** Updates taken from it. */
+  exchanged: number;
+  /** Its updates or calls refused, by reason ("fingerprint", "damaged", "too_often", "failed"...). */
+  refused: { [key: string]: number };
+  /** When an update of it was last taken (not set: never). */
+  lastAt:
+    | Date
+    | undefined;
+  /** The last error reaching it or taking its update (empty: none since the last success). */
+  lastError: string;
+}
+
+export interface PeerSharingStatus_RefusedEntry {
+  key: string;
+  value: number;
+}
+
+/**
+ * A turn policy's parameters as they travel between nodes: for each arm of its bandit (SAVE,
+ * SKIP), the statistics divided by the evidence behind them, and that evidence.
+ */
+export interface SharedPolicy {
+  /** SHA-256 of the rule set and the feature schema the policy was learnt under. */
+  fingerprint: string;
+  /**
+   * Each arm's normalised second moment (upper triangle, row-major) then its mean reward
+   * vector, arms in order.
+   */
+  parameters: number[];
+  /** Each arm's discounted count of rewards (0: the arm is sent empty). */
+  counts: number[];
+}
+
+/** Request of ExchangePolicy. */
+export interface ExchangePolicyRequest {
+  /** The calling node's name (for logs and status; a node with keys is named by its key). */
+  node: string;
+  /** Its update (not set: it only asks, e.g. its privacy budget is spent). */
+  update: SharedPolicy | undefined;
+}
+
+/** Response of ExchangePolicy. */
+export interface ExchangePolicyResponse {
+  /** The answering node's name. */
+  node: string;
+  /** Its update (not set: it has none to give yet, or its privacy budget is spent). */
+  update: SharedPolicy | undefined;
 }
 
 /** Request of ResetPolicy. */
@@ -14646,6 +14727,7 @@ function createBaseGetPolicyResponse(): GetPolicyResponse {
     rewardByRule: {},
     last: [],
     savedAt: undefined,
+    sharing: undefined,
   };
 }
 
@@ -14686,6 +14768,9 @@ export const GetPolicyResponse: MessageFns<GetPolicyResponse> = {
     }
     if (message.savedAt !== undefined) {
       Timestamp.encode(toTimestamp(message.savedAt), writer.uint32(98).fork()).join();
+    }
+    if (message.sharing !== undefined) {
+      PolicySharingStatus.encode(message.sharing, writer.uint32(106).fork()).join();
     }
     return writer;
   },
@@ -14808,6 +14893,14 @@ export const GetPolicyResponse: MessageFns<GetPolicyResponse> = {
             message.savedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.sharing = PolicySharingStatus.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -14896,6 +14989,7 @@ export const GetPolicyResponse: MessageFns<GetPolicyResponse> = {
         : isSet(object.saved_at)
         ? fromJsonTimestamp(object.saved_at)
         : undefined,
+      sharing: isSet(object.sharing) ? PolicySharingStatus.fromJSON(object.sharing) : undefined,
     };
   },
 
@@ -14955,6 +15049,9 @@ export const GetPolicyResponse: MessageFns<GetPolicyResponse> = {
     if (message.savedAt !== undefined) {
       obj.savedAt = message.savedAt.toISOString();
     }
+    if (message.sharing !== undefined) {
+      obj.sharing = PolicySharingStatus.toJSON(message.sharing);
+    }
     return obj;
   },
 
@@ -14999,6 +15096,9 @@ export const GetPolicyResponse: MessageFns<GetPolicyResponse> = {
     );
     message.last = object.last?.map((e) => PolicyDecision.fromPartial(e)) || [];
     message.savedAt = object.savedAt ?? undefined;
+    message.sharing = (object.sharing !== undefined && object.sharing !== null)
+      ? PolicySharingStatus.fromPartial(object.sharing)
+      : undefined;
     return message;
   },
 };
@@ -15264,6 +15364,801 @@ export const GetPolicyResponse_RewardByRuleEntry: MessageFns<GetPolicyResponse_R
     const message = createBaseGetPolicyResponse_RewardByRuleEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? 0;
+    return message;
+  },
+};
+
+function createBasePolicySharingStatus(): PolicySharingStatus {
+  return {
+    rounds: 0,
+    merges: 0,
+    waiting: "",
+    peers: [],
+    noise: 0,
+    released: 0,
+    epsilon: 0,
+    delta: 0,
+    epsilonBudget: 0,
+    budgetSpent: false,
+  };
+}
+
+export const PolicySharingStatus: MessageFns<PolicySharingStatus> = {
+  encode(message: PolicySharingStatus, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.rounds !== 0) {
+      writer.uint32(8).int64(message.rounds);
+    }
+    if (message.merges !== 0) {
+      writer.uint32(16).int64(message.merges);
+    }
+    if (message.waiting !== "") {
+      writer.uint32(26).string(message.waiting);
+    }
+    for (const v of message.peers) {
+      PeerSharingStatus.encode(v!, writer.uint32(34).fork()).join();
+    }
+    if (message.noise !== 0) {
+      writer.uint32(41).double(message.noise);
+    }
+    if (message.released !== 0) {
+      writer.uint32(48).int64(message.released);
+    }
+    if (message.epsilon !== 0) {
+      writer.uint32(57).double(message.epsilon);
+    }
+    if (message.delta !== 0) {
+      writer.uint32(65).double(message.delta);
+    }
+    if (message.epsilonBudget !== 0) {
+      writer.uint32(73).double(message.epsilonBudget);
+    }
+    if (message.budgetSpent !== false) {
+      writer.uint32(80).bool(message.budgetSpent);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PolicySharingStatus {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePolicySharingStatus();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.rounds = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.merges = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.waiting = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.peers.push(PeerSharingStatus.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 41) {
+              break;
+            }
+
+            message.noise = reader.double();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.released = longToNumber(reader.int64());
+            continue;
+          }
+          case 7: {
+            if (tag !== 57) {
+              break;
+            }
+
+            message.epsilon = reader.double();
+            continue;
+          }
+          case 8: {
+            if (tag !== 65) {
+              break;
+            }
+
+            message.delta = reader.double();
+            continue;
+          }
+          case 9: {
+            if (tag !== 73) {
+              break;
+            }
+
+            message.epsilonBudget = reader.double();
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.budgetSpent = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PolicySharingStatus {
+    return {
+      rounds: isSet(object.rounds) ? globalThis.Number(object.rounds) : 0,
+      merges: isSet(object.merges) ? globalThis.Number(object.merges) : 0,
+      waiting: isSet(object.waiting) ? globalThis.String(object.waiting) : "",
+      peers: globalThis.Array.isArray(object?.peers) ? object.peers.map((e: any) => PeerSharingStatus.fromJSON(e)) : [],
+      noise: isSet(object.noise) ? globalThis.Number(object.noise) : 0,
+      released: isSet(object.released) ? globalThis.Number(object.released) : 0,
+      epsilon: isSet(object.epsilon) ? globalThis.Number(object.epsilon) : 0,
+      delta: isSet(object.delta) ? globalThis.Number(object.delta) : 0,
+      epsilonBudget: isSet(object.epsilonBudget)
+        ? globalThis.Number(object.epsilonBudget)
+        : isSet(object.epsilon_budget)
+        ? globalThis.Number(object.epsilon_budget)
+        : 0,
+      budgetSpent: isSet(object.budgetSpent)
+        ? globalThis.Boolean(object.budgetSpent)
+        : isSet(object.budget_spent)
+        ? globalThis.Boolean(object.budget_spent)
+        : false,
+    };
+  },
+
+  toJSON(message: PolicySharingStatus): unknown {
+    const obj: any = {};
+    if (message.rounds !== 0) {
+      obj.rounds = Math.round(message.rounds);
+    }
+    if (message.merges !== 0) {
+      obj.merges = Math.round(message.merges);
+    }
+    if (message.waiting !== "") {
+      obj.waiting = message.waiting;
+    }
+    if (message.peers?.length) {
+      obj.peers = message.peers.map((e) => PeerSharingStatus.toJSON(e));
+    }
+    if (message.noise !== 0) {
+      obj.noise = floatToJson(message.noise);
+    }
+    if (message.released !== 0) {
+      obj.released = Math.round(message.released);
+    }
+    if (message.epsilon !== 0) {
+      obj.epsilon = floatToJson(message.epsilon);
+    }
+    if (message.delta !== 0) {
+      obj.delta = floatToJson(message.delta);
+    }
+    if (message.epsilonBudget !== 0) {
+      obj.epsilonBudget = floatToJson(message.epsilonBudget);
+    }
+    if (message.budgetSpent !== false) {
+      obj.budgetSpent = message.budgetSpent;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PolicySharingStatus>, I>>(base?: I): PolicySharingStatus {
+    return PolicySharingStatus.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PolicySharingStatus>, I>>(object: I): PolicySharingStatus {
+    const message = createBasePolicySharingStatus();
+    message.rounds = object.rounds ?? 0;
+    message.merges = object.merges ?? 0;
+    message.waiting = object.waiting ?? "";
+    message.peers = object.peers?.map((e) => PeerSharingStatus.fromPartial(e)) || [];
+    message.noise = object.noise ?? 0;
+    message.released = object.released ?? 0;
+    message.epsilon = object.epsilon ?? 0;
+    message.delta = object.delta ?? 0;
+    message.epsilonBudget = object.epsilonBudget ?? 0;
+    message.budgetSpent = object.budgetSpent ?? false;
+    return message;
+  },
+};
+
+function createBasePeerSharingStatus(): PeerSharingStatus {
+  return { peer: "", exchanged: 0, refused: {}, lastAt: undefined, lastError: "" };
+}
+
+export const PeerSharingStatus: MessageFns<PeerSharingStatus> = {
+  encode(message: PeerSharingStatus, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.peer !== "") {
+      writer.uint32(10).string(message.peer);
+    }
+    if (message.exchanged !== 0) {
+      writer.uint32(16).int64(message.exchanged);
+    }
+    globalThis.Object.entries(message.refused).forEach(([key, value]: [string, number]) => {
+      PeerSharingStatus_RefusedEntry.encode({ key: key as any, value }, writer.uint32(26).fork()).join();
+    });
+    if (message.lastAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.lastAt), writer.uint32(34).fork()).join();
+    }
+    if (message.lastError !== "") {
+      writer.uint32(42).string(message.lastError);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PeerSharingStatus {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePeerSharingStatus();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.peer = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.exchanged = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            const entry3 = PeerSharingStatus_RefusedEntry.decode(reader, reader.uint32());
+            if (entry3.value !== undefined) {
+              message.refused[entry3.key] = entry3.value;
+            }
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.lastAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.lastError = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PeerSharingStatus {
+    return {
+      peer: isSet(object.peer) ? globalThis.String(object.peer) : "",
+      exchanged: isSet(object.exchanged) ? globalThis.Number(object.exchanged) : 0,
+      refused: isObject(object.refused)
+        ? (globalThis.Object.entries(object.refused) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      lastAt: isSet(object.lastAt)
+        ? fromJsonTimestamp(object.lastAt)
+        : isSet(object.last_at)
+        ? fromJsonTimestamp(object.last_at)
+        : undefined,
+      lastError: isSet(object.lastError)
+        ? globalThis.String(object.lastError)
+        : isSet(object.last_error)
+        ? globalThis.String(object.last_error)
+        : "",
+    };
+  },
+
+  toJSON(message: PeerSharingStatus): unknown {
+    const obj: any = {};
+    if (message.peer !== "") {
+      obj.peer = message.peer;
+    }
+    if (message.exchanged !== 0) {
+      obj.exchanged = Math.round(message.exchanged);
+    }
+    if (message.refused) {
+      const entries = globalThis.Object.entries(message.refused) as [string, number][];
+      if (entries.length > 0) {
+        obj.refused = {};
+        entries.forEach(([k, v]) => {
+          obj.refused[k] = Math.round(v);
+        });
+      }
+    }
+    if (message.lastAt !== undefined) {
+      obj.lastAt = message.lastAt.toISOString();
+    }
+    if (message.lastError !== "") {
+      obj.lastError = message.lastError;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PeerSharingStatus>, I>>(base?: I): PeerSharingStatus {
+    return PeerSharingStatus.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PeerSharingStatus>, I>>(object: I): PeerSharingStatus {
+    const message = createBasePeerSharingStatus();
+    message.peer = object.peer ?? "";
+    message.exchanged = object.exchanged ?? 0;
+    message.refused = (globalThis.Object.entries(object.refused ?? {}) as [string, number][]).reduce(
+      (acc: { [key: string]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.Number(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.lastAt = object.lastAt ?? undefined;
+    message.lastError = object.lastError ?? "";
+    return message;
+  },
+};
+
+function createBasePeerSharingStatus_RefusedEntry(): PeerSharingStatus_RefusedEntry {
+  return { key: "", value: 0 };
+}
+
+export const PeerSharingStatus_RefusedEntry: MessageFns<PeerSharingStatus_RefusedEntry> = {
+  encode(message: PeerSharingStatus_RefusedEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(16).int64(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PeerSharingStatus_RefusedEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePeerSharingStatus_RefusedEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.value = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PeerSharingStatus_RefusedEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: PeerSharingStatus_RefusedEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== 0) {
+      obj.value = Math.round(message.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PeerSharingStatus_RefusedEntry>, I>>(base?: I): PeerSharingStatus_RefusedEntry {
+    return PeerSharingStatus_RefusedEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PeerSharingStatus_RefusedEntry>, I>>(
+    object: I,
+  ): PeerSharingStatus_RefusedEntry {
+    const message = createBasePeerSharingStatus_RefusedEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? 0;
+    return message;
+  },
+};
+
+function createBaseSharedPolicy(): SharedPolicy {
+  return { fingerprint: "", parameters: [], counts: [] };
+}
+
+export const SharedPolicy: MessageFns<SharedPolicy> = {
+  encode(message: SharedPolicy, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.fingerprint !== "") {
+      writer.uint32(10).string(message.fingerprint);
+    }
+    if (message.parameters.length !== 0) {
+      writer.uint32(18).fork();
+      for (const v of message.parameters) {
+        writer.double(v);
+      }
+      writer.join();
+    }
+    if (message.counts.length !== 0) {
+      writer.uint32(26).fork();
+      for (const v of message.counts) {
+        writer.double(v);
+      }
+      writer.join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SharedPolicy {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSharedPolicy();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.fingerprint = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag === 17) {
+              message.parameters.push(reader.double());
+
+              continue;
+            }
+
+            if (tag === 18) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.parameters.push(reader.double());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 3: {
+            if (tag === 25) {
+              message.counts.push(reader.double());
+
+              continue;
+            }
+
+            if (tag === 26) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.counts.push(reader.double());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SharedPolicy {
+    return {
+      fingerprint: isSet(object.fingerprint) ? globalThis.String(object.fingerprint) : "",
+      parameters: globalThis.Array.isArray(object?.parameters)
+        ? object.parameters.map((e: any) => globalThis.Number(e))
+        : [],
+      counts: globalThis.Array.isArray(object?.counts) ? object.counts.map((e: any) => globalThis.Number(e)) : [],
+    };
+  },
+
+  toJSON(message: SharedPolicy): unknown {
+    const obj: any = {};
+    if (message.fingerprint !== "") {
+      obj.fingerprint = message.fingerprint;
+    }
+    if (message.parameters?.length) {
+      obj.parameters = message.parameters.map((e) => floatToJson(e));
+    }
+    if (message.counts?.length) {
+      obj.counts = message.counts.map((e) => floatToJson(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SharedPolicy>, I>>(base?: I): SharedPolicy {
+    return SharedPolicy.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SharedPolicy>, I>>(object: I): SharedPolicy {
+    const message = createBaseSharedPolicy();
+    message.fingerprint = object.fingerprint ?? "";
+    message.parameters = object.parameters?.map((e) => e) || [];
+    message.counts = object.counts?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseExchangePolicyRequest(): ExchangePolicyRequest {
+  return { node: "", update: undefined };
+}
+
+export const ExchangePolicyRequest: MessageFns<ExchangePolicyRequest> = {
+  encode(message: ExchangePolicyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.node !== "") {
+      writer.uint32(10).string(message.node);
+    }
+    if (message.update !== undefined) {
+      SharedPolicy.encode(message.update, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExchangePolicyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExchangePolicyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.node = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.update = SharedPolicy.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ExchangePolicyRequest {
+    return {
+      node: isSet(object.node) ? globalThis.String(object.node) : "",
+      update: isSet(object.update) ? SharedPolicy.fromJSON(object.update) : undefined,
+    };
+  },
+
+  toJSON(message: ExchangePolicyRequest): unknown {
+    const obj: any = {};
+    if (message.node !== "") {
+      obj.node = message.node;
+    }
+    if (message.update !== undefined) {
+      obj.update = SharedPolicy.toJSON(message.update);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ExchangePolicyRequest>, I>>(base?: I): ExchangePolicyRequest {
+    return ExchangePolicyRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExchangePolicyRequest>, I>>(object: I): ExchangePolicyRequest {
+    const message = createBaseExchangePolicyRequest();
+    message.node = object.node ?? "";
+    message.update = (object.update !== undefined && object.update !== null)
+      ? SharedPolicy.fromPartial(object.update)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseExchangePolicyResponse(): ExchangePolicyResponse {
+  return { node: "", update: undefined };
+}
+
+export const ExchangePolicyResponse: MessageFns<ExchangePolicyResponse> = {
+  encode(message: ExchangePolicyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.node !== "") {
+      writer.uint32(10).string(message.node);
+    }
+    if (message.update !== undefined) {
+      SharedPolicy.encode(message.update, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExchangePolicyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExchangePolicyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.node = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.update = SharedPolicy.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ExchangePolicyResponse {
+    return {
+      node: isSet(object.node) ? globalThis.String(object.node) : "",
+      update: isSet(object.update) ? SharedPolicy.fromJSON(object.update) : undefined,
+    };
+  },
+
+  toJSON(message: ExchangePolicyResponse): unknown {
+    const obj: any = {};
+    if (message.node !== "") {
+      obj.node = message.node;
+    }
+    if (message.update !== undefined) {
+      obj.update = SharedPolicy.toJSON(message.update);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ExchangePolicyResponse>, I>>(base?: I): ExchangePolicyResponse {
+    return ExchangePolicyResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExchangePolicyResponse>, I>>(object: I): ExchangePolicyResponse {
+    const message = createBaseExchangePolicyResponse();
+    message.node = object.node ?? "";
+    message.update = (object.update !== undefined && object.update !== null)
+      ? SharedPolicy.fromPartial(object.update)
+      : undefined;
     return message;
   },
 };
@@ -16703,6 +17598,78 @@ export const MemoryServiceClient = makeGenericClientConstructor(
 ) as unknown as {
   new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): MemoryServiceClient;
   service: typeof MemoryServiceService;
+  serviceName: string;
+};
+
+/**
+ * What memory nodes that opt in tell each other about their turn policies (gossip between
+ * peers listed in CELESTIAL_POLICY_PEERS): parameters only, never a memory, a text, a tenant's
+ * name or a key.
+ */
+export type PolicySharingServiceService = typeof PolicySharingServiceService;
+export const PolicySharingServiceService = {
+  /**
+   * Gives this node's policy update and takes the caller's. Needs a key of the peer role (and
+   * no other role may call it). FAILED_PRECONDITION when sharing is off here or the update was
+   * learnt under other rules (another fingerprint); INVALID_ARGUMENT when the update is damaged
+   * or out of bounds; RESOURCE_EXHAUSTED when the caller exchanges more often than twice a
+   * round or this node already holds as many peers as it keeps.
+   */
+  exchangePolicy: {
+    path: "/celestial.v1.PolicySharingService/ExchangePolicy" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ExchangePolicyRequest): Buffer =>
+      Buffer.from(ExchangePolicyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ExchangePolicyRequest => ExchangePolicyRequest.decode(value),
+    responseSerialize: (value: ExchangePolicyResponse): Buffer =>
+      Buffer.from(ExchangePolicyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ExchangePolicyResponse => ExchangePolicyResponse.decode(value),
+  },
+} as const;
+
+export interface PolicySharingServiceServer extends UntypedServiceImplementation {
+  /**
+   * Gives this node's policy update and takes the caller's. Needs a key of the peer role (and
+   * no other role may call it). FAILED_PRECONDITION when sharing is off here or the update was
+   * learnt under other rules (another fingerprint); INVALID_ARGUMENT when the update is damaged
+   * or out of bounds; RESOURCE_EXHAUSTED when the caller exchanges more often than twice a
+   * round or this node already holds as many peers as it keeps.
+   */
+  exchangePolicy: handleUnaryCall<ExchangePolicyRequest, ExchangePolicyResponse>;
+}
+
+export interface PolicySharingServiceClient extends Client {
+  /**
+   * Gives this node's policy update and takes the caller's. Needs a key of the peer role (and
+   * no other role may call it). FAILED_PRECONDITION when sharing is off here or the update was
+   * learnt under other rules (another fingerprint); INVALID_ARGUMENT when the update is damaged
+   * or out of bounds; RESOURCE_EXHAUSTED when the caller exchanges more often than twice a
+   * round or this node already holds as many peers as it keeps.
+   */
+  exchangePolicy(
+    request: ExchangePolicyRequest,
+    callback: (error: ServiceError | null, response: ExchangePolicyResponse) => void,
+  ): ClientUnaryCall;
+  exchangePolicy(
+    request: ExchangePolicyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ExchangePolicyResponse) => void,
+  ): ClientUnaryCall;
+  exchangePolicy(
+    request: ExchangePolicyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ExchangePolicyResponse) => void,
+  ): ClientUnaryCall;
+}
+
+export const PolicySharingServiceClient = makeGenericClientConstructor(
+  PolicySharingServiceService,
+  "celestial.v1.PolicySharingService",
+) as unknown as {
+  new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): PolicySharingServiceClient;
+  service: typeof PolicySharingServiceService;
   serviceName: string;
 };
 
