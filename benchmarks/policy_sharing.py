@@ -60,6 +60,7 @@ from celestial_memory.sharing import (
     merge,
     noised,
     of,
+    privacy,
 )
 from policy_replay import (
     DEFAULT_DATA,
@@ -81,7 +82,7 @@ SHARING = SharingConfig(f=1, clip=2.0, rate=0.5, max_step=1.0)
 PLAIN = replace(SHARING, robust=False)
 # The optional noise's rows: each σ times the clipping bound of an arm's block (privacy.py); an
 # honest arm's block has norm 3.5-4.5 here, so 5 clips none.
-NOISE_SIGMAS, NOISE_BOUND = (0.002, 0.01, 0.05), 5.0
+NOISE_SIGMAS, NOISE_BOUND = (0.002, 0.01, 0.05, 1.0, 4.0), 5.0
 
 Attack = Callable[[PolicyUpdate, np.random.Generator], PolicyUpdate]
 
@@ -258,7 +259,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(line(f"shared, its counts then ×{NODES}", summed) + spread(summed)
                   + "  (a diagnostic: the evidence of all five, not a setting)")
         for sigma, outs in noisy.items():
-            print(line(f"shared, noise sd {sigma * NOISE_BOUND:g} an entry", outs) + spread(outs))
+            eps = privacy.epsilon(sigma, args.rounds, 1e-6) if privacy.have_accountant() else None
+            spent = f", ε {eps:.3g} at δ 1e-6 after {args.rounds} rounds" if eps else ""
+            print(line(f"shared, noise σ {sigma:g} (sd {sigma * NOISE_BOUND:g}){spent}", outs)
+                  + spread(outs))
 
     print("\nthe whole streams, by gossip round (round 0: alone)")
     alone_all = [fold.run(p) for fold in folds for p in fold.train(None)]

@@ -9,7 +9,9 @@ from typing import Generic, TypeVar
 
 # What the turn policy answers (observe, policy): their own module, named here too.
 from celestial_client._core.policy_types import Observation as Observation
+from celestial_client._core.policy_types import PeerSharing as PeerSharing
 from celestial_client._core.policy_types import PolicyDecision as PolicyDecision
+from celestial_client._core.policy_types import PolicySharing as PolicySharing
 from celestial_client._core.policy_types import PolicyStatus as PolicyStatus
 from celestial_client._core.policy_types import PolicyTrace as PolicyTrace
 

@@ -16,6 +16,9 @@ from typing import Any
 import grpc
 import numpy as np
 import pytest
+from celestial_client import CelestialClient, PolicyStatus
+from celestial_client.cli.output import as_json
+from celestial_client.cli.policy import show_policy
 from celestial_client.v1 import memory_pb2 as pb
 from celestial_client.v1 import memory_pb2_grpc as pb_grpc
 from celestial_memory.access.keys import create_key
@@ -25,8 +28,10 @@ from celestial_memory.app import build_service
 from celestial_memory.clock import ManualClock
 from celestial_memory.config import Settings
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
+from celestial_memory.observability import metrics
 from celestial_memory.sharing import PolicyUpdate, of
 
+from tests.certs import CertificateAuthority
 from tests.processes import free_port
 from tests.unit.test_sharing import TENANT, TURNS, WORDS, trained
 
@@ -235,20 +240,24 @@ async def test_a_flood_from_one_peer_and_from_strangers_is_bounded(
     async with node(tmp_path, embedder, clock, port, 1, **sharing([port, peer], 0)) as a:
         assert a.sharing is not None
         request = pb.ExchangePolicyRequest(node=f"127.0.0.1:{peer}", update=honest(5))
-        codes = []
-        for _ in range(20):
-            try:
-                await exchange(port, request)
-                codes.append("ok")
-            except grpc.aio.AioRpcError as e:
-                codes.append(e.code().name)
-        assert codes[:2] == ["ok", "ok"] and set(codes[2:]) == {"RESOURCE_EXHAUSTED"}
-        strangers = [pb.ExchangePolicyRequest(node=f"10.0.{i // 250}.{i % 250}:1",
-                                              update=honest(5)) for i in range(200)]
-        for r in strangers:
-            with pytest.raises(grpc.aio.AioRpcError) as e:
-                await exchange(port, r)
-            assert e.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            call = pb_grpc.PolicySharingServiceStub(channel).ExchangePolicy
+            codes = []
+            for _ in range(20):
+                try:
+                    await call(request, timeout=30)
+                    codes.append("ok")
+                except grpc.aio.AioRpcError as e:
+                    codes.append(e.code().name)
+            assert codes[:2] == ["ok", "ok"] and set(codes[2:]) == {"RESOURCE_EXHAUSTED"}
+            unlisted = metrics.REGISTRY.get_sample_value("celestial_policy_exchanges_total",
+                                                         {"outcome": "unlisted"}) or 0.0
+            strangers = [pb.ExchangePolicyRequest(node=f"10.0.{i // 250}.{i % 250}:1",
+                                                  update=request.update) for i in range(200)]
+            for r in strangers:
+                with pytest.raises(grpc.aio.AioRpcError) as e:
+                    await call(r, timeout=30)
+                assert e.value.code() == grpc.StatusCode.PERMISSION_DENIED
         s = a.sharing.status()
         # One entry per listed peer and one for every stranger together: what is held is
         # bounded by the operator's list, whoever calls.
@@ -256,6 +265,8 @@ async def test_a_flood_from_one_peer_and_from_strangers_is_bounded(
         assert s.peers[0].exchanged == 2 and s.peers[0].refused == {"too_often": 18}
         assert s.peers[1].refused == {"unlisted": 200}
         assert len(a.sharing._peers) == 1
+        assert metrics.REGISTRY.get_sample_value("celestial_policy_exchanges_total",
+                                                 {"outcome": "unlisted"}) == unlisted + 200
 
 
 async def test_a_down_or_slow_peer_blocks_neither_the_round_nor_the_node(
@@ -372,3 +383,56 @@ async def test_noise_spends_privacy_counted_across_a_restart_until_the_budget_st
             # Spent: the node still asks, but sends nothing more.
             last = pb.ExchangePolicyRequest.FromString(fake.requests[-1])
             assert not last.HasField("update") and len(fake.requests) == before + 40
+
+
+async def test_peers_dial_over_mtls_and_a_certificate_may_stand_for_the_peer_key(
+        tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock) -> None:
+    ca = CertificateAuthority(tmp_path / "pki")
+    server = ca.issue("server", "localhost", server=True)
+    node_b = ca.issue("node-b", "node-b", server=False)
+    keys = tmp_path / "keys.json"
+    create_key(keys, "node-b", "peer", [], subject="node-b")  # no secret sent: the certificate
+    pa, pb_, pc = free_port(), free_port(), free_port()
+    a_name, b_name, c_name = f"localhost:{pa}", f"127.0.0.1:{pb_}", f"127.0.0.1:{pc}"
+    async with node(tmp_path / "a", embedder, clock, pa, 1, tls_cert=server.cert,
+                    tls_key=server.key, tls_client_ca=ca.cert, api_keys_file=keys,
+                    policy_peers=[b_name, c_name], policy_share_address=a_name,
+                    policy_share_interval_s=HOUR) as a, \
+            node(tmp_path / "b", embedder, clock, pb_, 2, policy_peers=[a_name],
+                 policy_share_address=b_name, policy_share_interval_s=HOUR,
+                 policy_peer_ca=ca.cert, policy_peer_cert=node_b.cert,
+                 policy_peer_cert_key=node_b.key) as b, \
+            node(tmp_path / "c", embedder, clock, pc, 3, policy_peers=[a_name],
+                 policy_share_address=c_name, policy_share_interval_s=HOUR,
+                 policy_peer_ca=ca.cert) as c:  # TLS, but no certificate and no key
+        assert a.sharing is not None and b.gossip is not None and c.gossip is not None
+        await b.gossip.round()
+        await c.gossip.round()
+        took = {p.peer: p for p in a.sharing.status().peers}
+        assert took[b_name].exchanged == 1
+        assert took[c_name].exchanged == 0
+        assert c.sharing is not None
+        refused = c.sharing.status().peers[0]
+        assert refused.exchanged == 0 and refused.refused == {"unavailable": 1}
+
+
+async def test_the_client_and_the_command_line_show_the_sharing_status(
+        tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock) -> None:
+    port, down = free_port(), free_port()
+    async with node(tmp_path, embedder, clock, port, 1, **sharing([port, down], 0)) as a:
+        assert a.gossip is not None
+        await a.gossip.round()
+
+        def read() -> tuple[PolicyStatus, str, str]:
+            with CelestialClient(f"127.0.0.1:{port}", tenant=TENANT, timeout=30) as c:
+                return c.policy(), show_policy(c.policy()), as_json({"policy": c.policy()})
+
+        status_, shown, printed = await asyncio.to_thread(read)
+    s = status_.sharing
+    assert s is not None and s.rounds == 1 and s.released == 1 and "waiting" in s.waiting
+    assert [(p.peer, p.exchanged, p.refused) for p in s.peers] == [
+        (f"127.0.0.1:{down}", 0, {"unavailable": 1})]
+    assert "sharing      1 rounds, 0 merged, 1 updates sent; noise 0" in shown
+    assert f"127.0.0.1:{down}" in shown and "unavailable 1" in shown
+    doc = json.loads(printed)["policy"]["sharing"]
+    assert doc["peers"][0]["refused"] == {"unavailable": 1} and doc["epsilon"] == 0.0

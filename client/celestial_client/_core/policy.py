@@ -12,7 +12,9 @@ from celestial_client._core.base import UNSET, _Unset
 from celestial_client._core.policy_types import (
     ACTIONS,
     Observation,
+    PeerSharing,
     PolicyDecision,
+    PolicySharing,
     PolicyStatus,
     PolicyTrace,
 )
@@ -66,7 +68,19 @@ def policy_status(r: pb.GetPolicyResponse) -> PolicyStatus:
         explored=int(r.explored), rewards=int(r.rewards), reward_sum=r.reward_sum,
         updates=int(r.updates), reward_by_rule=dict(sorted(r.reward_by_rule.items())),
         last=[decision(d) for d in r.last],
-        saved_at=cv.to_datetime(r.saved_at) if r.HasField("saved_at") else None)
+        saved_at=cv.to_datetime(r.saved_at) if r.HasField("saved_at") else None,
+        sharing=sharing(r.sharing) if r.HasField("sharing") else None)
+
+
+def sharing(s: pb.PolicySharingStatus) -> PolicySharing:
+    return PolicySharing(
+        rounds=int(s.rounds), merges=int(s.merges), waiting=s.waiting,
+        peers=[PeerSharing(p.peer, int(p.exchanged), {k: int(v) for k, v in
+                                                      sorted(p.refused.items())},
+                           cv.to_datetime(p.last_at) if p.HasField("last_at") else None,
+                           p.last_error) for p in s.peers],
+        noise=s.noise, released=int(s.released), epsilon=s.epsilon, delta=s.delta,
+        epsilon_budget=s.epsilon_budget, budget_spent=s.budget_spent)
 
 
 class PolicyCalls:

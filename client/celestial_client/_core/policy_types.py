@@ -88,13 +88,46 @@ class Observation:
 
 
 @dataclass(frozen=True, slots=True)
+class PeerSharing:
+    """One peer of this node: its address (or name), the updates taken from it, its updates
+    or calls ``refused`` by reason ("fingerprint", "damaged", "too_often", "unavailable"...),
+    when an update of it was last taken, and the last error since (empty: none)."""
+
+    peer: str
+    exchanged: int
+    refused: dict[str, int] = field(default_factory=dict)
+    last_at: datetime | None = None
+    last_error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySharing:
+    """A node's sharing with its peers (``PolicyStatus.sharing``): gossip ``rounds`` run and
+    ``merges`` taken, why the last round merged nothing (``waiting``), its ``peers``; the
+    ``noise`` multiplier, updates ``released``, the privacy spent (``epsilon`` at ``delta``),
+    the ``epsilon_budget`` (0: none) and whether it is ``budget_spent``."""
+
+    rounds: int
+    merges: int
+    waiting: str
+    peers: list[PeerSharing]
+    noise: float
+    released: int
+    epsilon: float
+    delta: float
+    epsilon_budget: float
+    budget_spent: bool
+
+
+@dataclass(frozen=True, slots=True)
 class PolicyStatus:
     """A tenant's turn policy (``policy``): the SHA-256 ``fingerprint`` of its rules and
     features; ``exploration`` (the share of the bandit's decisions drawn at random); its
     decisions by action ("SAVE", "SKIP", "RETRIEVE") and by phase ("0", "1", "2"); turns
     ``kept``, decisions ``explored``; ``rewards`` credited and their ``reward_sum``, the
     ``updates`` the bandit learnt, what the rules were credited (``reward_by_rule``, by
-    "phase:rule"); the ``last`` decisions, newest first; when it was last ``saved_at``."""
+    "phase:rule"); the ``last`` decisions, newest first; when it was last ``saved_at``; the
+    node's ``sharing`` with its peers (None: off)."""
 
     fingerprint: str
     exploration: float
@@ -108,6 +141,7 @@ class PolicyStatus:
     reward_by_rule: dict[str, float] = field(default_factory=dict)
     last: list[PolicyDecision] = field(default_factory=list)
     saved_at: datetime | None = None
+    sharing: PolicySharing | None = None
 
     @property
     def total(self) -> int:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from celestial_client.cli.input_text import memory_text
 from celestial_client.cli.output import Answer, table
 from celestial_client.client import CelestialClient
-from celestial_client.types import Observation, PolicyDecision, PolicyStatus
+from celestial_client.types import Observation, PolicyDecision, PolicySharing, PolicyStatus
 
 COMMANDS = {"observe", "policy"}
 PHASE_NAMES = {"0": "retrieve rules", "1": "clear-case rules", "2": "bandit"}
@@ -108,9 +108,25 @@ def show_policy(s: PolicyStatus) -> str:
     ]
     for i, (rule, credited) in enumerate(s.reward_by_rule.items()):  # no reward changes a rule
         lines.append(("by rule      " if i == 0 else " " * 13) + f"{credited:+.3f}  {rule}")
+    if s.sharing is not None:
+        lines += show_sharing(s.sharing)
     if s.last:
         lines += ["last decisions, newest first:", show_decisions(s.last)]
     return "\n".join(lines)
+
+
+def show_sharing(s: PolicySharing) -> list[str]:
+    spent = (f"; epsilon {s.epsilon:.3g} at delta {s.delta:g}"
+             + (f" of {s.epsilon_budget:g}" if s.epsilon_budget else "")
+             + (" (spent: no more updates sent)" if s.budget_spent else "")) if s.noise else ""
+    lines = [f"sharing      {s.rounds} rounds, {s.merges} merged, {s.released} updates sent; "
+             f"noise {s.noise:g}{spent}"]
+    if s.waiting:
+        lines.append(f"             {s.waiting}")
+    rows = [(p.peer, p.exchanged, _counts(p.refused) or "-",
+             f"{p.last_at:%Y-%m-%d %H:%M:%S}" if p.last_at else "never", p.last_error[:60])
+            for p in s.peers]
+    return [*lines, table(["peer", "taken", "refused", "last taken", "last error"], rows)]
 
 
 def show_decisions(decisions: Sequence[PolicyDecision]) -> str:

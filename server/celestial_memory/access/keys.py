@@ -94,6 +94,8 @@ def create_key(
     """Add a key to the file; returns its record and the key itself (shown once, kept nowhere)."""
     if role.upper() not in Role.__members__:
         raise InvalidArgument("role", f"must be read, write, admin or peer, got {role!r}")
+    if role.lower() == "peer" and not tenants:
+        tenants = [ALL]  # a peer key reaches no tenant's data: ExchangePolicy names none
     if not tenants or any(not t.strip() for t in tenants):
         raise InvalidArgument("tenants", "name at least one tenant, or * for every tenant")
     now = time.time() if now is None else now

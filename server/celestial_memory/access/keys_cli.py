@@ -26,7 +26,8 @@ def add_keys_arguments(p: argparse.ArgumentParser) -> None:
                         "store, change and import; admin: also rebalance and consolidate; peer: "
                         "another memory node exchanging policy updates, and nothing else")
     c.add_argument("--tenant", action="append", default=[], dest="tenants",
-                   help="a tenant the key may use (repeat for several; * for every tenant)")
+                   help="a tenant the key may use (repeat for several; * for every tenant; a peer "
+                        "key needs none)")
     c.add_argument("--expires-days", type=float, help="the key stops working after this")
     c.add_argument("--subject", help="with mTLS: a client certificate common name that stands "
                    "for this key")
