@@ -25,16 +25,19 @@ exploration, no learning) on the held-back conversation:
 
 - alone: each node's own policy after K turns (no sharing);
 - shared: each node's policy after the gossip rounds;
+- shared, evidence summed: the same gossip with the other design of the aggregate's counts
+  (``SharingConfig(evidence="sum")``: the peers' evidence together, not a typical node's);
 - all data: one policy trained on all five nodes' first K turns.
 
 Skip rate and evidence kept are pooled over the five folds (and over the nodes: every node runs
-the held-back conversation). With the whole streams, three more rows: the shared policies with
-their counts then multiplied by five (a diagnostic: a merge carries one node's worth of evidence,
-by design; this says how much of the gap to the policy on all the data that is), and sharing
-with the optional noise at three levels. Then one of the five nodes is Byzantine, sending its
-update ×100, sign-flipped or replaced by a random vector of the same norm, and the four honest
-nodes are measured after merging with Multi-Krum and with a plain average (no clipping, no
-Krum; merge.py's bounds on what it writes into a bandit still apply).
+the held-back conversation). With the whole streams, more rows: the shared policies with
+their counts then multiplied by five (a diagnostic: a merge carries one node's worth of
+evidence, by design; this says how much of the gap to the policy on all the data that is), and
+sharing with the optional noise at five levels, with the ε each spends (``--no-noise``:
+without). Then one of the five nodes is Byzantine, sending its update ×100, sign-flipped or
+replaced by a random vector of the same norm, and the four honest nodes are measured after
+merging with Multi-Krum and with a plain average (no clipping, no Krum; merge.py's bounds on
+what it writes into a bandit still apply).
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ MARGIN = 0.0
 NODES = 5
 K_VALUES = (25, 50, 100, 200, None)  # None: the whole stream
 SHARING = SharingConfig(f=1, clip=2.0, rate=0.5, max_step=1.0)
+SUMMING = replace(SHARING, evidence="sum")
 PLAIN = replace(SHARING, robust=False)
 # The optional noise's rows: each σ times the clipping bound of an arm's block (privacy.py); an
 # honest arm's block has norm 3.5-4.5 here, so 5 clips none.
@@ -210,6 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--peers", type=int, default=3, help="fresh peers' updates a round")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--no-noise", dest="noise", action="store_false",
+                    help="leave out the noise rows (the slowest)")
     args = ap.parse_args(argv)
     # A reading is a pure function of the text, and the same turns are read on every pass.
     cues.read = functools.lru_cache(maxsize=None)(cues.read)  # type: ignore[method-assign]
@@ -226,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           "conversation")
     by_round: dict[int, list[Outcome]] = {}
     for k in K_VALUES:
-        alone, shared, everything, summed = [], [], [], []
+        alone, shared, everything, summed, summing = [], [], [], [], []
         noisy: dict[float, list[Outcome]] = {}
         waits = 0
         for fi, fold in enumerate(folds):
@@ -246,7 +252,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     apply(p, PolicyUpdate(u.fingerprint, u.vector,
                                           tuple(NODES * c for c in u.counts)))
                     summed.append(fold.run(p))
-            for sigma in NOISE_SIGMAS if k is None else ():
+            nodes = fold.train(k)  # the other design: the aggregate carries the peers' sum
+            gossip(nodes, args.rounds, args.peers, SUMMING, rng)
+            summing += [fold.run(p) for p in nodes]
+            for sigma in NOISE_SIGMAS if k is None and args.noise else ():
                 nodes = fold.train(k)
                 gossip(nodes, args.rounds, args.peers, SHARING, rng, noise=sigma)
                 noisy.setdefault(sigma, []).extend(fold.run(p) for p in nodes)
@@ -254,6 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f" K = {label}")
         print(line("alone", alone) + spread(alone))
         print(line("shared", shared) + spread(shared) + f"  [{waits} waits]")
+        print(line("shared, evidence summed", summing) + spread(summing))
         print(line("one policy on all five streams", everything))
         if summed:
             print(line(f"shared, its counts then ×{NODES}", summed) + spread(summed)

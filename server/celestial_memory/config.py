@@ -256,6 +256,10 @@ class Settings(ServingSettings):
         "multi-krum", description="how the peers' updates are combined: Multi-Krum "
         "(tolerates policy_share_byzantine bad peers) or a plain mean (a baseline: one bad "
         "peer moves it anywhere)")
+    policy_share_evidence: Literal["typical", "sum"] = Field(
+        "typical", description="the evidence a merged arm carries: a typical peer's, or the "
+        "peers' together (surer, as one policy on all their data; counts again what gossip "
+        "brings back)")
     policy_share_byzantine: int = Field(
         1, ge=0, le=16, description="bad peers Multi-Krum tolerates: a merge waits for more "
         "than 2f + 2 updates, its own included")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from celestial_memory.policy.turn_policy import ARMS, TurnPolicy, fingerprint
@@ -39,7 +40,11 @@ class SharingConfig:
     honest nodes' whole updates lie 1.1-2.7 apart, so 2 clips the odd honest one a little and a
     bad one to an honest one's reach). ``rate`` and ``max_step``: the step toward the aggregate
     (robust.step). ``robust`` False averages everything unclipped: a baseline, never a
-    setting for a node that takes updates from others."""
+    setting for a node that takes updates from others. ``evidence``: an arm's count in the
+    aggregate, a typical node's (the median of the kept ones') or their sum (that median times
+    how many were kept, so no one inflated count decides it): the sum makes a node as sure as
+    its peers' rewards together would, at the price of counting again, round after round, what
+    came back through a third node (up to the bandit's cap)."""
 
     f: int = 1
     m: int | None = None
@@ -47,6 +52,7 @@ class SharingConfig:
     rate: float = 0.5
     max_step: float = 1.0
     robust: bool = True
+    evidence: Literal["typical", "sum"] = "typical"
 
 
 @dataclass(frozen=True)
@@ -106,7 +112,8 @@ def aggregate(updates: Sequence[PolicyUpdate], config: SharingConfig) -> tuple[P
             continue
         out[_blocks(k)] = x[with_arm, _blocks(k)].mean(axis=0)
         arm_counts = counts[with_arm, k]
-        out_counts.append(float(np.median(arm_counts) if config.robust else arm_counts.mean()))
+        typical = float(np.median(arm_counts) if config.robust else arm_counts.mean())
+        out_counts.append(typical * len(with_arm) if config.evidence == "sum" else typical)
     return (PolicyUpdate(fingerprint(), out, tuple(out_counts)),
             tuple(int(live[i]) for i in kept))
 

@@ -134,7 +134,8 @@ class SharingNode:
     def from_settings(cls, settings: Settings, policies: PolicyKeeper, markers: Markers,
                       clock: Clock) -> SharingNode:
         config = SharingConfig(f=settings.policy_share_byzantine,
-                               robust=settings.policy_share_aggregation == "multi-krum")
+                               robust=settings.policy_share_aggregation == "multi-krum",
+                               evidence=settings.policy_share_evidence)
         return cls(policies, markers, clock,
                    address=settings.policy_share_address or settings.address,
                    peers=settings.policy_peers, interval_s=settings.policy_share_interval_s,
