@@ -16,6 +16,7 @@ from celestial_memory.sharing import (
     SharingConfig,
     TooFew,
     UpdateRefused,
+    aggregate,
     apply,
     clip,
     krum,
@@ -271,3 +272,15 @@ def test_the_privacy_spent_grows_with_the_releases_and_falls_with_the_noise() ->
     one, ten = privacy.epsilon(2.0, 1, 1e-6), privacy.epsilon(2.0, 10, 1e-6)
     assert 0.0 < one < ten < 10 * one  # RDP composes better than adding epsilons
     assert privacy.epsilon(8.0, 10, 1e-6) < ten
+
+
+def test_the_aggregate_carries_a_typical_nodes_evidence_or_their_sum() -> None:
+    updates = [of(trained(seed=s)) for s in (11, 12, 13, 14, 15)]
+    typical, kept = aggregate(updates, SharingConfig(f=1))
+    summed, kept_too = aggregate(updates, SharingConfig(f=1, evidence="sum"))
+    assert kept == kept_too and len(kept) == 4
+    np.testing.assert_array_equal(typical.vector, summed.vector)  # only the counts differ
+    for k, n in enumerate(typical.counts):
+        with_arm = [updates[i].counts[k] for i in kept if updates[i].counts[k] > 0]
+        assert n == float(np.median(with_arm))
+        assert summed.counts[k] == n * len(with_arm)
