@@ -256,6 +256,9 @@ class Settings(ServingSettings):
         "multi-krum", description="how the peers' updates are combined: Multi-Krum "
         "(tolerates policy_share_byzantine bad peers) or a plain mean (a baseline: one bad "
         "peer moves it anywhere)")
+    policy_share_krum_keep: int = Field(
+        0, ge=0, le=64, description="updates Multi-Krum averages, the most central first (0: "
+        "all but policy_share_byzantine; 2 holds one bad peer closer, docs/design.md)")
     policy_share_evidence: Literal["typical", "sum"] = Field(
         "typical", description="the evidence a merged arm carries: a typical peer's, or the "
         "peers' together (surer, as one policy on all their data; counts again what gossip "

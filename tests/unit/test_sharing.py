@@ -284,3 +284,11 @@ def test_the_aggregate_carries_a_typical_nodes_evidence_or_their_sum() -> None:
         with_arm = [updates[i].counts[k] for i in kept if updates[i].counts[k] > 0]
         assert n == float(np.median(with_arm))
         assert summed.counts[k] == n * len(with_arm)
+
+
+def test_multi_krum_keeps_the_m_most_central_and_never_more_than_n_minus_f() -> None:
+    updates = [of(trained(seed=s)) for s in (11, 12, 13, 14, 15)]
+    assert len(aggregate(updates, SharingConfig(f=1, m=2))[1]) == 2
+    assert len(aggregate(updates, SharingConfig(f=1, m=10))[1]) == 4  # a setting above n - f
+    with pytest.raises(TooFew):
+        aggregate(updates[:4], SharingConfig(f=1, m=2))

@@ -99,7 +99,9 @@ def aggregate(updates: Sequence[PolicyUpdate], config: SharingConfig) -> tuple[P
             x[~has[:, k], block] = centre
         centre_all = np.median(x, axis=0)
         x = np.stack([centre_all + robust.clip(v - centre_all, config.clip) for v in x])
-        m = config.m if config.m is not None else len(x) - config.f
+        # Krum's own check first (TooFew below 2f + 3); m never above the n - f it allows.
+        robust.scores(x, config.f)
+        m = min(config.m, len(x) - config.f) if config.m is not None else len(x) - config.f
         kept = robust.select(x, config.f, m)
     else:
         kept = np.arange(len(x))

@@ -135,7 +135,8 @@ class SharingNode:
                       clock: Clock) -> SharingNode:
         config = SharingConfig(f=settings.policy_share_byzantine,
                                robust=settings.policy_share_aggregation == "multi-krum",
-                               evidence=settings.policy_share_evidence)
+                               evidence=settings.policy_share_evidence,
+                               m=settings.policy_share_krum_keep or None)
         return cls(policies, markers, clock,
                    address=settings.policy_share_address or settings.address,
                    peers=settings.policy_peers, interval_s=settings.policy_share_interval_s,
