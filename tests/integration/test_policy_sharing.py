@@ -363,10 +363,17 @@ async def test_noise_spends_privacy_counted_across_a_restart_until_the_budget_st
     port, fake_port = free_port(), free_port()
     noisy = {**sharing([port, fake_port], 0), "policy_share_noise": 4.0,
              "policy_share_epsilon": 5.0}
+
+    def learn(srv: MemoryServer, seed: int) -> None:
+        """The node learnt something since its last release (a new one is due)."""
+        state = json.dumps(trained(seed=seed, turns=40 + seed).to_dict())
+        srv.service.observing.policies.restore(TENANT, state, replace=True)
+
     async with fake_peer(fake_port, lambda: honest(5)) as fake:
         async with node(tmp_path, embedder, clock, port, 1, **noisy) as a:
             assert a.gossip is not None
             await a.gossip.round()
+            learn(a, 2)
             await a.gossip.round()
             first = await status(a)
             assert first.released == 2 and 0 < first.epsilon < 5.0 and first.noise == 4.0
@@ -375,14 +382,15 @@ async def test_noise_spends_privacy_counted_across_a_restart_until_the_budget_st
         async with node(tmp_path, embedder, clock, port, None, **noisy) as a:
             assert a.gossip is not None
             before = len(fake.requests)
-            for _ in range(40):
+            for seed in range(3, 23):
+                learn(a, seed)
                 await a.gossip.round()
             s = await status(a)
             assert s.budget_spent and s.epsilon <= 5.0 and s.released > 2  # counted on
             assert s.epsilon_budget == 5.0
             # Spent: the node still asks, but sends nothing more.
             last = pb.ExchangePolicyRequest.FromString(fake.requests[-1])
-            assert not last.HasField("update") and len(fake.requests) == before + 40
+            assert not last.HasField("update") and len(fake.requests) == before + 20
 
 
 async def test_peers_dial_over_mtls_and_a_certificate_may_stand_for_the_peer_key(
@@ -436,3 +444,60 @@ async def test_the_client_and_the_command_line_show_the_sharing_status(
     assert f"127.0.0.1:{down}" in shown and "unavailable 1" in shown
     doc = json.loads(printed)["policy"]["sharing"]
     assert doc["peers"][0]["refused"] == {"unavailable": 1} and doc["epsilon"] == 0.0
+
+
+async def test_a_peer_key_made_for_an_address_speaks_for_that_peer_alone(
+        tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock) -> None:
+    port, b, c = free_port(), free_port(), free_port()
+    keys = tmp_path / "keys.json"
+    for_c = create_key(keys, "node-c", "peer", [f"127.0.0.1:{c}"])[1]
+    async with node(tmp_path, embedder, clock, port, 1, api_keys_file=keys,
+                    **sharing([port, b, c], 0)) as a:
+        assert a.sharing is not None
+        # c's key naming b first (no first come, first served): refused, and b's place free.
+        with pytest.raises(grpc.aio.AioRpcError) as e:
+            await exchange(port, pb.ExchangePolicyRequest(node=f"127.0.0.1:{b}",
+                                                          update=honest(5)), for_c)
+        assert e.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        await exchange(port, pb.ExchangePolicyRequest(node=f"127.0.0.1:{c}", update=honest(6)),
+                       for_c)
+        took = {p.peer: p for p in a.sharing.status().peers}
+        assert took[f"127.0.0.1:{b}"].exchanged == 0 and took[f"127.0.0.1:{c}"].exchanged == 1
+
+
+async def test_tenants_only_read_neither_take_part_nor_inflate_the_nodes_evidence(
+        tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock) -> None:
+    ports = [free_port() for _ in range(3)]
+    cfg = {"policy_share_byzantine": 0}
+    async with node(tmp_path / "a", embedder, clock, ports[0], 1, **sharing(ports, 0, **cfg)) as a, \
+            node(tmp_path / "b", embedder, clock, ports[1], 2, **sharing(ports, 1, **cfg)) as b, \
+            node(tmp_path / "c", embedder, clock, ports[2], 3, **sharing(ports, 2, **cfg)) as c:
+        assert a.sharing is not None
+        before = a.sharing._pooled().counts
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{ports[0]}") as channel:
+            stub = pb_grpc.MemoryServiceStub(channel)
+            for i in range(20):  # reads of tenants that never decided anything
+                await stub.GetPolicy(pb.GetPolicyRequest(tenant=f"phantom-{i}"), timeout=30)
+        for _ in range(4):
+            for srv in (b, c, a):
+                assert srv.gossip is not None
+                await srv.gossip.round()
+        assert (await status(a)).merges >= 3
+        after = a.sharing._pooled().counts
+        # One tenant's evidence, moved toward its peers' typical one: never twenty copies of it.
+        assert max(after) <= max(max(before), 1.0) * 2
+        keeper = a.service.observing.policies
+        assert not any(keeper.of("phantom-3").counters.decisions.values())
+        assert keeper.saved_at("phantom-3") is None  # nothing merged into it, nothing saved
+
+
+async def test_noise_spends_nothing_more_while_the_node_learns_nothing(
+        tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock) -> None:
+    port, down = free_port(), free_port()
+    async with node(tmp_path, embedder, clock, port, 1, policy_share_noise=4.0,
+                    policy_share_epsilon=5.0, **sharing([port, down], 0)) as a:
+        assert a.gossip is not None and a.sharing is not None
+        for _ in range(10):
+            await a.gossip.round()
+        s = a.sharing.status()
+        assert s.rounds == 10 and s.released == 1 and not s.budget_spent

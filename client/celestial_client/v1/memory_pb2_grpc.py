@@ -1570,8 +1570,9 @@ class PolicySharingServiceServicer:
         """Gives this node's policy update and takes the caller's. Needs a key of the peer role (and
         no other role may call it). FAILED_PRECONDITION when sharing is off here or the update was
         learnt under other rules (another fingerprint); INVALID_ARGUMENT when the update is damaged
-        or out of bounds; RESOURCE_EXHAUSTED when the caller exchanges more often than twice a
-        round or this node already holds as many peers as it keeps.
+        or out of bounds; PERMISSION_DENIED when the caller names an address this node does not
+        list, or one its key was not made for; RESOURCE_EXHAUSTED when the caller exchanges more
+        often than twice a round.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

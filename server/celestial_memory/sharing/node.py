@@ -124,11 +124,28 @@ class SharingNode:
         self._rounds = self._merges = 0
         self._waiting = "no round yet"
         self._sent: PolicyUpdate | None = None
+        self._plain: PolicyUpdate | None = None  # what _sent was made from, before noise
         self._released = int(markers.read_marker(RELEASED) or 0)
         # Every release is accounted at the smallest noise any of them had: an upper bound.
         kept_sigma = markers.read_marker(SIGMA)
         self._sigma = min(kept_sigma, noise) if kept_sigma is not None and noise else noise
         self._spent = False
+        self._warn_at_start()
+
+    def _warn_at_start(self) -> None:
+        n, f = len(self._peers) + 1, self._config.f
+        if self._config.robust and n <= 2 * f + 2:
+            log.warning("policy sharing: %d nodes (this one and its peers) can never merge: "
+                        "Krum tolerating %d bad peer(s) needs more than %d updates; list more "
+                        "peers or lower CELESTIAL_POLICY_SHARE_BYZANTINE", n, f, 2 * f + 2)
+        if self._noise > 0 and not self._budget:
+            log.warning("policy sharing: noise without a budget (CELESTIAL_POLICY_SHARE_EPSILON): "
+                        "epsilon grows with every update sent, without bound")
+        host = self.address.rpartition(":")[0].strip("[]")
+        if host in ("", "0.0.0.0", "::"):
+            log.warning("policy sharing: this node names itself %r to its peers, which no peer "
+                        "can list; set CELESTIAL_POLICY_SHARE_ADDRESS to its address as they "
+                        "list it", self.address)
 
     @classmethod
     def from_settings(cls, settings: Settings, policies: PolicyKeeper, markers: Markers,
@@ -159,6 +176,10 @@ class SharingNode:
             if self._spent:
                 return None
         own = self._pooled()
+        if self._noise > 0 and self._plain is not None and self._sent is not None and \
+                np.array_equal(own.vector, self._plain.vector) and own.counts == self._plain.counts:
+            return self._sent  # nothing learnt since: the same release again spends nothing
+        plain = own
         if self._noise > 0:
             sigma = min(self._sigma, self._noise) if self._released else self._noise
             spent = privacy.epsilon(sigma, self._released + 1, self._delta)
@@ -176,7 +197,7 @@ class SharingNode:
             self._sigma = sigma
         with self._lock:
             self._released += 1
-            self._sent = own
+            self._sent, self._plain = own, plain
         metrics.POLICY_SHARING_EPSILON.set(self._epsilon())
         return own
 
@@ -185,33 +206,44 @@ class SharingNode:
         with self._lock:
             return self._sent
 
+    def _shared_tenants(self) -> list[str]:
+        """The configured tenants, or every held tenant whose policy has decided something (a
+        tenant only read, by GetPolicy say, neither takes part nor takes the aggregate)."""
+        if self._tenants:
+            return list(self._tenants)
+        return [t for t in self._policies.held()
+                if any(self._policies.of(t).counters.decisions.values())]
+
     def _pooled(self) -> PolicyUpdate:
-        tenants = self._tenants or self._policies.held()
-        ridge, prior = None, None
-        a_sum: np.ndarray | None = None
-        b_sum: np.ndarray | None = None
-        for tenant in tenants:
-            p = self._policies.of(tenant)
-            cfg = p.config.bandit
-            with p.lock:
-                a, b = p.bandit.A.copy(), p.bandit.b.copy()
-            ridge, prior = cfg.ridge, cfg.prior
-            eye = ridge * np.eye(a.shape[1])
-            a = a - eye
-            b[:, 0] -= ridge * np.asarray(prior)
-            a_sum = a if a_sum is None else a_sum + a
-            b_sum = b if b_sum is None else b_sum + b
-        if a_sum is None or b_sum is None or ridge is None or prior is None:
-            return PolicyUpdate(fingerprint(), np.zeros(update.SIZE), (0.0,) * len(ARMS))
-        eye = ridge * np.eye(a_sum.shape[1])
-        b_sum[:, 0] += ridge * np.asarray(prior)
-        return update.from_statistics(a_sum + eye, b_sum, ridge, prior)
+        """The shared tenants' statistics as one update: each arm's M and m the mean of theirs
+        weighted by their evidence (as their rewards pooled would give), its count a typical
+        tenant's (their mean). Not their sum: each tenant takes the aggregate back, and a sum
+        would make every one of them as sure as all of them, and the next round surer still."""
+        vectors, counts = [], []
+        for tenant in self._shared_tenants():
+            u = update.of(self._policies.of(tenant))
+            vectors.append(u.vector)
+            counts.append(u.counts)
+        out = np.zeros(update.SIZE)
+        typical = []
+        for k in range(len(ARMS)):
+            n = np.array([c[k] for c in counts])
+            block = slice(k * update.ARM_SIZE, (k + 1) * update.ARM_SIZE)
+            if not (n > 0).any():
+                typical.append(0.0)
+                continue
+            out[block] = np.average(np.stack([v[block] for v in vectors]), axis=0, weights=n)
+            typical.append(float(n[n > 0].mean()))
+        return PolicyUpdate(fingerprint(), out, tuple(typical))
 
     # -- what it takes ------------------------------------------------------------------------
 
-    def called(self, address: str, key_id: str | None) -> Peer:
+    def called(self, address: str, key_id: str | None,
+               key_addresses: frozenset[str] | None = None) -> Peer:
         """A peer's call came in: the peer it is, or a refusal (an unlisted address, a key
-        that named another, more than twice a round)."""
+        that stands for another peer, more than twice a round). ``key_addresses``: the
+        addresses the caller's key was made for (its tenants; None: any, and then the first
+        address the key names is the only one it may name after)."""
         now = time.monotonic()
         with self._lock:
             peer = self._peers.get(address)
@@ -220,7 +252,12 @@ class SharingNode:
                 metrics.POLICY_EXCHANGES.labels("unlisted").inc()
                 raise PermissionDenied(f"{address[:128]!r} is not one of this node's peers "
                                        "(its policy_peers)")
-            if key_id:
+            if key_id and key_addresses is not None:
+                if address not in key_addresses:
+                    peer.refused["another_key"] += 1
+                    metrics.POLICY_EXCHANGES.labels("another_key").inc()
+                    raise PermissionDenied("this key was made for another peer's address")
+            elif key_id:
                 bound = [a for a, p in self._peers.items() if p.key_id == key_id]
                 if bound and bound != [address]:
                     peer.refused["another_key"] += 1
@@ -241,7 +278,7 @@ class SharingNode:
                 raise ResourceExhausted("a peer exchanges twice a round at most",
                                         retry_after_s=(1.0 - peer.calls) / rate)
             peer.calls -= 1.0
-            if key_id:
+            if key_id and key_addresses is None:
                 peer.key_id = key_id
             return peer
 
@@ -302,7 +339,11 @@ class SharingNode:
                 self._waiting = (f"{e}: waiting for more peers' updates, or evidence of this "
                                  "node's own")
             return False
-        for tenant in self._tenants or self._policies.held():
+        except UpdateRefused as e:  # a plain mean of huge updates leaves the floats
+            with self._lock:
+                self._waiting = f"the aggregate is out of bounds ({e.problem}); nothing merged"
+            return False
+        for tenant in self._shared_tenants():
             move(self._policies.of(tenant), target, self._config)
             self._policies.changed(tenant)
         with self._lock:
@@ -310,6 +351,10 @@ class SharingNode:
             self._waiting = ""
         metrics.POLICY_SHARING_MERGES.inc()
         return True
+
+    def round_failed(self, error: str) -> None:
+        with self._lock:
+            self._waiting = f"the last round failed: {error[:300]}"
 
     # -- status -------------------------------------------------------------------------------
 

@@ -63,7 +63,8 @@ class SharingServicer(pb_grpc.PolicySharingServiceServicer):
         if node is None:
             raise FailedPrecondition("policy sharing is off on this node (CELESTIAL_POLICY_PEERS "
                                      "is empty)")
-        node.called(request.node, CALLER.get().key_id or None)
+        caller = CALLER.get()
+        node.called(request.node, caller.key_id or None, caller.tenants)
         if request.HasField("update"):
             u = request.update
             node.take(request.node, u.fingerprint, u.parameters, u.counts)
@@ -83,6 +84,15 @@ class Gossip:
         key = settings.policy_peer_key
         self._metadata = (("authorization", f"Bearer {key.get_secret_value()}"),) if key else ()
         self._random = random.Random()
+        self._credentials: grpc.ChannelCredentials | None = None
+        if settings.policy_peer_ca is not None:  # read now: a missing file stops the start
+            try:
+                files = [None if p is None else p.read_bytes() for p in (
+                    settings.policy_peer_ca, settings.policy_peer_cert_key,
+                    settings.policy_peer_cert)]
+            except OSError as e:
+                raise FailedPrecondition(f"policy sharing's TLS files: {e}") from None
+            self._credentials = grpc.ssl_channel_credentials(*files)
 
     def _channel(self, address: str) -> grpc.aio.Channel:
         channel = self._channels.get(address)
@@ -94,12 +104,8 @@ class Gossip:
             options = [("grpc.initial_reconnect_backoff_ms", min(200, backoff_ms)),
                        ("grpc.min_reconnect_backoff_ms", min(200, backoff_ms)),
                        ("grpc.max_reconnect_backoff_ms", backoff_ms)]
-            if s.policy_peer_ca is not None:
-                creds = grpc.ssl_channel_credentials(
-                    s.policy_peer_ca.read_bytes(),
-                    s.policy_peer_cert_key.read_bytes() if s.policy_peer_cert_key else None,
-                    s.policy_peer_cert.read_bytes() if s.policy_peer_cert else None)
-                channel = grpc.aio.secure_channel(address, creds, options)
+            if self._credentials is not None:
+                channel = grpc.aio.secure_channel(address, self._credentials, options)
             else:
                 channel = grpc.aio.insecure_channel(address, options)
             self._channels[address] = channel
@@ -110,8 +116,9 @@ class Gossip:
             await asyncio.sleep(self._settings.policy_share_interval_s)
             try:
                 await self.round()
-            except Exception:  # the next round tries again
+            except Exception as e:  # the next round tries again
                 log.exception("policy sharing round failed")
+                self._node.round_failed(f"{type(e).__name__}: {e}")
 
     async def round(self) -> None:
         sent = await asyncio.to_thread(self._node.release)

@@ -155,6 +155,7 @@ class MemoryServer:
         self.sharing = (SharingNode.from_settings(s, self.service.observing.policies,
                                                   self.service.store, self.service.clock)
                         if s.policy_peers else None)
+        self.gossip = Gossip(self.sharing, s) if self.sharing is not None else None
         self._server = grpc.aio.server(interceptors=self.interceptors, options=server_options(s))
         self._health = health.aio.HealthServicer()  # type: ignore[attr-defined]
         self.servicer = MemoryServicer(self.service)
@@ -217,8 +218,7 @@ class MemoryServer:
             self._understand_task = asyncio.create_task(self._understand_loop())
         # Reflections' upkeep: what a stopped server left unfinished, leases, the trigger.
         self._reflect_task = asyncio.create_task(self._reflect_loop())
-        if self.sharing is not None:
-            self.gossip = Gossip(self.sharing, s)
+        if self.sharing is not None and self.gossip is not None:
             self._gossip_task = asyncio.create_task(self.gossip.run())
             log.info("sharing turn policies with %d peers every %g s as %s (%s)",
                      len(self.sharing.peers), s.policy_share_interval_s, self.sharing.address,

@@ -2153,7 +2153,11 @@ export interface PeerSharingStatus {
   peer: string;
   /** Updates taken from it. */
   exchanged: number;
-  /** Its updates or calls refused, by reason ("fingerprint", "damaged", "too_often", "failed"...). */
+  /**
+   * Its updates or calls refused, by reason: "fingerprint", "damaged", "too_often",
+   * "another_key", "unlisted", or, for this node's own call to it, the call's status code in
+   * lower case ("unavailable", "deadline_exceeded"...).
+   */
   refused: { [key: string]: number };
   /** When an update of it was last taken (not set: never). */
   lastAt:
@@ -2186,7 +2190,7 @@ export interface SharedPolicy {
 
 /** Request of ExchangePolicy. */
 export interface ExchangePolicyRequest {
-  /** The calling node's name (for logs and status; a node with keys is named by its key). */
+  /** The calling node's address, as the answering node lists it among its peers. */
   node: string;
   /** Its update (not set: it only asks, e.g. its privacy budget is spent). */
   update: SharedPolicy | undefined;
@@ -2194,7 +2198,7 @@ export interface ExchangePolicyRequest {
 
 /** Response of ExchangePolicy. */
 export interface ExchangePolicyResponse {
-  /** The answering node's name. */
+  /** The answering node's address, as its peers list it. */
   node: string;
   /** Its update (not set: it has none to give yet, or its privacy budget is spent). */
   update: SharedPolicy | undefined;
@@ -17612,8 +17616,9 @@ export const PolicySharingServiceService = {
    * Gives this node's policy update and takes the caller's. Needs a key of the peer role (and
    * no other role may call it). FAILED_PRECONDITION when sharing is off here or the update was
    * learnt under other rules (another fingerprint); INVALID_ARGUMENT when the update is damaged
-   * or out of bounds; RESOURCE_EXHAUSTED when the caller exchanges more often than twice a
-   * round or this node already holds as many peers as it keeps.
+   * or out of bounds; PERMISSION_DENIED when the caller names an address this node does not
+   * list, or one its key was not made for; RESOURCE_EXHAUSTED when the caller exchanges more
+   * often than twice a round.
    */
   exchangePolicy: {
     path: "/celestial.v1.PolicySharingService/ExchangePolicy" as const,
@@ -17633,8 +17638,9 @@ export interface PolicySharingServiceServer extends UntypedServiceImplementation
    * Gives this node's policy update and takes the caller's. Needs a key of the peer role (and
    * no other role may call it). FAILED_PRECONDITION when sharing is off here or the update was
    * learnt under other rules (another fingerprint); INVALID_ARGUMENT when the update is damaged
-   * or out of bounds; RESOURCE_EXHAUSTED when the caller exchanges more often than twice a
-   * round or this node already holds as many peers as it keeps.
+   * or out of bounds; PERMISSION_DENIED when the caller names an address this node does not
+   * list, or one its key was not made for; RESOURCE_EXHAUSTED when the caller exchanges more
+   * often than twice a round.
    */
   exchangePolicy: handleUnaryCall<ExchangePolicyRequest, ExchangePolicyResponse>;
 }
@@ -17644,8 +17650,9 @@ export interface PolicySharingServiceClient extends Client {
    * Gives this node's policy update and takes the caller's. Needs a key of the peer role (and
    * no other role may call it). FAILED_PRECONDITION when sharing is off here or the update was
    * learnt under other rules (another fingerprint); INVALID_ARGUMENT when the update is damaged
-   * or out of bounds; RESOURCE_EXHAUSTED when the caller exchanges more often than twice a
-   * round or this node already holds as many peers as it keeps.
+   * or out of bounds; PERMISSION_DENIED when the caller names an address this node does not
+   * list, or one its key was not made for; RESOURCE_EXHAUSTED when the caller exchanges more
+   * often than twice a round.
    */
   exchangePolicy(
     request: ExchangePolicyRequest,

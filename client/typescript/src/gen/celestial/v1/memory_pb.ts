@@ -4254,7 +4254,9 @@ export type PeerSharingStatus = Message<"celestial.v1.PeerSharingStatus"> & {
   exchanged: bigint;
 
   /**
-   * Its updates or calls refused, by reason ("fingerprint", "damaged", "too_often", "failed"...).
+   * Its updates or calls refused, by reason: "fingerprint", "damaged", "too_often",
+   * "another_key", "unlisted", or, for this node's own call to it, the call's status code in
+   * lower case ("unavailable", "deadline_exceeded"...).
    *
    * @generated from field: map<string, int64> refused = 3;
    */
@@ -4326,7 +4328,7 @@ export const SharedPolicySchema: GenMessage<SharedPolicy> = /*@__PURE__*/
  */
 export type ExchangePolicyRequest = Message<"celestial.v1.ExchangePolicyRequest"> & {
   /**
-   * The calling node's name (for logs and status; a node with keys is named by its key).
+   * The calling node's address, as the answering node lists it among its peers.
    *
    * @generated from field: string node = 1;
    */
@@ -4354,7 +4356,7 @@ export const ExchangePolicyRequestSchema: GenMessage<ExchangePolicyRequest> = /*
  */
 export type ExchangePolicyResponse = Message<"celestial.v1.ExchangePolicyResponse"> & {
   /**
-   * The answering node's name.
+   * The answering node's address, as its peers list it.
    *
    * @generated from field: string node = 1;
    */
@@ -5247,8 +5249,9 @@ export const PolicySharingService: GenService<{
    * Gives this node's policy update and takes the caller's. Needs a key of the peer role (and
    * no other role may call it). FAILED_PRECONDITION when sharing is off here or the update was
    * learnt under other rules (another fingerprint); INVALID_ARGUMENT when the update is damaged
-   * or out of bounds; RESOURCE_EXHAUSTED when the caller exchanges more often than twice a
-   * round or this node already holds as many peers as it keeps.
+   * or out of bounds; PERMISSION_DENIED when the caller names an address this node does not
+   * list, or one its key was not made for; RESOURCE_EXHAUSTED when the caller exchanges more
+   * often than twice a round.
    *
    * @generated from rpc celestial.v1.PolicySharingService.ExchangePolicy
    */
