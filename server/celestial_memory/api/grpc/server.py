@@ -156,6 +156,9 @@ class MemoryServer:
                                                   self.service.store, self.service.clock)
                         if s.policy_peers else None)
         self.gossip = Gossip(self.sharing, s) if self.sharing is not None else None
+        if self.sharing is not None and keys is None:
+            log.warning("policy sharing without API keys: any caller that reaches this port "
+                        "may speak for any listed peer (docs/sharing.md, peer keys)")
         self._server = grpc.aio.server(interceptors=self.interceptors, options=server_options(s))
         self._health = health.aio.HealthServicer()  # type: ignore[attr-defined]
         self.servicer = MemoryServicer(self.service)
