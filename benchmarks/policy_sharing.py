@@ -3,7 +3,8 @@ in-process on the LoCoMo dev split: does a node that gossips with four others de
 conversation none of them has seen better than one alone, how close does it come to one policy
 trained on all their data, and what does one bad node do to it?
 
-    python benchmarks/policy_sharing.py [DATA] [--rounds 6] [--peers 3] [--seed 7]
+    python benchmarks/policy_sharing.py [DATA] [--rounds 6] [--peers 3] [--seed 7] [--no-noise]
+        [--clip 2] [--krum-keep 0]
 
 DATA: the LoCoMo JSON folder (policy_replay.py's default). About a minute on 2 cores.
 
@@ -82,8 +83,6 @@ MARGIN = 0.0
 NODES = 5
 K_VALUES = (25, 50, 100, 200, None)  # None: the whole stream
 SHARING = SharingConfig(f=1, clip=2.0, rate=0.5, max_step=1.0)
-SUMMING = replace(SHARING, evidence="sum")
-PLAIN = replace(SHARING, robust=False)
 # The optional noise's rows: each σ times the clipping bound of an arm's block (privacy.py); an
 # honest arm's block has norm 3.5-4.5 here, so 5 clips none.
 NOISE_SIGMAS, NOISE_BOUND = (0.002, 0.01, 0.05, 1.0, 4.0), 5.0
@@ -216,7 +215,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--no-noise", dest="noise", action="store_false",
                     help="leave out the noise rows (the slowest)")
+    ap.add_argument("--clip", type=float, default=SHARING.clip,
+                    help="the clipping bound around the median (another design to measure)")
+    ap.add_argument("--krum-keep", type=int, default=0,
+                    help="updates Multi-Krum averages (0: n - f)")
     args = ap.parse_args(argv)
+    sharing = replace(SHARING, clip=args.clip, m=args.krum_keep or None)
+    summed_cfg, plain_cfg = replace(sharing, evidence="sum"), replace(sharing, robust=False)
     # A reading is a pure function of the text, and the same turns are read on every pass.
     cues.read = functools.lru_cache(maxsize=None)(cues.read)  # type: ignore[method-assign]
     started = time.perf_counter()
@@ -226,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = [sum(len(s) for p in st for s in p.sessions) for f in folds for st in f.streams]
     print(f"{len(convs)} folds (one conversation held back each), {NODES} nodes a fold, "
           f"{min(sizes)}-{max(sizes)} turns a stream; c {COST}, margin {MARGIN}; {args.rounds} "
-          f"rounds, {args.peers} fresh peers a round; {SHARING}")
+          f"rounds, {args.peers} fresh peers a round; {sharing}")
 
     print("\nafter K turns of local data each (shared: after the rounds), on the held-back "
           "conversation")
@@ -243,7 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if k is None:
                 def each(r: int, nodes: list[TurnPolicy] = nodes, fold: Fold = fold) -> None:
                     by_round.setdefault(r, []).extend(fold.run(p) for p in nodes)
-            waits += gossip(nodes, args.rounds, args.peers, SHARING, rng,
+            waits += gossip(nodes, args.rounds, args.peers, sharing, rng,
                             each=each if k is None else None)
             shared += [fold.run(p) for p in nodes]
             if k is None:
@@ -253,11 +258,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                           tuple(NODES * c for c in u.counts)))
                     summed.append(fold.run(p))
             nodes = fold.train(k)  # the other design: the aggregate carries the peers' sum
-            gossip(nodes, args.rounds, args.peers, SUMMING, rng)
+            gossip(nodes, args.rounds, args.peers, summed_cfg, rng)
             summing += [fold.run(p) for p in nodes]
             for sigma in NOISE_SIGMAS if k is None and args.noise else ():
                 nodes = fold.train(k)
-                gossip(nodes, args.rounds, args.peers, SHARING, rng, noise=sigma)
+                gossip(nodes, args.rounds, args.peers, sharing, rng, noise=sigma)
                 noisy.setdefault(sigma, []).extend(fold.run(p) for p in nodes)
         label = "all" if k is None else str(k)
         print(f" K = {label}")
@@ -283,7 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\none Byzantine node of five (the last stream's), the four honest nodes after the "
           "rounds, whole streams")
     for name, attack in ATTACKS.items():
-        for label, cfg in (("Multi-Krum", SHARING), ("plain average", PLAIN)):
+        for label, cfg in (("Multi-Krum", sharing), ("plain average", plain_cfg)):
             outs = []
             for fi, fold in enumerate(folds):
                 nodes = fold.train(None)
