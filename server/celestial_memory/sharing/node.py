@@ -248,39 +248,46 @@ class SharingNode:
         with self._lock:
             peer = self._peers.get(address)
             if peer is None:
-                self._unlisted["unlisted"] += 1
-                metrics.POLICY_EXCHANGES.labels("unlisted").inc()
+                self._count(self._unlisted, "unlisted")
                 raise PermissionDenied(f"{address[:128]!r} is not one of this node's peers "
                                        "(its policy_peers)")
-            if key_id and key_addresses is not None:
-                if address not in key_addresses:
-                    peer.refused["another_key"] += 1
-                    metrics.POLICY_EXCHANGES.labels("another_key").inc()
-                    raise PermissionDenied("this key was made for another peer's address")
-            elif key_id:
-                bound = [a for a, p in self._peers.items() if p.key_id == key_id]
-                if bound and bound != [address]:
-                    peer.refused["another_key"] += 1
-                    metrics.POLICY_EXCHANGES.labels("another_key").inc()
-                    raise PermissionDenied("this key already stands for another peer")
-                if peer.key_id not in (None, key_id):
-                    peer.refused["another_key"] += 1
-                    metrics.POLICY_EXCHANGES.labels("another_key").inc()
-                    raise PermissionDenied(f"peer {address!r} calls with another key")
+            if (refusal := self._key_refusal(peer, address, key_id, key_addresses)) is not None:
+                self._count(peer.refused, "another_key")
+                raise PermissionDenied(refusal)
             # A bucket of two calls, refilled at two a round: a peer's round that comes early
             # (a restart, a slow round) passes; a flood does not.
             rate = CALLS_A_ROUND / self._interval_s
             peer.calls = min(CALLS_A_ROUND, peer.calls + (now - peer.last_call) * rate)
             peer.last_call = now
             if peer.calls < 1.0:
-                peer.refused["too_often"] += 1
-                metrics.POLICY_EXCHANGES.labels("too_often").inc()
+                self._count(peer.refused, "too_often")
                 raise ResourceExhausted("a peer exchanges twice a round at most",
                                         retry_after_s=(1.0 - peer.calls) / rate)
             peer.calls -= 1.0
             if key_id and key_addresses is None:
                 peer.key_id = key_id
             return peer
+
+    def _key_refusal(self, peer: Peer, address: str, key_id: str | None,
+                     key_addresses: frozenset[str] | None) -> str | None:
+        """Why the caller's key may not speak for ``address`` (None: it may)."""
+        if not key_id:
+            return None
+        if key_addresses is not None:
+            return (None if address in key_addresses
+                    else "this key was made for another peer's address")
+        bound = [a for a, p in self._peers.items() if p.key_id == key_id]
+        if bound and bound != [address]:
+            return "this key already stands for another peer"
+        if peer.key_id not in (None, key_id):
+            return f"peer {address!r} calls with another key"
+        return None
+
+    @staticmethod
+    def _count(refused: Counter[str], reason: str) -> None:
+        """One refusal, in the status and the metric (under the node's lock)."""
+        refused[reason] += 1
+        metrics.POLICY_EXCHANGES.labels(reason).inc()
 
     def take(self, address: str, fingerprint_: str, parameters: Sequence[float],
              counts: Sequence[float]) -> None:
@@ -301,11 +308,8 @@ class SharingNode:
             got = PolicyUpdate(fingerprint_, np.asarray(parameters, dtype=np.float64),
                                tuple(counts))
         except (OtherRules, UpdateRefused) as e:
-            reason = "fingerprint" if isinstance(e, OtherRules) else "damaged"
-            with self._lock:
-                peer.refused[reason] += 1
-                peer.last_error = str(e)[:300]
-            metrics.POLICY_EXCHANGES.labels(reason).inc()
+            self.failed(address, "fingerprint" if isinstance(e, OtherRules) else "damaged",
+                        str(e))
             log.warning("policy sharing: update of %r refused: %s", address, e)
             raise
         with self._lock:
@@ -315,14 +319,14 @@ class SharingNode:
         metrics.POLICY_EXCHANGES.labels("taken").inc()
 
     def failed(self, address: str, reason: str, error: str) -> None:
-        """This node's call to a listed peer failed (down, slow, or it refused the update)."""
+        """A listed peer's update refused, or this node's call to it failed (down, slow, or it
+        refused this node's update): counted under ``reason``, ``error`` its last error."""
         peer = self._peers.get(address)
         if peer is None:
             return
         with self._lock:
-            peer.refused[reason] += 1
+            self._count(peer.refused, reason)
             peer.last_error = error[:300]
-        metrics.POLICY_EXCHANGES.labels(reason).inc()
 
     # -- the merge ----------------------------------------------------------------------------
 
