@@ -9,8 +9,8 @@ update, delete, delete by filter and rebalance (incremental and full, with forge
 capacities so that eviction bites), relate and unrelate memories, walk their relations and
 recall with graph expansion; memories have types and may be immutable (kept from forgetting),
 recalls filter by type, and feedback votes move importance. Ids are fixed by the history, so
-both sides name the same memories; vectors are random, so relevance ties (whose order is the
-engine's choice) do not occur in practice.
+both sides name the same memories; exact relevance ties go by memory id (recall/retrieval.py),
+since each engine lists tied candidates in its own order.
 
 One difference is known and kept out: Qdrant Edge keeps a deleted point in its BM25 IDF
 statistics (until its segment is rebuilt) where local mode drops it at once, so after a deletion
@@ -330,3 +330,20 @@ def test_export_pages_alike_on_both_engines(
         np.testing.assert_allclose(
             *[np.stack([m.vector for p in svc.store.export_pages(tenant) for m in p])
               for svc in (edge, qdrant)], atol=1e-6)
+
+
+def test_identical_memories_answer_alike_on_both_engines(
+    embedder: SentenceTransformerEmbedder,
+) -> None:
+    # Exact relevance ties, which random vectors never make: each engine lists the tied
+    # candidates in its own order, and the answer must not follow it (recall/retrieval.py).
+    ids = [str(uuid.uuid5(uuid.NAMESPACE_URL, f"tie:{i}")) for i in range(10)]
+    with both(embedder) as (edge, qdrant):
+        for svc in (edge, qdrant):
+            for mid in ids:
+                svc.store_memory("t1", NewMemory("budget", vector=CENTRES[0].tolist(), id=mid))
+        for limit in (1, 3, 10):
+            q = RecallQuery(query_vector=CENTRES[0].tolist(), limit=limit, reinforce=False)
+            answers = [[r.memory.id for r in svc.recall("t1", q)] for svc in (edge, qdrant)]
+            same(answers[0], answers[1], f"recall of {limit}")
+            assert answers[0] == sorted(ids)[:limit]

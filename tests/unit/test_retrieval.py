@@ -38,12 +38,29 @@ def test_a_query_without_keywords_is_weighed_on_the_dense_signals() -> None:
 def test_zone_order_puts_near_ties_core_first_and_never_buries_a_clear_winner() -> None:
     rel = np.array([0.90, 0.85, 0.50, 0.10, 0.88])
     zones = [4, 0, 1, 0, 2]
-    order = [r.index for r in zone_order(zones, rel, gate=0.2, margin=0.9, by_zone=True)]
+    ids = [f"m{i}" for i in range(5)]
+    order = [r.index for r in zone_order(ids, zones, rel, gate=0.2, margin=0.9, by_zone=True)]
     # 0.85 (core) and 0.88 (outer) are within 90% of 0.90: they go first by zone; 0.10 is gated.
     assert order == [1, 4, 0, 2]
-    plain = [r.index for r in zone_order(zones, rel, gate=0.2, margin=0.9, by_zone=False)]
+    plain = [r.index for r in zone_order(ids, zones, rel, gate=0.2, margin=0.9, by_zone=False)]
     assert plain == [0, 4, 1, 2]
-    assert zone_order([], np.zeros(0), 0.2, 0.9, True) == []
+    assert zone_order([], [], np.zeros(0), 0.2, 0.9, True) == []
+
+
+@pytest.mark.parametrize("by_zone", [True, False])
+def test_exact_ties_go_by_memory_id_whatever_order_the_engine_listed_them_in(
+    by_zone: bool,
+) -> None:
+    ids = ["c", "a", "d", "b"]
+    rel = np.array([0.7, 0.7, 0.9, 0.7])
+    for perm in ([0, 1, 2, 3], [3, 2, 1, 0], [1, 3, 0, 2]):
+        got = zone_order([ids[i] for i in perm], [1] * 4, rel[perm], gate=0.2, margin=0.99,
+                         by_zone=by_zone)
+        assert [ids[perm[r.index]] for r in got] == ["d", "a", "b", "c"]
+    # The learned ranker's key ties everywhere: only the near tie (by zone) lifts "d".
+    key = np.array([0.5, 0.5, 0.5, 0.5])
+    got = zone_order(ids, [1] * 4, rel, gate=0.2, margin=0.99, by_zone=by_zone, key=key)
+    assert [ids[r.index] for r in got] == (["d", "a", "b", "c"] if by_zone else ["a", "b", "c", "d"])
 
 
 def test_hangul_words_gain_their_syllable_bigrams() -> None:

@@ -78,7 +78,7 @@ class Recalling:
                 zone_of[mid] = min(zone_of[mid], int(p.zone))
             with stages("rescoring"):
                 ranked = zone_order(
-                    [zone_of[mid] for mid in ids], relevance, gate, s.zone_margin,
+                    ids, [zone_of[mid] for mid in ids], relevance, gate, s.zone_margin,
                     by_zone=not q.ignore_zones, key=got.key,
                 )[:limit]
             with stages("payloads"):

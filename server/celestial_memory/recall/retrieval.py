@@ -124,20 +124,23 @@ class Retrieval:
 
 
 def zone_order(
-    zones: Sequence[int], relevance: FloatArray, gate: float, margin: float, by_zone: bool,
-    key: FloatArray | None = None,
+    ids: Sequence[str], zones: Sequence[int], relevance: FloatArray, gate: float, margin: float,
+    by_zone: bool, key: FloatArray | None = None,
 ) -> list[Ranked]:
     """Indices of the candidates to return, best first (see the module docstring). ``key``,
     when given (the learned ranker's, ranking/order.py), orders within each tier instead of
-    the relevance; the gate and the near ties are still the relevance's."""
+    the relevance; the gate and the near ties are still the relevance's. Exact ties go by
+    memory id: the engines list equal candidates in their own orders, and both must answer
+    alike."""
     if len(relevance) == 0:
         return []
     best = float(relevance.max())
     z = np.asarray(zones, dtype=np.int64)
     passing = relevance >= gate
     ahead = passing & (relevance >= margin * best) if by_zone else np.zeros_like(passing)
-    # lexsort: last key is primary. Ahead first; among those by zone; then by the key.
+    # lexsort: last key is primary. Ahead first; among those by zone; then by the key; then id.
     tier = np.where(ahead, 0, 1)
     zone_key = np.where(ahead, z, 0)
-    order = np.lexsort((-(relevance if key is None else key), zone_key, tier))
+    order = np.lexsort((np.asarray(ids, dtype=str), -(relevance if key is None else key),
+                        zone_key, tier))
     return [Ranked(int(i), float(relevance[i])) for i in order if passing[i]]
