@@ -6,7 +6,7 @@ STAMP   = $(VENV)/.installed-$(shell cat pyproject.toml client/pyproject.toml | 
 export HF_HUB_OFFLINE = 1
 export TOKENIZERS_PARALLELISM = false
 
-.PHONY: install run test lint proto docs docs-config docs-serve bench-latency bench-rebalance bench-recall bench-graph bench-migration bench-load \
+.PHONY: install run test lint proto docs docs-config docs-serve bench-latency bench-hop bench-rebalance bench-recall bench-graph bench-migration bench-load \
 	bench-peers bench-after-writes bench-http-isolation bench-observe \
 	dev-secrets fuzz \
 	eval-locomo eval-locomo-policy train-ranker clean
@@ -67,6 +67,10 @@ bench-observe: install
 
 bench-rebalance: install
 	$(PY) benchmarks/rebalance.py
+
+# A vector recall and a health Check from another process beside a bare grpc.aio server's.
+bench-hop: install
+	$(PY) benchmarks/recall_hop.py
 
 bench-recall: install
 	$(PY) benchmarks/recall_latency.py
