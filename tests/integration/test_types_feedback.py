@@ -189,6 +189,34 @@ async def test_forgetting_passes_immutable_memories_by(
         await client.feedback(loose.id, helpful=True)
 
 
+async def test_a_vote_on_a_skipped_turn_judges_the_skip_and_leaves_it_archived(
+    served: Served, client: AsyncCelestialClient, clock: ManualClock
+) -> None:
+    skipped = await client.observe("hey", session_id="s")
+    assert skipped.decision.action == "SKIP" and skipped.memory is not None
+    assert skipped.memory.archived
+    mid = skipped.memory.id
+    before = (await client.policy()).reward_by_rule
+    clock.advance(60)  # events of one time are read in id order
+    # Not helpful: the skip was right, the one reward a correct SKIP gets through the API.
+    voted = await client.feedback(mid, helpful=False)
+    assert voted.archived
+    assert voted.importance == pytest.approx(moved(skipped.memory.importance, False, 0.2))
+    after = (await client.policy()).reward_by_rule
+    rule = next(k for k in after if after[k] != before.get(k, 0.0))
+    assert after[rule] - before.get(rule, 0.0) == pytest.approx(0.5)
+    assert [e.reason for e in await client.ledger(memory_id=mid)] == ["skipped", "not_helpful"]
+    assert (await client.get(mid)).archived and (await client.stats()).archived == 1
+    # Helpful: the skip was wrong, and the decision's credit moves back the other way.
+    again = await client.feedback(mid, helpful=True)
+    assert again.archived and again.importance == pytest.approx(moved(voted.importance, True, 0.2))
+    assert (await client.policy()).reward_by_rule[rule] == pytest.approx(before.get(rule, 0.0))
+    # Restored, it is a live memory: its votes are a live memory's, its decision's not again.
+    await client.restore(mid)
+    live = await client.feedback(mid, helpful=True)
+    assert not live.archived
+
+
 async def test_feedback_moves_importance_re_places_and_is_in_the_ledger(
     served: Served, client: AsyncCelestialClient
 ) -> None:
@@ -238,7 +266,7 @@ async def test_cli_feedback(
     assert "type         fact   immutable False" in out
     code, out, _ = await cli("feedback", m.id, "--not-helpful", "--json")
     doc = json.loads(out)
-    assert code == 0 and doc["helpful"] is False
+    assert code == 0 and list(doc) == ["memory"]  # FeedbackResponse's JSON mapping
     assert doc["memory"]["importance"] == pytest.approx(0.6 * 0.8)
     code, _, err = await cli("feedback", "00000000-0000-4000-8000-000000000404", "--helpful")
     assert code == 3 and "NOT_FOUND" in err  # exit 3: not found

@@ -30,7 +30,7 @@ from celestial_memory.errors import InvalidArgument
 from celestial_memory.memory.cancellation import NEVER, Cancellation
 from celestial_memory.memory.prompt_context import ContextBlock
 from celestial_memory.memory.repeats import NEAREST
-from celestial_memory.policy.decision import Action, Decision, Phase
+from celestial_memory.policy.decision import AT, DECISION, POLICY, WHY, Action, Decision, Phase
 from celestial_memory.policy.keeping import PolicyKeeper
 from celestial_memory.policy.turn_policy import Turn, TurnPolicy
 from celestial_memory.store.repository import MemoryRepository
@@ -46,7 +46,6 @@ MAX_COUNTED = 4096  # tenants whose count is held (least recently read out)
 # What one Feedback vote on a memory the policy saved, or on one a RETRIEVE answered, credits.
 VOTE = 0.5
 MAX_ANSWERED = 4096  # memories a RETRIEVE answered, remembered for the votes on them
-POLICY, WHY, DECISION, AT = "policy", "policy_why", "policy_decision", "policy_at"
 
 
 @dataclass(frozen=True)
@@ -175,9 +174,9 @@ class Observing:
     # -- rewards from what follows --------------------------------------------------------------
 
     def voted(self, tenant: str, m: Memory, helpful: bool) -> None:
-        """A Feedback vote: to the decision that kept or skipped ``m`` (a helpful vote on a
-        turn it did not keep, restored since, says the skip was wrong) and to the RETRIEVE
-        that answered it."""
+        """A Feedback vote: to the decision that kept or skipped ``m`` and to the RETRIEVE that
+        answered it. On a turn the policy did not keep, a helpful vote says the skip was wrong
+        and a vote not helpful that it was right: the one reward a correct SKIP can get."""
         value = VOTE if helpful else -VOTE
         policy = self.policies.of(tenant)
         decided = _decision_of(m, policy)

@@ -9,6 +9,13 @@ from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from typing import Any
 
+from celestial_memory.domain.models import Memory
+
+# The metadata a turn's memory carries its decision in (memory/observing.py writes them): the
+# action, why, the decision's id and its time, which is how a later Feedback, Restore or deep
+# recall of the memory finds the decision to reward.
+POLICY, WHY, DECISION, AT = "policy", "policy_why", "policy_decision", "policy_at"
+
 
 class Action(StrEnum):
     SAVE = "SAVE"
@@ -83,3 +90,10 @@ class Decision:
     def from_dict(cls, d: dict[str, Any]) -> Decision:
         return cls(int(d["id"]), Action(d["action"]), bool(d["keep"]),
                    Trace.from_dict(d["trace"]), float(d["at"]), bool(d["dry_run"]))
+
+
+def kept_out(m: Memory) -> bool:
+    """Whether the turn policy wrote ``m`` straight into the archive (a SKIP, or a RETRIEVE that
+    did not keep its turn) and it has stayed there since: archived when it was written, never
+    restored."""
+    return m.archived and POLICY in m.metadata and m.archived_at == m.created_at

@@ -6,6 +6,8 @@
   turn (what was kept is being used), -0.2 for a skipped one (what was dropped is back); a
   short, disinterested reply -0.1.
 - A SKIPped turn later restored, or returned by deep recall: ``SKIP_FOUND`` (-1).
+- A Feedback vote on a decided turn's memory (memory/observing.py, ``VOTE``): 0.5 to the
+  decision, positive for a helpful kept turn or an unhelpful skipped one, negative otherwise.
 
 Every reward is within [-1, 1]; the policy also caps what one decision can be credited in all
 (policy/turn_policy.py), so a burst on one decision counts once at most.

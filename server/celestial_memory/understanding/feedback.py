@@ -6,9 +6,13 @@ the memory helped, and to 0 when it did not: A stays in [0, 1] and never reaches
 vote counts for less the further the memory already went its way, and one vote each way nearly
 cancels. The memory is re-placed by its new score, as an Update of its importance re-places it,
 and the vote is an event in the ledger (kind helpful or not_helpful, from and to its zone). A
-vote changes no content, so an immutable memory takes feedback too; an archived one is refused
-(restore it first), as an Update is. With CELESTIAL_RANKER_FEEDBACK the vote also tunes the
-tenant's learned ranking (ranking/tuning.py).
+vote changes no content, so an immutable memory takes feedback too. An archived one is refused
+(restore it first), as an Update is, except a turn the turn policy kept out of the zones (a SKIP,
+or a RETRIEVE that did not keep its turn): a vote on it judges that decision (memory/observing.py
+rewards it; a vote not helpful is the one reward a correct SKIP can get), its importance moves
+and is in the ledger, and it stays in the archive, so a later Restore places it by that
+importance. With CELESTIAL_RANKER_FEEDBACK a vote on a live memory also tunes the tenant's
+learned ranking (ranking/tuning.py).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from celestial_memory.domain.models import EDITED, Memory, ZoneEvent
 from celestial_memory.domain.scoring import MemoryFunction
 from celestial_memory.domain.zones import ZoneTable
 from celestial_memory.errors import FailedPrecondition
+from celestial_memory.policy.decision import kept_out
 from celestial_memory.ranking.tuning import Tuning
 from celestial_memory.store.repository import MemoryRepository
 from celestial_memory.zones.placement import Placement
@@ -61,9 +66,11 @@ class Feedback:
         self._placement.flush(tenant)  # the score is computed from its latest recall
         with self._placement.locked(tenant):
             m = self._store.get_one(tenant, mid)
-            if m.archived:
+            if m.archived and not kept_out(m):
                 raise FailedPrecondition(f"memory {mid} is archived: restore it first")
             now = self._clock.now()
+            if m.archived:
+                return self._judged_skip(tenant, m, helpful, now)
             before, zone_before = m.importance, m.zone
             m.importance = moved(before, helpful, self._step)
             m.score = float(self._fn.total(m.recall_count, m.last_recalled_at, m.importance,
@@ -80,4 +87,15 @@ class Feedback:
             self._placement.enforce(tenant, [m], keep_ids={m.id})
         if self._tuning is not None:
             self._tuning.vote(tenant, mid, helpful)
+        return Voted(m, before)
+
+    def _judged_skip(self, tenant: str, m: Memory, helpful: bool, now: float) -> Voted:
+        """A vote on a turn the policy kept out of the zones (the placement lock held): its
+        importance moves and the vote is in the ledger, out of the zones as it was."""
+        before = m.importance
+        m.importance = moved(before, helpful, self._step)
+        reason = HELPFUL if helpful else NOT_HELPFUL
+        self._store.append_events([ZoneEvent(str(uuid.uuid4()), tenant, m.id, m.zone, None,
+                                             reason, now, m.content_hash)])
+        self._store.save(tenant, [m], ("importance",), archived_too=True)
         return Voted(m, before)
