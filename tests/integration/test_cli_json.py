@@ -1,10 +1,12 @@
-"""``celestial --json``: every command's output parsed as JSON, against a real server, the
+"""``celestial --json``: every command's output parsed as JSON, against a real server (a call of
+the contract answers its response in the contract's JSON mapping, test_cli_http_json.py), the
 exit statuses scripts branch on, and usage errors as JSON documents too."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,11 @@ from tests.integration.conftest import running_server
 from tests.integration.test_cli_input import run_celestial
 
 DAY = 86_400.0
+ZONES = ["ZONE_CORE", "ZONE_INNER", "ZONE_OUTER", "ZONE_BELT", "ZONE_CLOUD"]
+
+
+def when(rfc3339: str) -> datetime:
+    return datetime.fromisoformat(rfc3339)
 
 
 class Cli:
@@ -46,8 +53,9 @@ async def test_every_client_command_answers_json(
     a = (await cli.json("store", "Caroline moved to Lisbon in June", "--tag", "travel",
                         "--meta", "src=cli", "--importance", "0.6"))["memory"]
     assert a["content"].startswith("Caroline") and a["tags"] == ["travel"]
-    assert a["metadata"] == {"src": "cli"} and a["zone"] == "outer"
-    assert a["next_move"]["zone"] == "belt" and a["next_move"]["at"] > a["created_at"]
+    assert a["metadata"] == {"src": "cli"} and a["zone"] == "ZONE_OUTER"
+    assert a["nextMove"]["zone"] == "ZONE_BELT"
+    assert when(a["nextMove"]["at"]) > when(a["createdAt"])
     clock.advance(1)  # recent: newest first
     b = (await cli.json("store", "The build server lives in Frankfurt", "--importance",
                         "0.1"))["memory"]
@@ -56,15 +64,14 @@ async def test_every_client_command_answers_json(
                         "0.1"))["memory"]
 
     found = await cli.json("recall", "where did Caroline move?", "--limit", "1")
-    assert found["query"] == "where did Caroline move?"
     assert [r["memory"]["id"] for r in found["results"]] == [a["id"]]
 
     listed = await cli.json("list")
     assert sorted(m["id"] for m in listed["memories"]) == sorted([a["id"], b["id"], c["id"]])
-    assert listed["next_page_token"] == ""
+    assert listed["nextPageToken"] == ""
     first = await cli.json("list", "--limit", "2")
-    rest = await cli.json("list", "--page-token", first["next_page_token"])
-    assert len(first["memories"]) == 2 and first["next_page_token"]
+    rest = await cli.json("list", "--page-token", first["nextPageToken"])
+    assert len(first["memories"]) == 2 and first["nextPageToken"]
     assert [m["id"] for m in first["memories"] + rest["memories"]] == [
         m["id"] for m in listed["memories"]]
     assert [m["id"] for m in (await cli.json("list", "--tag", "travel"))["memories"]] == [a["id"]]
@@ -72,11 +79,10 @@ async def test_every_client_command_answers_json(
     assert [m["id"] for m in recent["memories"]] == [c["id"], b["id"]]
 
     got = (await cli.json("get", a["id"]))["memory"]
-    zones = ["core", "inner", "outer", "belt", "cloud"]
-    assert got["recall_count"] == 1
-    assert zones.index(got["next_move"]["zone"]) == zones.index(got["zone"]) + 1
+    assert got["recallCount"] == "1"  # int64, a string in the JSON mapping
+    assert ZONES.index(got["nextMove"]["zone"]) == ZONES.index(got["zone"]) + 1
     pinned = (await cli.json("update", a["id"], "--pin"))["memory"]
-    assert pinned["pinned"] is True and pinned["next_move"] is None
+    assert pinned["pinned"] is True and "nextMove" not in pinned
 
     rel = await cli.json("relate", a["id"], b["id"], "about", "--weight", "0.5")
     assert rel["relation"]["relation"] == "about" and rel["relation"]["weight"] == 0.5
@@ -88,16 +94,17 @@ async def test_every_client_command_answers_json(
     entities = (await cli.json("entities"))["entities"]
     assert "name:caroline" in [e["id"] for e in entities]
     profile = (await cli.json("entities", "name:caroline"))["profile"]
-    assert profile["entity"]["mentions"] == 1
+    assert profile["entity"]["mentions"] == "1"
 
-    stats = (await cli.json("stats"))["stats"]
-    assert stats["total"] == 3 and [z["zone"] for z in stats["zones"]] == [
-        "core", "inner", "outer", "belt", "cloud"]
+    stats = await cli.json("stats")
+    assert stats["total"] == "3" and [z["zone"] for z in stats["zones"]] == ZONES
+    assert stats["zones"][0]["count"] == "0"  # zero fields are there
     clock.advance(DAY)
-    dry = (await cli.json("rebalance", "--dry-run"))["report"]
-    # Moves keyed "from->to": b and c (a is pinned), stored in the belt (importance 0.1).
-    assert dry["dry_run"] is True and dry["moved"] == {"belt->cloud": 2}
-    assert (await cli.json("consolidate"))["dry_run"] is True
+    dry = await cli.json("rebalance", "--dry-run")
+    # b and c (a is pinned), stored in the belt (importance 0.1).
+    assert dry["dryRun"] is True and dry["moved"] == [
+        {"fromZone": "ZONE_BELT", "toZone": "ZONE_CLOUD", "count": "2"}]
+    assert (await cli.json("consolidate"))["dryRun"] is True
     assert (await cli.json("ledger"))["events"] == []
 
     assert (await cli.json("delete", c["id"]))["deleted"] is True
@@ -105,10 +112,10 @@ async def test_every_client_command_answers_json(
 
     # Forgotten into the archive, listed there, and back.
     clock.advance(100 * DAY)
-    assert (await cli.json("rebalance"))["report"]["forgotten"] == 1  # b; a is pinned
+    assert (await cli.json("rebalance"))["forgotten"] == "1"  # b; a is pinned
     assert [m["id"] for m in (await cli.json("archived"))["memories"]] == [b["id"]]
     assert [m["id"] for m in (await cli.json("list", "--archived"))["memories"]] == [b["id"]]
-    assert (await cli.json("ledger"))["events"][-1]["reason"] == "forgotten"
+    assert (await cli.json("ledger"))["events"][-1]["kind"] == "ZONE_EVENT_KIND_FORGOTTEN"
     assert (await cli.json("restore", b["id"]))["memory"]["archived"] is False
 
     dump = tmp_path / "dump.bin"
@@ -144,7 +151,7 @@ async def test_a_key_that_may_not_is_exit_5(
     async with running_server(tmp_path / "data", embedder, clock, api_keys_file=keys) as srv:
         cli = Cli(srv, capsys)
         assert (await cli.json("--tenant", "a", "--api-key-file", str(key_file), "stats"))[
-            "stats"]["total"] == 0
+            "total"] == "0"
         code, _, err = await cli.run("--tenant", "a", "--api-key-file", str(key_file), "store",
                                      "a note")
         assert code == 5 and json.loads(err)["error"]["code"] == "PERMISSION_DENIED"
@@ -197,11 +204,11 @@ async def test_tls_from_flags_or_from_the_environment(
             return code, out.out or out.err
 
         code, out = await stats("--target", target, "--tls-ca", str(ca.cert))
-        assert code == 0 and json.loads(out)["stats"]["total"] == 0
+        assert code == 0 and json.loads(out)["total"] == "0"
         monkeypatch.setenv("CELESTIAL_TARGET", target)
         monkeypatch.setenv("CELESTIAL_TLS_CA", str(ca.cert))
         code, out = await stats()
-        assert code == 0 and json.loads(out)["stats"]["total"] == 0
+        assert code == 0 and json.loads(out)["total"] == "0"
         config = await asyncio.to_thread(main, ["config", "--json"])
         client = json.loads(capsys.readouterr().out)["client"]
         assert config == 0 and client["tls_ca"] == {

@@ -266,8 +266,9 @@ async def test_cli_feedback(
     assert "type         fact   immutable False" in out
     code, out, _ = await cli("feedback", m.id, "--not-helpful", "--json")
     doc = json.loads(out)
-    assert code == 0 and list(doc) == ["memory"]  # FeedbackResponse's JSON mapping
+    assert code == 0 and list(doc) == ["memory", "importanceBefore"]  # FeedbackResponse's
     assert doc["memory"]["importance"] == pytest.approx(0.6 * 0.8)
+    assert doc["importanceBefore"] == pytest.approx(0.6)
     code, _, err = await cli("feedback", "00000000-0000-4000-8000-000000000404", "--helpful")
     assert code == 3 and "NOT_FOUND" in err  # exit 3: not found
     with pytest.raises(SystemExit):  # a verdict is required

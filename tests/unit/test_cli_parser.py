@@ -154,17 +154,17 @@ def test_one_command_retries_briefly_not_with_the_librarys_backoff(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from celestial_client.cli import program
-    from celestial_client.client import CelestialClient
+    from celestial_client.cli.recording import RecordingClient
     from celestial_client.connection import RetryPolicy
 
     seen: list[RetryPolicy | None] = []
 
-    class Client(CelestialClient):
+    class Client(RecordingClient):
         def __init__(self, *args: Any, retry: RetryPolicy | None = None, **kw: Any) -> None:
             seen.append(retry)
             super().__init__(*args, retry=retry, **kw)
 
-    monkeypatch.setattr(program, "CelestialClient", Client)
+    monkeypatch.setattr(program, "RecordingClient", Client)
     assert main(["--target", "127.0.0.1:1", "get", "some-id"]) == 4
     # A refused connection is said after about 0.15 s of backoff, not the library's 1.4 s.
     assert seen == [program.ONE_COMMAND_RETRY]

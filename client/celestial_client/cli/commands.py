@@ -1,5 +1,6 @@
 """What ``celestial``'s client commands do once parsed: each turns the arguments into calls on
-the client and answers text for people and a document for ``--json`` (output.Answer).
+the client and answers text for people and, for ``--json``, the service's response as the
+contract's JSON mapping (output.Answer; the pages of a paged read joined into one response).
 Export, import, eval and mcp live in transfer.py."""
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from celestial_client.cli.output import (
     show_relation,
     show_stats,
 )
+from celestial_client.cli.recording import RecordingClient
 from celestial_client.cli.settings import UsageError
-from celestial_client.client import MAX_PAGE, CelestialClient
+from celestial_client.client import MAX_PAGE
 from celestial_client.types import Memory
 
 NOT_FOUND = 3  # exit status: nothing to delete, unrelate (cli.py documents them all)
@@ -38,27 +40,27 @@ def _meta(pairs: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def _one(m: Memory) -> Answer:
-    return Answer(show_memory(m), {"memory": m})
+def _one(m: Memory, client: RecordingClient) -> Answer:
+    return Answer(show_memory(m), client.answer())
 
 
-def store(args: argparse.Namespace, client: CelestialClient) -> Answer:
+def store(args: argparse.Namespace, client: RecordingClient) -> Answer:
     content = memory_text(args.content, args.file, text_flag="TEXT", required=True)
     return _one(client.store(
         content or "", importance=args.importance, tags=args.tags,
         session_id=args.session or "", agent_id=args.agent or "", metadata=_meta(args.meta),
         pinned=args.pinned, memory_type=args.type or "", immutable=args.immutable,
-    ))
+    ), client)
 
 
-def recall(args: argparse.Namespace, client: CelestialClient) -> Answer:
+def recall(args: argparse.Namespace, client: RecordingClient) -> Answer:
     results = client.recall(
         args.query, args.limit, zones=args.zones, tags_any=args.tags_any,
         reinforce=not args.no_reinforce, context=args.context, include_archived=args.archived,
         memory_types=args.types, session_id=args.session, agent_id=args.agent,
         metadata=_meta(args.meta),
     )
-    return Answer(show_recall(results), {"query": args.query, "results": results})
+    return Answer(show_recall(results), client.answer())
 
 
 def _filters(args: argparse.Namespace) -> dict[str, Any]:
@@ -66,7 +68,7 @@ def _filters(args: argparse.Namespace) -> dict[str, Any]:
                               ("session_id", args.session), ("agent_id", args.agent)) if v}
 
 
-def list_memories(args: argparse.Namespace, client: CelestialClient) -> Answer:
+def list_memories(args: argparse.Namespace, client: RecordingClient) -> Answer:
     """One page of at most --limit memories in id order (the server may answer fewer per page:
     pages are read until the limit or the end)."""
     memories: list[Memory] = []
@@ -80,35 +82,34 @@ def list_memories(args: argparse.Namespace, client: CelestialClient) -> Answer:
         if not token or len(memories) >= args.limit or not page.items:
             break
     more = f"\nmore: celestial list --page-token {token}" if token and memories else ""
-    return Answer(show_memories(memories, "no memories") + more,
-                  {"memories": memories, "next_page_token": token})
+    return Answer(show_memories(memories, "no memories") + more, client.answer())
 
 
-def recent(args: argparse.Namespace, client: CelestialClient) -> Answer:
+def recent(args: argparse.Namespace, client: RecordingClient) -> Answer:
     memories = client.recent(args.limit, archived=args.archived, **_filters(args))
-    return Answer(show_memories(memories, "no memories"), {"memories": memories})
+    return Answer(show_memories(memories, "no memories"), client.answer())
 
 
-def archived(args: argparse.Namespace, client: CelestialClient) -> Answer:
+def archived(args: argparse.Namespace, client: RecordingClient) -> Answer:
     memories = client.recent(args.limit, archived=True)
-    return Answer(show_memories(memories, "the archive is empty"), {"memories": memories})
+    return Answer(show_memories(memories, "the archive is empty"), client.answer())
 
 
-def get(args: argparse.Namespace, client: CelestialClient) -> Answer:
-    return _one(client.get(args.id))
+def get(args: argparse.Namespace, client: RecordingClient) -> Answer:
+    return _one(client.get(args.id), client)
 
 
-def restore(args: argparse.Namespace, client: CelestialClient) -> Answer:
-    return _one(client.restore(args.id))
+def restore(args: argparse.Namespace, client: RecordingClient) -> Answer:
+    return _one(client.restore(args.id), client)
 
 
-def delete(args: argparse.Namespace, client: CelestialClient) -> Answer:
+def delete(args: argparse.Namespace, client: RecordingClient) -> Answer:
     done = client.delete(args.id)
-    return Answer("deleted" if done else "no such memory", {"id": args.id, "deleted": done},
+    return Answer("deleted" if done else "no such memory", client.answer(),
                   0 if done else NOT_FOUND)
 
 
-def update(args: argparse.Namespace, client: CelestialClient) -> Answer:
+def update(args: argparse.Namespace, client: RecordingClient) -> Answer:
     pinned = True if args.pin else (False if args.unpin else None)
     content = memory_text(args.content, args.file, text_flag="--content", required=False)
     changes = {
@@ -117,20 +118,20 @@ def update(args: argparse.Namespace, client: CelestialClient) -> Answer:
                      ("tags", args.tags), ("pinned", pinned))
         if v is not None
     }
-    return _one(client.update(args.id, **changes))  # type: ignore[arg-type]
+    return _one(client.update(args.id, **changes), client)  # type: ignore[arg-type]
 
 
-def stats(args: argparse.Namespace, client: CelestialClient) -> Answer:
+def stats(args: argparse.Namespace, client: RecordingClient) -> Answer:
     s = client.stats()
-    return Answer(show_stats(s), {"stats": s})
+    return Answer(show_stats(s), client.answer())
 
 
-def ledger(args: argparse.Namespace, client: CelestialClient) -> Answer:
+def ledger(args: argparse.Namespace, client: RecordingClient) -> Answer:
     events = client.ledger(limit=args.limit, memory_id=args.memory)
-    return Answer(show_ledger(events), {"events": events})
+    return Answer(show_ledger(events), client.answer())
 
 
-def consolidate(args: argparse.Namespace, client: CelestialClient) -> Answer:
+def consolidate(args: argparse.Namespace, client: RecordingClient) -> Answer:
     done = client.consolidate(dry_run=not args.apply)
     folded = sum(len(ids) for _, ids in done.merges)
     verb = "would merge" if done.dry_run else "merged"
@@ -138,12 +139,10 @@ def consolidate(args: argparse.Namespace, client: CelestialClient) -> Answer:
              f"memories" + ("; run again with --apply to write" if done.dry_run and folded
                             else "")]
     lines += [f"  {into} <- {', '.join(ids)}" for into, ids in done.merges]
-    data = {"scanned": done.scanned, "dry_run": done.dry_run, "unlisted": done.unlisted,
-            "merges": [{"into": into, "merged": ids} for into, ids in done.merges]}
-    return Answer("\n".join(lines), data)
+    return Answer("\n".join(lines), client.answer())
 
 
-def rebalance(args: argparse.Namespace, client: CelestialClient) -> Answer:
+def rebalance(args: argparse.Namespace, client: RecordingClient) -> Answer:
     rep = client.rebalance(dry_run=args.dry_run, full=args.full)
     if rep.skipped_by:
         text = f"skipped: another instance ({rep.skipped_by}) is rebalancing"
@@ -152,39 +151,36 @@ def rebalance(args: argparse.Namespace, client: CelestialClient) -> Answer:
         verb = "would move" if rep.dry_run else "moved"
         text = (f"scanned {rep.scanned} in {rep.duration_ms:.1f} ms; {verb} {moves or 'none'}; "
                 f"evicted {rep.evicted}; archived {rep.forgotten}; purged {rep.purged}")
-    return Answer(text, {"report": rep})
+    return Answer(text, client.answer())
 
 
-def relate(args: argparse.Namespace, client: CelestialClient) -> Answer:
+def relate(args: argparse.Namespace, client: RecordingClient) -> Answer:
     r = client.relate(args.from_id, args.to_id, args.relation, args.weight)
-    return Answer(show_relation(args.from_id, r), {"from_id": args.from_id, "relation": r})
+    return Answer(show_relation(args.from_id, r), client.answer())
 
 
-def unrelate(args: argparse.Namespace, client: CelestialClient) -> Answer:
+def unrelate(args: argparse.Namespace, client: RecordingClient) -> Answer:
     removed = client.unrelate(args.from_id, args.to_id, args.relation)
     name = f"-{args.relation}->" if args.relation else "->"
     text = (f"removed {removed} relation{'s' if removed != 1 else ''} "
             f"{args.from_id} {name} {args.to_id}")
-    return Answer(text, {"from_id": args.from_id, "to_id": args.to_id,
-                         "relation": args.relation, "removed": removed},
-                  0 if removed else NOT_FOUND)
+    return Answer(text, client.answer(), 0 if removed else NOT_FOUND)
 
 
-def related(args: argparse.Namespace, client: CelestialClient) -> Answer:
+def related(args: argparse.Namespace, client: RecordingClient) -> Answer:
     found = client.related(args.id, args.depth, args.relations)
-    return Answer(show_related(args.id, found),
-                  {"id": args.id, "depth": args.depth, "memories": found})
+    return Answer(show_related(args.id, found), client.answer())
 
 
-def entities(args: argparse.Namespace, client: CelestialClient) -> Answer:
+def entities(args: argparse.Namespace, client: RecordingClient) -> Answer:
     if args.entity:
         profile = client.entity(args.entity)
-        return Answer(show_entity(profile), {"profile": profile})
+        return Answer(show_entity(profile), client.answer())
     found = client.entities()
-    return Answer(show_entities(found), {"entities": found})
+    return Answer(show_entities(found), client.answer())
 
 
-Command = Callable[[argparse.Namespace, CelestialClient], Answer]
+Command = Callable[[argparse.Namespace, RecordingClient], Answer]
 COMMANDS: dict[str, Command] = {
     "store": store, "recall": recall, "list": list_memories, "recent": recent,
     "archived": archived, "get": get, "restore": restore, "delete": delete, "update": update,
@@ -193,6 +189,6 @@ COMMANDS: dict[str, Command] = {
 }
 
 
-def run_command(args: argparse.Namespace, client: CelestialClient) -> Answer:
+def run_command(args: argparse.Namespace, client: RecordingClient) -> Answer:
     """A command that needs only the client (all but serve, keys, config, eval and mcp)."""
     return COMMANDS[args.command](args, client)

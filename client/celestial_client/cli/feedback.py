@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Callable
 
 from celestial_client.cli.output import Answer, show_memory
-from celestial_client.client import CelestialClient
+from celestial_client.cli.recording import RecordingClient
 
 COMMANDS = {"feedback"}
 
@@ -23,9 +23,9 @@ def add_feedback_command(command: Callable[[str, str], argparse.ArgumentParser])
                          help="it did not: importance a step toward 0")
 
 
-def run_feedback(args: argparse.Namespace, client: CelestialClient) -> Answer:
+def run_feedback(args: argparse.Namespace, client: RecordingClient) -> Answer:
     m = client.feedback(args.id, args.helpful)
     verdict = "helpful" if args.helpful else "not helpful"
     return Answer(f"{verdict}: importance now {m.importance:.2f}, zone {m.zone.value}\n"
                   f"type         {m.memory_type}   immutable {m.immutable}\n{show_memory(m)}",
-                  {"helpful": args.helpful, "memory": m})
+                  client.answer())

@@ -12,6 +12,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from google.protobuf.message import Message
+
+from celestial_client._core.contract_json import to_dict
 from celestial_client.types import (
     Entity,
     EntityProfile,
@@ -27,11 +30,13 @@ from celestial_client.types import (
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Answer:
-    """What a command answers: ``text`` for people, ``data`` for ``--json``, and its exit status
-    (e.g. 3 when there was nothing to delete)."""
+    """What a command answers: ``text`` for people, ``data`` for ``--json`` (the service's
+    response itself where the command is one read or write of the contract, printed as its JSON
+    mapping; else a document of the command's own), and its exit status (e.g. 3 when there was
+    nothing to delete)."""
 
     text: str
-    data: dict[str, Any]
+    data: dict[str, Any] | Message
     status: int = 0
 
 
@@ -199,10 +204,15 @@ def _jsonable(value: object) -> object:
     raise TypeError(f"not JSON: {type(value).__name__}")
 
 
-def as_json(document: dict[str, Any]) -> str:
-    """One JSON document, the dataclasses in it as objects. What ``printable`` escapes is
-    escaped as ``\\uXXXX`` here too (JSON escapes only C0 controls itself), so a document
-    shown on a terminal is as safe as the text, and decodes to the exact stored text."""
+def as_json(document: dict[str, Any] | Message) -> str:
+    """One JSON document: a response of the service as the contract's JSON mapping (the
+    document the HTTP port answers), or a command's own document with the dataclasses in it as
+    objects. What ``printable`` escapes is escaped as ``\\uXXXX`` here too (JSON escapes only
+    C0 controls itself), so a document shown on a terminal is as safe as the text, and decodes
+    to the exact stored text."""
+    if isinstance(document, Message):
+        document = to_dict(document)
+
     def plain(v: Any) -> Any:
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
             return plain(dataclasses.asdict(v))

@@ -38,6 +38,7 @@ from celestial_client.cli.output import (
 from celestial_client.cli.parser import SERVER_COMMANDS, asks_for_json, build
 from celestial_client.cli.policy import COMMANDS as POLICY_COMMANDS
 from celestial_client.cli.policy import run_policy
+from celestial_client.cli.recording import RecordingClient
 from celestial_client.cli.reflect import COMMANDS as REFLECT_COMMANDS
 from celestial_client.cli.reflect import run_reflect
 from celestial_client.cli.settings import UsageError, api_key, client_settings, tls
@@ -114,10 +115,13 @@ def _run(args: argparse.Namespace) -> int:
     # end, a transfer) keeps the library's retries, which wait out a server's restart.
     long_lived = args.command in ("mcp", "export", "import") or args.command in REFLECT_COMMANDS
     retry = RetryPolicy() if long_lived else ONE_COMMAND_RETRY
-    with CelestialClient(target, tenant=str(settings["tenant"].value), api_key=api_key(settings),
-                         tls=tls(settings), retry=retry) as client:
-        if args.command == "mcp":
-            return run_mcp(args, client, target)
+    options = {"tenant": str(settings["tenant"].value), "api_key": api_key(settings),
+               "tls": tls(settings), "retry": retry}
+    if args.command == "mcp":  # serves until stopped: keeps no responses
+        with CelestialClient(target, **options) as plain:  # type: ignore[arg-type]
+            return run_mcp(args, plain, target)
+    # The others keep what the service answered, which --json prints as the contract's JSON.
+    with RecordingClient(target, **options) as client:
         if args.command == "export":
             return _print(args, export(args, client))
         if args.command == "import":
