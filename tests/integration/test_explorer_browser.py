@@ -6,7 +6,7 @@ vote lands in the service; API keys go in the fragment, and a missing one shows 
 the turn policy saved or skipped (Observe) says so on its card, with why, and a skipped one's
 history shows the skip.
 Skipped where no browser is installed. With ``CELESTIAL_EXPLORER_SCREENSHOT=path`` the run saves
-a screenshot there (docs/explorer.png), 1280 px wide, one 420 px wide beside it
+a screenshot there (docs/explorer.png), 1400 px wide, one 420 px wide beside it
 (docs/explorer-narrow.png), and one of the overview and a six-relation graph
 (docs/explorer-overview.png).
 
@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import grpc
 import pytest
@@ -168,6 +169,40 @@ def shown_card(driver: Browser) -> dict[str, Any]:
         }"""))
 
 
+def tools(driver: Browser) -> dict[str, Any]:
+    """What the page decided the key may do, and which controls it shows for it."""
+    return dict(driver.execute_script("""
+        const shown = id => !document.getElementById(id).hidden;
+        return {access: document.body.dataset.access, write: shown('write-tools'),
+                vote: shown('vote-tools'), readOnly: shown('read-only')}"""))
+
+
+def card_fields(driver: Browser) -> dict[str, Any]:
+    """The card's other fields: summary, triples, metadata, relations, the note on its score."""
+    return dict(driver.execute_script("""
+        const all = (css, f) => [...document.querySelectorAll(css)].map(f);
+        const note = document.getElementById('score-note');
+        return {
+          summary: document.getElementById('card-summary').textContent,
+          triples: all('#triples li.triple', t => [t.dataset.subject, t.dataset.relation,
+                                                   t.dataset.object]),
+          metadata: Object.fromEntries(all('#metadata dd[data-key]',
+                                           d => [d.dataset.key, d.textContent])),
+          relations: all('#relations li.relation', r => ({
+            id: r.dataset.id, relation: r.dataset.relation, weight: Number(r.dataset.weight),
+            direction: r.dataset.direction, text: r.textContent})),
+          terms: Object.fromEntries(all('#card-terms dd', d => [d.dataset.term,
+                                                               Number(d.dataset.value)])),
+          note: note.textContent, differs: note.dataset.differs || '',
+          pin: document.getElementById('pin').textContent,
+          status: document.getElementById('write-status').textContent,
+        }"""))
+
+
+def result_scores(driver: Browser) -> dict[str, float]:
+    return {r["id"]: r["score"] for s in shown_results(driver) for r in s["results"]}
+
+
 def edge_labels(driver: Browser) -> dict[str, Any]:
     """The relation graph's edge labels, and what each covers that it should not: another label,
     a node, an arrowhead (its triangle, as the marker draws it), an edge, the view's border."""
@@ -253,7 +288,7 @@ def fits(driver: Browser, width: int) -> dict[str, Any]:
     return got
 
 
-def screenshot(driver: Browser, path: str, width: int = 1280) -> None:
+def screenshot(driver: Browser, path: str, width: int = 1400) -> None:
     """The page at the top, in a ``width`` x 900 viewport."""
     viewport(driver, width)
     driver.execute_script("window.scrollTo(0, 0)")
@@ -422,7 +457,10 @@ async def test_search_cards_relations_history_and_feedback_in_a_browser(
             console = [e["message"] for e in driver.get_log("browser")]
             assert not [m for m in console if "Content Security Policy" in m], console
             # ...and it found all it asked for: the icon too (/favicon.ico, public as the page).
-            assert not [m for m in console if "404" in m], console
+            # (The one not_found is the page's question whether the key may write: an Update of
+            # the nil UUID, which no memory has.)
+            assert [m for m in console if "404" in m and "MemoryService/Update" not in m] == [], (
+                console)
             with await asyncio.to_thread(urllib.request.urlopen,
                                          f"http://127.0.0.1:{srv.http_port}/favicon.ico") as icon:
                 assert icon.status == 200 and icon.headers["content-type"] == "image/x-icon"
@@ -518,20 +556,28 @@ async def test_the_key_comes_from_the_fragment_and_its_absence_is_shown(
             await asyncio.to_thread(wait_for, driver, "searches", 1)
             assert driver.execute_script("return document.body.dataset.before") is None
             assert "3 memories" in driver.find_element("id", "overview").text
-            assert driver.find_element("id", "key-state").text == "with an API key"
+            await asyncio.to_thread(wait_for, driver, "probes", 1)
+            assert driver.find_element("id", "key-state").text == "with an API key · read only"
             found = driver.find_elements("css selector", "#results li.result")
             assert len(found) >= 2 and error_text(driver) == ""
             await asyncio.to_thread(open_card, driver, "#results li.result button.open")
-            await asyncio.to_thread(after, driver, "errors",
-                                    driver.find_element("id", "helpful").click)
-            assert error_text(driver).startswith("Feedback failed: permission_denied:")
+            # The page asked (an Update of no memory, which changes nothing) and the key may
+            # not write: no control to vote, edit, pin or delete, and a line that says why.
+            assert tools(driver) == {"access": "read", "write": False, "vote": False,
+                                     "readOnly": True}
+            assert "read, not write" in driver.find_element("id", "read-only").text
+            assert error_text(driver) == ""
 
             # A write key: the vote lands.
             await asyncio.to_thread(driver.get, page + f"?q=Lisbon&tenant=a#key={write}")
             await asyncio.to_thread(wait_for, driver, "searches", 1)
             first = driver.find_element("css selector", "#results li.result")
             mid = first.get_attribute("data-id")
+            await asyncio.to_thread(wait_for, driver, "probes", 1)
             await asyncio.to_thread(open_card, driver, "#results li.result button.open")
+            assert tools(driver) == {"access": "write", "write": True, "vote": True,
+                                     "readOnly": False}
+            assert driver.find_element("id", "key-state").text == "with an API key"
             await asyncio.to_thread(after, driver, "votes",
                                     driver.find_element("id", "not-helpful").click)
             assert error_text(driver) == ""
@@ -547,6 +593,178 @@ async def test_the_key_comes_from_the_fragment_and_its_absence_is_shown(
             assert driver.execute_script(
                 "return document.body.dataset.stayed === location.hash") is True
             assert driver.find_elements("css selector", "#results li.result")
+
+
+def fill(driver: Browser, element_id: str, text: str) -> None:
+    box = driver.find_element("id", element_id)
+    box.clear()
+    box.send_keys(text)
+
+
+def click(driver: Browser, element_id: str) -> None:
+    driver.find_element("id", element_id).click()
+
+
+WORKS = "Alice Novak works at Acme Travel. She plans the Lisbon conference trips."
+EDITED = "Alice Novak booked the flight to Lisbon for the conference on 14 May 2025, seat 3A"
+BADGE = "The Lisbon conference badge number is 4711"
+
+
+@needs_browser
+async def test_a_write_key_edits_pins_and_deletes_and_the_lists_follow(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> None:
+    keys = tmp_path / "keys.json"
+    read = create_key(keys, "t-read", "read", [T])[1]
+    write = create_key(keys, "t-write", "write", [T])[1]
+    async with (running_server(tmp_path / "data", embedder, clock, api_keys_file=keys,
+                               http_address="127.0.0.1:0") as srv,
+                grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch):
+        stub = pb_grpc.MemoryServiceStub(ch)
+        w, r = md(write), md(read)
+        alice = (await stub.Store(pb.StoreRequest(
+            content=NOTES[0][0], importance=NOTES[0][1], tags=["trip"], session_id="s1",
+            metadata={"source": "email", "booking": "TP-1234"}), metadata=w)).memory.id
+        ids = [alice] + [(await stub.Store(pb.StoreRequest(content=c, importance=i),
+                                           metadata=w)).memory.id for c, i in NOTES[1:]]
+        hotel, delays = ids[1], ids[3]
+        works = (await stub.Store(pb.StoreRequest(content=WORKS), metadata=w)).memory.id
+        badge = (await stub.Store(pb.StoreRequest(content=BADGE, immutable=True),
+                                  metadata=w)).memory.id
+        await stub.Relate(pb.RelateRequest(from_id=alice, to_id=hotel, relation="stays_at",
+                                           weight=0.8), metadata=w)
+        await stub.Relate(pb.RelateRequest(from_id=delays, to_id=alice, relation="may_delay",
+                                           weight=0.4), metadata=w)
+
+        async def fresh() -> dict[str, float]:
+            """This search's scores as the service answers them now (reinforcing nothing)."""
+            res = await stub.Recall(pb.RecallRequest(query=QUERY, limit=20, no_reinforce=True),
+                                    metadata=r)
+            return {x.memory.id: x.breakdown.total for x in res.results}
+
+        async with open_browser() as driver:
+            page = f"http://127.0.0.1:{srv.http_port}/explorer/?tenant={T}"
+            await asyncio.to_thread(driver.get, page + f"&q={quote(QUERY)}#key={write}")
+            await asyncio.to_thread(wait_for, driver, "searches", 1)
+            await asyncio.to_thread(wait_for, driver, "probes", 1)
+            await asyncio.to_thread(open_card, driver,
+                                    f"#results li.result[data-id='{alice}'] button.open")
+            assert tools(driver) == {"access": "write", "write": True, "vote": True,
+                                     "readOnly": False}
+
+            # Every field of the memory on its card.
+            got = (await stub.Get(pb.GetRequest(id=alice), metadata=r)).memory
+            card, fields = shown_card(driver), card_fields(driver)
+            assert fields["summary"] == ("" if got.summary == got.content else got.summary)
+            assert fields["metadata"] == {"source": "email", "booking": "TP-1234"}
+            assert card["facts"]["tags"] == "trip" and card["facts"]["session"] == "s1"
+            assert card["facts"]["pinned"] == "no" and card["facts"]["immutable"] == "no"
+            if got.HasField("next_move"):
+                move = card["facts"]["next-move"]
+                assert got.next_move.at.ToDatetime().strftime("%Y-%m-%d %H:%M:%S") in move, move
+            else:
+                assert card["facts"]["next-move"] == "none scheduled"
+            assert fields["terms"] == pytest.approx(
+                {"recall": got.breakdown.recall, "freshness": got.breakdown.freshness,
+                 "importance": got.breakdown.importance, "context": got.breakdown.context,
+                 "total": got.breakdown.total}, abs=1e-9)
+            # The relations' weights, in words beside the graph.
+            assert [(x["id"], x["relation"], x["weight"], x["direction"])
+                    for x in fields["relations"]] == [(hotel, "stays_at", 0.8, "out"),
+                                                      (delays, "may_delay", 0.4, "in")]
+            assert "weight 0.80" in fields["relations"][0]["text"]
+            assert "weight 0.40" in fields["relations"][1]["text"]
+            # The resting score and this search's differ, and the card says so in text.
+            listed = result_scores(driver)[alice]
+            assert f"{listed:.3f}" != f"{got.score:.3f}"
+            assert fields["differs"] == "yes"
+            assert f"{listed:.3f}" in fields["note"] and f"{got.score:.3f}" in fields["note"]
+            assert QUERY in fields["note"]
+
+            # A vote: the list is read again, and shows the scores the service has now.
+            before = result_scores(driver)
+            await asyncio.to_thread(after, driver, "votes", lambda: click(driver, "helpful"))
+            now = await fresh()
+            assert result_scores(driver) == pytest.approx(now, abs=1e-9)
+            assert now[alice] != pytest.approx(before[alice], abs=1e-9)
+
+            # Edit: content, importance and tags; the card and the list show the new ones.
+            await asyncio.to_thread(click, driver, "edit")
+            assert not driver.find_element("id", "edit-form").get_attribute("hidden")
+            await asyncio.to_thread(fill, driver, "edit-content", EDITED)
+            await asyncio.to_thread(fill, driver, "edit-importance", "0.95")
+            await asyncio.to_thread(fill, driver, "edit-tags", "trip, lisbon")
+            await asyncio.to_thread(after, driver, "edits", lambda: click(driver, "edit-save"))
+            got = (await stub.Get(pb.GetRequest(id=alice), metadata=r)).memory
+            assert got.content == EDITED and got.importance == pytest.approx(0.95)
+            assert list(got.tags) == ["trip", "lisbon"]
+            assert dict(got.metadata) == {"source": "email", "booking": "TP-1234"}
+            card = shown_card(driver)
+            assert card["content"] == EDITED and card["facts"]["tags"] == "trip, lisbon"
+            assert card_fields(driver)["status"].startswith(
+                "Saved (content, importance, tags).")
+            assert error_text(driver) == ""
+            item = [x for sec in shown_results(driver) for x in sec["results"]
+                    if x["id"] == alice]
+            assert item and EDITED in item[0]["text"]
+            assert result_scores(driver) == pytest.approx(await fresh(), abs=1e-9)
+
+            # Pin and unpin.
+            await asyncio.to_thread(after, driver, "edits", lambda: click(driver, "pin"))
+            assert (await stub.Get(pb.GetRequest(id=alice), metadata=r)).memory.pinned
+            card = shown_card(driver)
+            assert card["facts"]["pinned"] == "yes" and card["facts"]["next-move"] == (
+                "none: pinned")
+            assert card_fields(driver)["pin"] == "Unpin"
+            await asyncio.to_thread(after, driver, "edits", lambda: click(driver, "pin"))
+            assert not (await stub.Get(pb.GetRequest(id=alice), metadata=r)).memory.pinned
+            assert card_fields(driver)["pin"] == "Pin"
+            assert shown_card(driver)["facts"]["pinned"] == "no"
+
+            # Delete: asked twice; "Keep it" keeps it.
+            await asyncio.to_thread(click, driver, "delete")
+            await asyncio.to_thread(click, driver, "delete-no")
+            assert driver.find_element("id", "delete-confirm").get_attribute("hidden")
+            await asyncio.to_thread(click, driver, "delete")
+            await asyncio.to_thread(after, driver, "deletes", lambda: click(driver, "delete-yes"))
+            with pytest.raises(grpc.aio.AioRpcError) as gone:
+                await stub.Get(pb.GetRequest(id=alice), metadata=r)
+            assert gone.value.code() == grpc.StatusCode.NOT_FOUND
+            assert not shown_card(driver)["visible"] and "id" not in address(driver)
+            assert driver.find_element("id", "notice").text.startswith("Deleted for good:")
+            assert alice not in result_scores(driver)
+            assert result_scores(driver) == pytest.approx(await fresh(), abs=1e-9)
+            assert error_text(driver) == ""
+            # ...and the overview's newest memories and counts no longer hold it.
+            await asyncio.to_thread(clear_search, driver)
+            home = overview(driver)
+            assert alice not in home["newest"] and sum(home["zones"].values()) == len(ids) + 1
+
+            # The facts a memory states (triples), on its card.
+            await asyncio.to_thread(driver.get, page + f"&id={works}#key={write}")
+            await asyncio.to_thread(wait_for, driver, "cards", 1)
+            got = (await stub.Get(pb.GetRequest(id=works), metadata=r)).memory
+            assert got.triples
+            assert card_fields(driver)["triples"] == [[t.subject, t.relation, t.object]
+                                                      for t in got.triples]
+
+            # An immutable memory: no edit or pin, and a refused delete said in words, the
+            # controls kept (the page asks again whether the key may write, and it may).
+            await asyncio.to_thread(driver.get, page + f"&id={badge}#key={write}")
+            await asyncio.to_thread(wait_for, driver, "cards", 1)
+            await asyncio.to_thread(wait_for, driver, "probes", 1)
+            assert driver.find_element("id", "edit").get_attribute("disabled")
+            assert driver.find_element("id", "pin").get_attribute("disabled")
+            assert "Immutable" in driver.find_element("id", "write-note").text
+            await asyncio.to_thread(click, driver, "delete")
+            await asyncio.to_thread(after, driver, "errors", lambda: click(driver, "delete-yes"))
+            assert error_text(driver).startswith("Deleting the memory failed: permission_denied:")
+            assert "only an admin key deletes it" in error_text(driver)
+            await asyncio.to_thread(wait_for, driver, "probes", 2)
+            assert tools(driver)["access"] == "write" and tools(driver)["write"]
+            assert (await stub.Get(pb.GetRequest(id=badge), metadata=r)).memory.immutable
+            console = [e["message"] for e in driver.get_log("browser")]
+            assert not [m for m in console if "Content Security Policy" in m], console
 
 
 @needs_browser

@@ -1,18 +1,21 @@
 // The explorer: an overview of a tenant (Stats, and its newest memories from Recent), search its
 // memories (Recall, without reinforcing them), read one memory's card (Get), walk its relations
-// (Related), read its history (Ledger) and vote on it (Feedback), all through the Connect
-// endpoints of the page's own origin. Bundled by `npm run build:explorer` into
+// (Related), read its history (Ledger), vote on it (Feedback), and, with a key that may write,
+// edit, pin, unpin and delete it (Update, Delete), all through the Connect endpoints of the
+// page's own origin. Bundled by `npm run build:explorer` into
 // server/celestial_memory/api/explorer/explorer.js.
 //
 // The page's CSP allows its own scripts and styles only: no inline style, no innerHTML; every
 // text from the server is set as text. Markers on document.body.dataset count each finished
-// load (searches, cards, votes, stats, errors, steps of Back and Forward, and loaded for all of
-// them), for tests to wait on.
+// load (searches, cards, votes, edits, deletes, stats, errors, steps of Back and Forward, the
+// access probe, and loaded for all of them), for tests to wait on.
 
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import {
   MemoryService,
+  type UpdateRequestSchema,
   Verdict,
   Zone,
   ZoneEventKind,
@@ -20,15 +23,15 @@ import {
   type Memory,
   type RecallResult,
   type RelatedResponse,
-  type ScoreBreakdown,
   type ZoneEvent,
 } from "../src/gen/celestial/v1/memory_pb.js";
 import { bump, byId, el } from "./dom.js";
+import { breakdownList, explainScore, renderFacts, renderRelations } from "./card.js";
 import { renderGraph } from "./graph.js";
 import { renderOverview } from "./overview.js";
 import {
-  codeName, EVENT_NAMES, EVENT_TEXT, fixed, policyLine, RELEVANCE, RESTING_SCORE, SEARCH_SCORE,
-  short, TERMS, title, TYPE_NAMES, when, zoneName, ZONES,
+  codeName, EVENT_NAMES, EVENT_TEXT, fixed, RELEVANCE, SEARCH_SCORE, short, title, when,
+  zoneName, ZONES,
 } from "./names.js";
 
 const HISTORY_PAGE = 100;
@@ -62,6 +65,7 @@ function showError(what: string, e: unknown): void {
   }
   box.dataset.code = code;
   box.hidden = false;
+  byId("notice").hidden = true;
   document.body.dataset.error = code;
   bump("errors");
 }
@@ -80,12 +84,13 @@ function clearError(): void {
 // Forward (or the first load) follows the address, and so leaves it as it is.
 const shown = { q: "", id: "" };
 
-function keepInAddress(): void {
+function keepInAddress(replace = false): void {
   const url = new URL(location.href);
   for (const [name, value] of Object.entries(shown)) {
     if (value) url.searchParams.set(name, value); else url.searchParams.delete(name);
   }
-  if (url.href !== location.href) history.pushState(null, "", url);
+  if (url.href === location.href) return;
+  if (replace) history.replaceState(null, "", url); else history.pushState(null, "", url);
 }
 
 // ---- the overview: the tenant's zones (Stats) and its newest memories (Recent) ----
@@ -116,16 +121,6 @@ function clearSearch(): void {
 
 let searchSeq = 0;
 const SUMMARY = "Results come grouped by zone, Core first. Searching reinforces nothing.";
-
-function breakdownList(b: ScoreBreakdown | undefined): HTMLElement {
-  const list = el("dl", { class: "breakdown" });
-  for (const [term, letter] of TERMS) {
-    const v = b ? b[term] : 0;
-    list.append(el("dt", { text: letter, title: term }),
-                el("dd", { text: fixed(v), data: { term, value: String(v) }, title: term }));
-  }
-  return list;
-}
 
 function resultItem(r: RecallResult): HTMLElement | null {
   const m = r.memory;
@@ -178,6 +173,7 @@ async function search(query: string, push = true): Promise<void> {
     box.dataset.count = String(res.results.length);
     byId("home").hidden = true;
     markSelected();
+    explainScore(current, shown.q);
     bump("searches");
   } catch (e) {
     if (seq === searchSeq) showError("Search", e);
@@ -195,6 +191,7 @@ function clearResults(): void {
   byId("summary").textContent = SUMMARY;
   byId("home").hidden = false;
   shown.q = "";
+  explainScore(current, "");
 }
 
 function markSelected(): void {
@@ -207,52 +204,7 @@ function markSelected(): void {
 // ---- the card (Get, Related, Ledger, Feedback) ----
 
 let cardSeq = 0;
-
-function fact(name: string, label: string, value: string, title = ""): HTMLElement[] {
-  return [el("dt", { text: label, title }), el("dd", { text: value, data: { field: name }, title })];
-}
-
-// A turn Observe saved or skipped: what the turn policy did with it and why (its metadata, which
-// the page shows as text like everything else the server sends).
-function policyFact(m: Memory): HTMLElement[] {
-  const action = m.metadata["policy"];
-  if (!action) return [];
-  const why = m.metadata["policy_why"] ?? "";
-  const decision = m.metadata["policy_decision"] ?? "";
-  return [el("dt", { text: "turn policy" }),
-          el("dd", { text: policyLine(action, why),
-                     title: decision ? `decision ${decision} of the tenant's turn policy` : "",
-                     data: { field: "policy", action, why, decision } })];
-}
-
-function renderFacts(m: Memory): void {
-  const b = m.breakdown;
-  byId("card-content").textContent = m.content;
-  const zone = zoneName(m.zone);
-  const badge = byId("card-zone");
-  badge.textContent = title(zone) + (m.archived ? " · archived" : "") + (m.pinned ? " · pinned" : "");
-  badge.className = `badge zone-${zone}`;
-  byId("card-facts").replaceChildren(
-    ...fact("zone", "zone", zone),
-    ...fact("score", "resting score I", fixed(m.score), RESTING_SCORE),
-    ...fact("importance", "importance A", fixed(m.importance)),
-    ...fact("recall-count", "recalls", String(m.recallCount)),
-    ...fact("created", "created", when(m.createdAt)),
-    ...fact("last-recalled", "last recalled", when(m.lastRecalledAt)),
-    ...fact("freshness", "freshness F", b ? fixed(b.freshness) : "—"),
-    ...fact("type", "type", TYPE_NAMES[m.memoryType] ?? "episode"),
-    ...(m.tags.length ? fact("tags", "tags", m.tags.join(", ")) : []),
-    ...policyFact(m),
-    ...fact("id", "id", m.id),
-  );
-  const entities = byId("entities");
-  entities.replaceChildren(...m.entities.map((id) => {
-    const [kind, ...key] = id.split(":");
-    return el("li", { class: `entity kind-${kind}`, data: { entity: id }, title: kind },
-              key.join(":") || id);
-  }));
-  if (!m.entities.length) entities.append(el("li", { class: "none", text: "none found" }));
-}
+let current: Memory | null = null;  // the memory the card shows
 
 function renderHistory(events: ZoneEvent[], more: boolean): void {
   const list = byId("history");
@@ -292,7 +244,17 @@ async function around(m: Memory): Promise<Around> {
 function renderAround(m: Memory, { related, ledger }: Around): void {
   renderGraph(m, related.memories, related.nextPageToken !== "", NEIGHBOURS_PAGE,
               (id) => void openCard(id));
+  renderRelations(m, related.memories);
   renderHistory(ledger.events, ledger.nextPageToken !== "");
+}
+
+// The card shows this memory (read, voted on or changed): its fields, the note on its score, and
+// which changes it allows.
+function showMemory(m: Memory): void {
+  current = m;
+  renderFacts(m);
+  explainScore(m, shown.q);
+  setTools(m);
 }
 
 async function openCard(id: string, push = true): Promise<void> {
@@ -306,10 +268,13 @@ async function openCard(id: string, push = true): Promise<void> {
     const rest = await around(memory);
     if (seq !== cardSeq) return;  // another card was asked for meanwhile
     clearError();
-    renderFacts(memory);
+    showMemory(memory);
     renderAround(memory, rest);
+    closeEditing();
+    byId("write-status").textContent = "";
     card.dataset.id = memory.id;
     card.hidden = false;
+    byId("notice").hidden = true;
     byId("hint").hidden = true;
     const status = byId("feedback-status");
     status.textContent = "";
@@ -331,6 +296,7 @@ function closeCard(): void {
   const card = byId("card");
   card.hidden = true;
   delete card.dataset.id;
+  current = null;
   byId("hint").hidden = false;
   shown.id = "";
   markSelected();
@@ -366,7 +332,7 @@ async function vote(helpful: boolean): Promise<void> {
       return;
     }
     clearError();
-    renderFacts(m);
+    showMemory(m);
     if (rest) renderAround(m, rest);
     status.textContent = `Recorded: ${helpful ? "helpful" : "not helpful"}. Importance ` +
       `${fixed(res.importanceBefore)} → ${fixed(m.importance)}; now ${zoneName(m.zone)}, ` +
@@ -374,14 +340,218 @@ async function vote(helpful: boolean): Promise<void> {
     status.dataset.verdict = helpful ? "helpful" : "not_helpful";
     status.dataset.importanceBefore = String(res.importanceBefore);
     status.dataset.importance = String(m.importance);
+    // The vote moved its importance, so its scores: the lists are read again, not left stale.
+    await refreshLists();
     if (failed) showError("Reading the history again", failed);
     bump("votes");
   } catch (e) {
     status.textContent = "";
+    refused(e);
     showError("Feedback", e);
   } finally {
     // (An archived memory is refused a vote; a card opened meanwhile set its own buttons.)
     for (const b of voteButtons()) b.disabled = archived && seq === cardSeq;
+  }
+}
+
+// ---- changing a memory (Update, Delete): only with a key that may write ----
+
+// Whether the key may write, asked once when the page opens by an Update that cannot change
+// anything: it names no memory that can exist (the nil UUID) and no field. The role is checked
+// before the request is read, so a read key is answered permission_denied, and a key that may
+// write not_found. Until the answer the controls stay hidden; a read key never sees them. A
+// write refused later with permission_denied asks again: the key's role may have been lowered
+// meanwhile, or only this memory refused (an immutable one, which only an admin key deletes).
+const NO_MEMORY = "00000000-0000-0000-0000-000000000000";
+
+async function probeAccess(): Promise<void> {
+  let access: "write" | "read" | "none" = "write";
+  try {
+    await client.update({ tenant, id: NO_MEMORY });
+  } catch (e) {
+    const code = ConnectError.from(e).code;
+    if (code === Code.PermissionDenied) access = "read";
+    else if (code === Code.Unauthenticated) access = "none";
+  }
+  setAccess(access);
+  bump("probes");
+}
+
+function setAccess(access: "write" | "read" | "none"): void {
+  const may = access === "write";
+  byId("write-tools").hidden = !may;
+  byId("vote-tools").hidden = !may;
+  byId("read-only").hidden = access !== "read";
+  document.body.dataset.access = access;
+  byId("key-state").textContent = (apiKey ? "with an API key" : "no API key") +
+    (access === "read" ? " · read only" : "");
+  if (!may) closeEditing();
+}
+
+// A write answered permission_denied: whether the key may write at all is asked again.
+function refused(e: unknown): void {
+  if (ConnectError.from(e).code === Code.PermissionDenied) void probeAccess();
+}
+
+// What the memory allows: nothing but Delete when it is immutable (an admin key's) or archived.
+function setTools(m: Memory): void {
+  const frozen = m.immutable || m.archived;
+  byId<HTMLButtonElement>("edit").disabled = frozen;
+  const pin = byId<HTMLButtonElement>("pin");
+  pin.textContent = m.pinned ? "Unpin" : "Pin";
+  pin.dataset.pinned = String(m.pinned);
+  pin.disabled = frozen;
+  byId<HTMLButtonElement>("delete").disabled = false;
+  byId("write-note").textContent = m.immutable
+    ? "Immutable: it is never edited, pinned or unpinned, and only an admin key deletes it."
+    : m.archived ? "Archived: restore it (celestial restore ID) before editing or pinning it." : "";
+  byId("delete-confirm").hidden = true;
+}
+
+function writeButtons(): HTMLButtonElement[] {
+  return ["edit", "pin", "delete", "delete-yes", "edit-save"].map((id) =>
+    byId<HTMLButtonElement>(id));
+}
+
+function busy(on: boolean): void {
+  for (const b of writeButtons()) b.disabled = on;
+  if (!on) {
+    byId<HTMLButtonElement>("delete-yes").disabled = false;
+    byId<HTMLButtonElement>("edit-save").disabled = false;
+    if (current) setTools(current);
+  }
+}
+
+function openEditing(): void {
+  if (!current) return;
+  byId<HTMLTextAreaElement>("edit-content").value = current.content;
+  byId<HTMLInputElement>("edit-importance").value = String(current.importance);
+  byId<HTMLInputElement>("edit-tags").value = current.tags.join(", ");
+  byId("edit-form").hidden = false;
+  byId("card-content").hidden = true;
+  byId("write-status").textContent = "";
+  byId("edit-content").focus();
+}
+
+function closeEditing(): void {
+  byId("edit-form").hidden = true;
+  byId("card-content").hidden = false;
+}
+
+// The lists the page shows (this search's results, or the overview's counts and newest memories)
+// read again after a change, so that no score, zone or memory in them is stale.
+async function refreshLists(): Promise<void> {
+  if (shown.q) await search(shown.q, false); else await loadOverview();
+}
+
+type Changes = Omit<MessageInitShape<typeof UpdateRequestSchema>, "tenant" | "id" | "$typeName">;
+
+// One Update of the card's memory; the card shows what it answers, then the lists are read again.
+async function change(what: string, changes: Changes, said: (m: Memory) => string): Promise<void> {
+  const id = current?.id;
+  if (!id) return;
+  const seq = cardSeq;
+  const status = byId("write-status");
+  busy(true);
+  status.textContent = "saving…";
+  try {
+    const { memory: m } = await client.update({ tenant, id, ...changes });
+    if (!m) throw new ConnectError("the answer held no memory", Code.Internal);
+    let rest: Around | null = null;
+    let failed: unknown = null;
+    try {
+      rest = await around(m);
+    } catch (e) {
+      failed = e;
+    }
+    if (seq === cardSeq) {  // (another card opened meanwhile: the change landed all the same)
+      clearError();
+      showMemory(m);
+      if (rest) renderAround(m, rest);
+      closeEditing();
+      status.textContent = said(m);
+      status.dataset.done = what;
+    } else {
+      status.textContent = "";
+    }
+    await refreshLists();
+    if (failed) showError("Reading the relations and history again", failed);
+    bump("edits");
+  } catch (e) {
+    status.textContent = "";
+    refused(e);
+    showError(what, e);
+  } finally {
+    busy(false);
+  }
+}
+
+function saveEdit(): void {
+  const m = current;
+  if (!m) return;
+  const content = byId<HTMLTextAreaElement>("edit-content").value;
+  const importance = Number(byId<HTMLInputElement>("edit-importance").value);
+  const tags = byId<HTMLInputElement>("edit-tags").value.split(",").map((t) => t.trim())
+    .filter((t) => t);
+  if (!content.trim()) {
+    byId("write-status").textContent = "The content may not be empty: Delete removes a memory.";
+    return;
+  }
+  if (!(importance >= 0 && importance <= 1)) {
+    byId("write-status").textContent = "The importance is a number from 0 to 1.";
+    return;
+  }
+  const changes: Changes = {};
+  if (content !== m.content) changes.content = content;
+  if (importance !== m.importance) changes.importance = importance;
+  if (tags.join("\n") !== m.tags.join("\n")) changes.tags = { values: tags };
+  if (!Object.keys(changes).length) {
+    closeEditing();
+    byId("write-status").textContent = "Nothing changed.";
+    return;
+  }
+  const parts = Object.keys(changes).join(", ");
+  void change("Saving the memory", changes, (after) =>
+    `Saved (${parts}). Now ${zoneName(after.zone)}, resting score ${fixed(after.score)}.`);
+}
+
+function togglePin(): void {
+  const m = current;
+  if (!m) return;
+  const pinned = !m.pinned;
+  void change(pinned ? "Pinning" : "Unpinning", { pinned }, (after) => pinned
+    ? `Pinned: it stays in ${zoneName(after.zone)} and is never forgotten.`
+    : "Unpinned: it decays and moves again as its score says.");
+}
+
+async function deleteMemory(): Promise<void> {
+  const m = current;
+  if (!m) return;
+  const seq = cardSeq;
+  busy(true);
+  byId("write-status").textContent = "deleting…";
+  try {
+    const res = await client.delete({ tenant, id: m.id });
+    byId("write-status").textContent = "";
+    if (seq === cardSeq) {
+      closeCard();
+      keepInAddress(true);  // the card is gone: Back should not lead to it
+    }
+    await refreshLists();
+    const box = byId("notice");
+    box.textContent = res.deleted
+      ? `Deleted for good: “${short(m.content, 80)}” (the ledger keeps a tombstone without its ` +
+        "content)."
+      : "That memory was already gone.";
+    box.dataset.deleted = res.deleted ? m.id : "";
+    box.hidden = false;
+    bump("deletes");
+  } catch (e) {
+    byId("write-status").textContent = "";
+    refused(e);
+    showError("Deleting the memory", e);
+  } finally {
+    busy(false);
   }
 }
 
@@ -401,12 +571,23 @@ function start(): void {
   // the page again so that it takes effect.
   window.addEventListener("hashchange", () => location.reload());
   byId("helpful").addEventListener("click", () => void vote(true));
+  byId("edit").addEventListener("click", openEditing);
+  byId("edit-cancel").addEventListener("click", closeEditing);
+  byId<HTMLFormElement>("edit-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    saveEdit();
+  });
+  byId("pin").addEventListener("click", togglePin);
+  byId("delete").addEventListener("click", () => { byId("delete-confirm").hidden = false; });
+  byId("delete-no").addEventListener("click", () => { byId("delete-confirm").hidden = true; });
+  byId("delete-yes").addEventListener("click", () => void deleteMemory());
   byId("not-helpful").addEventListener("click", () => void vote(false));
   // Back and Forward: show what the address says, without adding an entry.
   window.addEventListener("popstate", () => void follow().then(() => bump("steps")));
   // Emptied (by hand, or the box's own clear button): back to the overview.
   input.addEventListener("input", () => { if (!input.value.trim()) clearSearch(); });
   input.addEventListener("search", () => { if (!input.value.trim()) clearSearch(); });
+  void probeAccess();
   void loadOverview();
   void follow();
 }
