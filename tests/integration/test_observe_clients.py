@@ -144,10 +144,11 @@ async def test_the_cli_observes_shows_the_policy_and_resets_it(
     assert out.startswith("decision     SAVE (#2)\n") and "kept in " in out
     asked = json.loads(await cli(server, capsys, "observe", QUESTION, "--session", "s",
                                  "--previous", GREETING, "--previous", FACT, "--json"))
-    assert asked["decision"]["action"] == "RETRIEVE" and asked["decision"]["trace"]["phase"] == 0
-    assert asked["decision"]["trace"]["keep_by"] and asked["why"].startswith("phase 0")
-    assert "Lisbon" in asked["context"] and asked["context_tokens"] > 0
-    assert asked["merged_into"] == "" and asked["results"]
+    # ObserveResponse's JSON mapping, as the HTTP port answers it.
+    assert asked["decision"]["action"] == "TURN_ACTION_RETRIEVE"
+    assert asked["decision"]["trace"]["phase"] == 0 and asked["decision"]["trace"]["keepBy"]
+    assert "Lisbon" in asked["context"] and asked["contextTokens"] > 0
+    assert asked["mergedInto"] == "" and asked["results"]
     assert asked["memory"]["context"] == f"{GREETING}\n{FACT}"
 
     # Text: the block after the decision, what a terminal would act on escaped.
@@ -167,10 +168,10 @@ async def test_the_cli_observes_shows_the_policy_and_resets_it(
     assert "last decisions, newest first:" in out
     rows = out.split("last decisions, newest first:\n")[1].splitlines()
     assert [r.split()[0] for r in rows[2:]] == ["5", "4"]
-    status = json.loads(await cli(server, capsys, "policy", "--json"))["policy"]
-    assert status["decisions"] == {"SAVE": 2, "SKIP": 1, "RETRIEVE": 2}
-    assert [d["id"] for d in status["last"]] == [5, 4, 3, 2, 1]
-    assert status["last"][-1]["trace"]["rule"] and "reward_by_rule" in status
+    status = json.loads(await cli(server, capsys, "policy", "--json"))  # GetPolicyResponse
+    assert status["decisions"] == {"SAVE": "2", "SKIP": "1", "RETRIEVE": "2"}  # int64: strings
+    assert [d["id"] for d in status["last"]] == ["5", "4", "3", "2", "1"]
+    assert status["last"][-1]["trace"]["rule"] and "rewardByRule" in status
 
     # The skipped turn is an archived memory like any other.
     out = await cli(server, capsys, "archived")
@@ -182,7 +183,7 @@ async def test_the_cli_observes_shows_the_policy_and_resets_it(
     out = await cli(server, capsys, "policy", "--reset")
     assert out.strip() == "turn policy reset: the dropped policy had taken 5 decisions"
     assert json.loads(await cli(server, capsys, "policy", "--reset", "--json")) == {
-        "reset": True, "decisions": 0}
+        "decisions": "0"}
     out = await cli(server, capsys, "policy")
     assert out.startswith("decisions    0: SAVE 0, SKIP 0, RETRIEVE 0; kept 0")
     assert "last decisions" not in out

@@ -188,16 +188,16 @@ async def test_the_cli_follows_a_reflection_and_its_operations(
         assert err.rstrip().endswith("1/1 model calls, 100 tokens")
 
         assert await asyncio.to_thread(main, [*base, "reflect", "--no-wait", "--json"]) == 0
-        started = json.loads(capsys.readouterr().out)["operation"]
+        started = json.loads(capsys.readouterr().out)["operation"]  # StartReflectionResponse
         name = started["name"]
-        assert name.startswith("operations/") and started["dry_run"]
+        assert name.startswith("operations/") and started["metadata"]["request"]["dryRun"]
         assert await asyncio.to_thread(main, [*base, "operation", "watch", name, "--json"]) == 0
         watched = json.loads(capsys.readouterr().out)["operation"]
-        assert watched["done"] and watched["result"]["model_calls"] == 1
+        assert watched["done"] and watched["response"]["modelCalls"] == 1
         assert await asyncio.to_thread(main, [*base, "operation", "get", name]) == 0
         assert f"{name}  reflection  done" in capsys.readouterr().out
         assert await asyncio.to_thread(main, [*base, "operation", "cancel", name, "--json"]) == 0
-        assert json.loads(capsys.readouterr().out)["operation"]["error"] is None  # done: kept
+        assert "error" not in json.loads(capsys.readouterr().out)["operation"]  # done: kept
         assert await asyncio.to_thread(main, [*base, "operation", "list", "--json"]) == 0
         assert len(json.loads(capsys.readouterr().out)["operations"]) == 2
         assert await asyncio.to_thread(main, [*base, "operation", "get",

@@ -271,7 +271,7 @@ async def test_the_cli_and_the_blocking_client(
         assert "read 6 memories; 1 model calls, 100 tokens; would write 2 insights" in out
         assert f"{ALICE} keeps returning to one theme" in out and "dry run" in out
         assert await asyncio.to_thread(main, [*argv, "--apply", "--entity", BOB, "--json"]) == 0
-        doc = json.loads(capsys.readouterr().out)["reflection"]
+        doc = json.loads(capsys.readouterr().out)  # ReflectResponse, as Reflect answers it
         assert [(i["entity"], i["created"]) for i in doc["insights"]] == [(BOB, True)]
         assert doc["summaries"][0]["summary"] == f"{BOB} comes up often"
         with CelestialClient(f"127.0.0.1:{srv.port}", tenant="it") as blocking:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 from celestial_client.cli.input_text import memory_text
 from celestial_client.cli.output import Answer, table
-from celestial_client.client import CelestialClient
+from celestial_client.cli.recording import RecordingClient
 from celestial_client.types import Observation, PolicyDecision, PolicySharing, PolicyStatus
 
 COMMANDS = {"observe", "policy"}
@@ -44,26 +44,23 @@ def add_policy_commands(command: Callable[[str, str], argparse.ArgumentParser]) 
                         "stay); prints how many decisions it had taken")
 
 
-def run_policy(args: argparse.Namespace, client: CelestialClient) -> Answer:
+def run_policy(args: argparse.Namespace, client: RecordingClient) -> Answer:
     if args.command == "observe":
         return _observe(args, client)
     if args.reset:
         n = client.reset_policy()
         return Answer(f"turn policy reset: the dropped policy had taken {n} decision"
-                      f"{'' if n == 1 else 's'}", {"reset": True, "decisions": n})
+                      f"{'' if n == 1 else 's'}", client.answer())
     status = client.policy(last=args.last)
-    return Answer(show_policy(status), {"policy": status})
+    return Answer(show_policy(status), client.answer())
 
 
-def _observe(args: argparse.Namespace, client: CelestialClient) -> Answer:
+def _observe(args: argparse.Namespace, client: RecordingClient) -> Answer:
     text = memory_text(args.text, None, text_flag="TEXT", required=True) or ""
     o = client.observe(text, session_id=args.session, role=args.role, previous=args.previous,
                        dry_run=args.dry_run, agent_id=args.agent, limit=args.limit or 0,
                        max_tokens=args.max_tokens or 0)
-    return Answer(show_observation(o), {
-        "decision": o.decision, "why": o.decision.why, "memory": o.memory, "created": o.created,
-        "merged_into": o.merged_into, "results": o.results, "context": o.context,
-        "context_tokens": o.context_tokens})
+    return Answer(show_observation(o), client.answer())
 
 
 def _parts(parts: dict[str, float]) -> str:

@@ -27,11 +27,15 @@ class RecordingClient(CelestialClient):
         return response
 
     def answer(self) -> Message:
-        """What the service answered this command: its one response, or the pages of a paged
-        read joined into one response of the same type (``joined``)."""
+        """What the service answered this command: its last call's response, or the pages of
+        the paged read it made last joined into one response of their type (``joined``)."""
         if not self.responses:
             raise RuntimeError("no call was answered")
-        return joined(self.responses)
+        kind = type(self.responses[-1])
+        first = len(self.responses)
+        while first > 0 and type(self.responses[first - 1]) is kind:
+            first -= 1
+        return joined(self.responses[first:])
 
 
 def joined(pages: Sequence[Message]) -> Message:

@@ -15,9 +15,10 @@ from typing import TextIO
 from celestial_client._core.operations import error_of, result
 from celestial_client.cli.exits import exit_status
 from celestial_client.cli.output import Answer, printable, table
+from celestial_client.cli.recording import RecordingClient
 from celestial_client.cli.settings import UsageError
-from celestial_client.client import CelestialClient
 from celestial_client.types import Operation, Reflection
+from celestial_client.v1 import memory_pb2 as pb
 
 COMMANDS = {"reflect", "operation"}
 
@@ -41,7 +42,7 @@ def add_reflect_command(command: Callable[[str, str], argparse.ArgumentParser]) 
     o.add_argument("name", nargs="?", default="", help="the operation (operations/<uuid>)")
 
 
-def run_reflect(args: argparse.Namespace, client: CelestialClient,
+def run_reflect(args: argparse.Namespace, client: RecordingClient,
                 progress: TextIO | None = None) -> Answer:
     progress = progress or sys.stderr  # looked up now: a test may have replaced it
     if args.command == "operation":
@@ -49,7 +50,7 @@ def run_reflect(args: argparse.Namespace, client: CelestialClient,
     op = client.start_reflection(dry_run=not args.apply, window=args.window,
                                  entities=args.entity)
     if args.no_wait:
-        return Answer(op.name, {"operation": op})
+        return Answer(op.name, client.answer())  # StartReflectionResponse
     try:
         op = _followed(client.watch_operation(op.name), progress)
     except KeyboardInterrupt:  # Ctrl-C stops the reflection too, not only the watching
@@ -57,15 +58,17 @@ def run_reflect(args: argparse.Namespace, client: CelestialClient,
             client.cancel_operation(op.name)
         raise
     r = result(op)  # a failed reflection raises its error, as a call doing its work would
-    return Answer(show_reflection(r), {"reflection": r, "operation": op.name})
+    # --json: Reflect's own answer (ReflectResponse), as the finished operation holds it.
+    return Answer(show_reflection(r), _finished(client, op).operation.response if args.json
+                  else {})
 
 
-def _operation(args: argparse.Namespace, client: CelestialClient, progress: TextIO) -> Answer:
+def _operation(args: argparse.Namespace, client: RecordingClient, progress: TextIO) -> Answer:
     if args.action == "list":
         ops = client.list_operations(page_size=100).items
         return Answer(table(["operation", "stage", "progress", "started"], [
             (o.name, _state(o), _counts(o), o.created_at.isoformat(timespec="seconds"))
-            for o in ops]) if ops else "no operations", {"operations": ops})
+            for o in ops]) if ops else "no operations", client.answer())
     if not args.name:
         raise UsageError(f"operation {args.action} needs the operation's name (operations/...)")
     if args.action == "get":
@@ -76,10 +79,18 @@ def _operation(args: argparse.Namespace, client: CelestialClient, progress: Text
         op = _followed(client.watch_operation(args.name), progress)
         # Followed to its end, a failed or cancelled one exits as reflect would have: a script
         # waiting on it learns it produced nothing.
-        if op.error is not None:
-            return Answer(show_operation(op), {"operation": op},
-                          exit_status(error_of(op.error)))
-    return Answer(show_operation(op), {"operation": op})
+        return Answer(show_operation(op), _finished(client, op) if args.json else {},
+                      0 if op.error is None else exit_status(error_of(op.error)))
+    return Answer(show_operation(op), client.answer())
+
+
+def _finished(client: RecordingClient, op: Operation) -> pb.GetOperationResponse:
+    """The finished operation as the service answers it, for --json: a GetOperationResponse
+    (what the watch's last message holds; the stream itself is not kept)."""
+    client.get_operation(op.name)
+    done = client.answer()
+    assert isinstance(done, pb.GetOperationResponse)
+    return done
 
 
 def _followed(changes: Iterable[Operation], progress: TextIO) -> Operation:
