@@ -4,7 +4,9 @@ reinforcement answers, grouped by zone, and reinforces nothing; a card shows the
 entities, its relations as a graph (a neighbour opens its own card) and its ledger history; a
 vote lands in the service; API keys go in the fragment, and a missing one shows the error; a turn
 the turn policy saved or skipped (Observe) says so on its card, with why, and a skipped one's
-history shows the skip.
+history shows the skip. With a write key the card shows every field of the memory, edits it,
+pins, unpins and deletes it, and the list follows each change and each vote; with a read key
+the page shows no control to vote or change anything.
 Skipped where no browser is installed. With ``CELESTIAL_EXPLORER_SCREENSHOT=path`` the run saves
 a screenshot there (docs/explorer.png), 1400 px wide, one 420 px wide beside it
 (docs/explorer-narrow.png), and one of the overview and a six-relation graph
