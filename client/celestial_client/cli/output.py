@@ -76,11 +76,15 @@ def _n(x: float, digits: int = 3) -> str:
 
 
 def show_memory(m: Memory) -> str:
+    """A memory for people. Its score is shown once: the score as of the answer (the total I of
+    the terms on the "now" line), not the one stored at its last write (``Memory.score``), which
+    differs once time has passed since that write."""
     b = m.breakdown
+    score = m.score if b is None else b.total
     lines = [
         f"id           {m.id}",
         f"content      {m.content}",
-        f"zone         {m.zone.value}   score {_n(m.score)}   importance {_n(m.importance, 2)}",
+        f"zone         {m.zone.value}   score {_n(score)}   importance {_n(m.importance, 2)}",
         f"recalled     {m.recall_count} times, last {m.last_recalled_at:%Y-%m-%d %H:%M:%S}",
         f"created      {m.created_at:%Y-%m-%d %H:%M:%S}   pinned {m.pinned}",
     ]
