@@ -33,11 +33,12 @@ where a checkpoint falls inside a session, as policy_replay.py gives them):
   turn: a vote is worth 0.5 whatever is asked, and the SAVE arm then estimates
   0.5·P(evidence) - 0.5·c·(1 - P(evidence)) per rewarded turn, which changes sign where the
   simulation's P - c·(1 - P) does (P = c / (1 + c)), though the arm sees fewer rewards;
-- another turn skipped: nothing. The simulation credits +c; the API has no vote on an archived
-  memory (Feedback refuses one: "restore it first"), so the SKIP arm learns only from evidence
-  skipped (-1) and from its prior: it never has evidence that a skip was right, its lower
-  confidence bound stays where the prior puts it, and the bandit skips only where the SAVE
-  arm's upper bound falls below that (the simulation's SKIP arm learns +c from its skips).
+- another turn skipped: one Feedback vote NOT_HELPFUL on the archived memory Observe wrote,
+  with the same probability ``--vote-share`` (Feedback takes a vote on a turn the policy kept
+  out of the zones: not helpful says the skip was right, +0.5 to its SKIP), where the
+  simulation credits +c; ``--no-skip-votes`` leaves such turns unrewarded, as the API did
+  before it took those votes (the SKIP arm then learns only from evidence skipped, -1, and
+  its prior).
 
 Further differences from the simulation: the tenant's memory count is the node's whole stream
 so far (the simulation starts each conversation piece at 0), novelty is measured (the
@@ -297,15 +298,16 @@ def stop_all(servers: Iterable[Server] | None = None) -> None:
 
 
 def sharing_env(peers: Sequence[str], interval: float, fanout: int, aggregation: str,
-                noise: float = 0.0, epsilon: float = 0.0, delta: float | None = None
-                ) -> dict[str, str]:
+                noise: float = 0.0, epsilon: float = 0.0, delta: float | None = None,
+                evidence: str = "typical") -> dict[str, str]:
     env = {"CELESTIAL_POLICY_PEERS": "[" + ",".join(f'"{p}"' for p in peers) + "]",
            "CELESTIAL_POLICY_SHARE_INTERVAL_S": str(interval),
            "CELESTIAL_POLICY_SHARE_FANOUT": str(fanout),
            "CELESTIAL_POLICY_SHARE_AGGREGATION": aggregation,
            "CELESTIAL_POLICY_SHARE_TENANTS": f'["{TENANT}"]',
            "CELESTIAL_POLICY_SHARE_NOISE": str(noise),
-           "CELESTIAL_POLICY_SHARE_EPSILON": str(epsilon)}
+           "CELESTIAL_POLICY_SHARE_EPSILON": str(epsilon),
+           "CELESTIAL_POLICY_SHARE_EVIDENCE": evidence}
     if delta is not None:
         env["CELESTIAL_POLICY_SHARE_DELTA"] = str(delta)
     return env
@@ -338,6 +340,7 @@ class Learner:
     seed: int
     vote_share: float = COST
     implicit: bool = False
+    skip_votes: bool = True
     done: int = 0
     rewards: Counter[str] = field(default_factory=Counter)
     decisions: Counter[str] = field(default_factory=Counter)
@@ -389,8 +392,11 @@ class Learner:
                     self.rewards["other kept: not helpful"] += 1
                 else:
                     self.rewards["other kept: no vote"] += 1
+            elif self.skip_votes and self._rng.random() < self.vote_share:
+                c.feedback(r.memory.id, False)
+                self.rewards["other skipped: not helpful"] += 1
             else:
-                self.rewards["other skipped: nothing"] += 1
+                self.rewards["other skipped: no vote"] += 1
         pending.clear()
 
 
@@ -643,7 +649,8 @@ class Bench:
         return Server(name, port or self.ports.take(), data, env or {})
 
     def learner(self, s: Server, turns: list[Step], seed: int) -> Learner:
-        return Learner(s, TENANT, turns, seed, self.args.vote_share, self.args.implicit)
+        return Learner(s, TENANT, turns, seed, self.args.vote_share, self.args.implicit,
+                       not self.args.no_skip_votes)
 
     def cluster(self, tag: str, dirs: Sequence[Path] | None, n: int, aggregation: str,
                 extra_peers: Sequence[str] = (), noise: float = 0.0, fresh: bool = False,
@@ -664,7 +671,8 @@ class Bench:
                 shutil.copytree(dirs[i], data)
             peers = [x for j, x in enumerate(addrs) if j != i] + list(extra_peers)
             out.append(Server(f"{tag}-n{i}", ports[i], data, sharing_env(
-                peers, a.interval, a.fanout, aggregation, noise, a.epsilon_budget)))
+                peers, a.interval, a.fanout, aggregation, noise, a.epsilon_budget,
+                evidence=a.evidence)))
         return out
 
     # -- part 1 ------------------------------------------------------------------------------
@@ -1029,7 +1037,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--fanout", type=int, default=2)
     ap.add_argument("--epsilon-budget", type=float, default=0.0)
     ap.add_argument("--vote-share", type=float, default=COST, help="share of the kept turns "
-                    "no question asks about that get a NOT_HELPFUL vote (the cost c)")
+                    "no question asks about that get a NOT_HELPFUL vote (the cost c), and of "
+                    "the skipped ones")
+    ap.add_argument("--evidence", choices=("typical", "sum"), default="typical",
+                    help="CELESTIAL_POLICY_SHARE_EVIDENCE of every sharing node")
+    ap.add_argument("--no-skip-votes", action="store_true", help="no vote on a skipped turn "
+                    "(its SKIP then learns only from evidence skipped)")
     ap.add_argument("--implicit", action="store_true", help="the turns' real sessions (the "
                     "server's implicit rewards from the next turn then fire)")
     ap.add_argument("--tolerance", type=float, default=0.02)
@@ -1101,7 +1114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd = " ".join(shlex.quote(x) for x in [Path(sys.executable).name, *sys.argv])
     print(f"`{cmd}`\n\n{len(folds)} fold(s), held back: {', '.join(names)}; {NODES} nodes; "
           f"gossip every {args.interval:g} s, fanout {args.fanout}; c {COST}, vote share "
-          f"{args.vote_share}; implicit rewards {'on' if args.implicit else 'off'}\n")
+          f"{args.vote_share}; implicit rewards {'on' if args.implicit else 'off'}; votes on "
+          f"skipped turns {'off' if args.no_skip_votes else 'on'}; evidence {args.evidence}\n")
     print("\n\n".join(sections))
     print("\n" + ", ".join(f"{k} {v:.0f} s" for k, v in bench.timings.items())
           + f"; in all {time.monotonic() - started:.0f} s")

@@ -27,7 +27,8 @@ exploration, no learning) on the held-back conversation:
 - alone: each node's own policy after K turns (no sharing);
 - shared: each node's policy after the gossip rounds;
 - shared, evidence summed: the same gossip with the other design of the aggregate's counts
-  (``SharingConfig(evidence="sum")``: the peers' evidence together, not a typical node's);
+  (``SharingConfig(evidence="sum")``: the peers' evidence together, not a typical node's, each
+  node sending only what it learnt itself);
 - all data: one policy trained on all five nodes' first K turns.
 
 Skip rate and evidence kept are pooled over the five folds (and over the nodes: every node runs
@@ -175,7 +176,8 @@ def gossip(policies: Sequence[TurnPolicy], rounds: int, peers: int, config: Shar
     held: list[dict[int, PolicyUpdate]] = [{} for _ in policies]
     waits = 0
     for r in range(rounds):
-        sent = [of(p) for p in policies]  # every node's update as the round starts
+        # Every node's update as the round starts (its own learning only, with summed evidence).
+        sent = [of(p, own=config.evidence == "sum") for p in policies]
         if noise > 0.0:
             sent = [noised(u, noise, NOISE_BOUND, rng) for u in sent]
         if bad is not None and attack is not None:

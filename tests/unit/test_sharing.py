@@ -283,7 +283,9 @@ def test_the_aggregate_carries_a_typical_nodes_evidence_or_their_sum() -> None:
     for k, n in enumerate(typical.counts):
         with_arm = [updates[i].counts[k] for i in kept if updates[i].counts[k] > 0]
         assert n == float(np.median(with_arm))
-        assert summed.counts[k] == n * len(with_arm)
+        # The sum over every node that sent the arm: the one Krum left out is not unlearnt.
+        senders = [u.counts[k] for u in updates if u.counts[k] > 0]
+        assert summed.counts[k] == n * len(senders) and len(senders) > len(with_arm)
 
 
 def test_multi_krum_keeps_the_m_most_central_and_never_more_than_n_minus_f() -> None:
@@ -292,3 +294,29 @@ def test_multi_krum_keeps_the_m_most_central_and_never_more_than_n_minus_f() -> 
     assert len(aggregate(updates, SharingConfig(f=1, m=10))[1]) == 4  # a setting above n - f
     with pytest.raises(TooFew):
         aggregate(updates[:4], SharingConfig(f=1, m=2))
+
+
+def test_summed_evidence_sends_only_a_nodes_own_learning_and_never_compounds() -> None:
+    node = trained(seed=11)
+    peers = [of(trained(seed=s)) for s in (12, 13, 14, 15)]
+    own = of(node, own=True)
+    np.testing.assert_array_equal(own.vector, of(node).vector)  # nothing merged yet
+    cfg = SharingConfig(f=1, evidence="sum")
+    merge(node, peers, cfg)
+    once = of(node)
+    # What the node sends is still its own learning: nothing it was sent goes back out.
+    np.testing.assert_array_equal(of(node, own=True).vector, own.vector)
+    assert of(node, own=True).counts == own.counts
+    for k, n in enumerate(once.counts):
+        senders = [u.counts[k] for u in (own, *peers) if u.counts[k] > 0]
+        assert n == pytest.approx(float(np.median(senders)) * len(senders), rel=0.3)
+        assert n > 2 * own.counts[k]  # the peers' evidence, not only its own
+    # The same peers merged again change nothing: each merge starts from the node's own.
+    merge(node, peers, cfg)
+    np.testing.assert_allclose(of(node).vector, once.vector)
+    assert of(node).counts == pytest.approx(once.counts)
+    within_bounds(node)
+    # Its own learning survives a restart apart from what merges brought.
+    back = TurnPolicy.from_dict(json.loads(json.dumps(node.to_dict())))
+    np.testing.assert_allclose(of(back, own=True).vector, own.vector)
+    np.testing.assert_allclose(of(back).vector, once.vector)

@@ -116,6 +116,11 @@ class TurnPolicy:
         self._clock = clock or SystemClock()
         self.bandit = LinUCB([a.value for a in ARMS], len(FEATURES), self.config.bandit,
                              self._rng)
+        # What this policy learnt from its own rewards alone: a merge of peers' updates
+        # (sharing/merge.py) writes into ``bandit``, never here, so a node that shares its own
+        # learning sends nothing it was sent.
+        self.own = LinUCB([a.value for a in ARMS], len(FEATURES), self.config.bandit,
+                          self._rng)
         self.counters = Counters()
         self._pending: OrderedDict[int, _Pending] = OrderedDict()
         self._last_in_session: OrderedDict[str, int] = OrderedDict()
@@ -223,6 +228,7 @@ class TurnPolicy:
             x = np.array([t.features[n] for n in FEATURES], dtype=np.float64)
             arm = ARMS.index(Action.SAVE if p.decision.keep else Action.SKIP)
             self.bandit.update(arm, x, delta)
+            self.own.update(arm, x, delta)
             c.updates += 1
         else:
             # A reward about keeping a RETRIEVE's turn is the keeping rule's, not the question's.
@@ -274,7 +280,8 @@ class TurnPolicy:
     def _to_dict(self) -> dict[str, Any]:
         return {
             "version": VERSION, "fingerprint": fingerprint(), "config": self.config.to_dict(),
-            "bandit": self.bandit.to_dict(), "counters": asdict(self.counters),
+            "bandit": self.bandit.to_dict(), "own": self.own.to_dict(),
+            "counters": asdict(self.counters),
             "pending": [{"decision": p.decision.to_dict(), "keywords": list(p.keywords),
                          "credited": p.credited} for p in self._pending.values()],
             "sessions": [[s, i, self._positions.get(s, 0)]
@@ -296,6 +303,8 @@ class TurnPolicy:
         same = d.get("fingerprint") == fingerprint()
         if same:
             out.bandit = LinUCB.from_dict(d["bandit"], out._rng, out.config.bandit)
+            # A policy saved before it kept its own learning apart: all of it counts as its own.
+            out.own = LinUCB.from_dict(d.get("own", d["bandit"]), out._rng, out.config.bandit)
         c = d["counters"]
         out.counters = Counters(
             {str(k): int(v) for k, v in c["decisions"].items()},

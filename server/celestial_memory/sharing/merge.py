@@ -13,9 +13,14 @@ averages them arm by arm; each arm's count is the median of the kept ones'. A no
 counts its own update among the n, so five nodes that each keep the last update of their four
 peers can tolerate one bad one (Krum needs n > 2f + 2).
 
-Averaged, not summed: a merged arm carries the evidence of a typical node, never the sum of all
-of theirs, so gossip that brings a peer's update back through a third node counts it once, and
-no peer can make a node surer of anything than one node's worth of rewards would.
+How much evidence a merged arm carries is ``SharingConfig.evidence``. ``typical`` (the default):
+a typical node's, never the sum of all of theirs, so gossip that brings a peer's update back
+through a third node counts it once, and no peer can make a node surer of anything than one
+node's worth of rewards would. ``sum``: each node sends only what it learnt from its own
+rewards (``TurnPolicy.own``, which no merge writes), so nothing comes back to count twice, and
+an arm's count in the aggregate is the nodes' sum (a typical kept node's times how many sent the
+arm): a node then decides with its peers' evidence as well as its own, as one policy trained on
+all their data would.
 """
 
 from __future__ import annotations
@@ -41,10 +46,9 @@ class SharingConfig:
     bad one to an honest one's reach). ``rate`` and ``max_step``: the step toward the aggregate
     (robust.step). ``robust`` False averages everything unclipped: a baseline, never a
     setting for a node that takes updates from others. ``evidence``: an arm's count in the
-    aggregate, a typical node's (the median of the kept ones') or their sum (that median times
-    how many were kept, so no one inflated count decides it): the sum makes a node as sure as
-    its peers' rewards together would, at the price of counting again, round after round, what
-    came back through a third node (up to the bandit's cap)."""
+    aggregate, a typical node's (the median of the kept ones'), or their sum (that median times
+    how many nodes sent the arm, so no one inflated count decides it), and then each node sends
+    and steps from its own learning only (``TurnPolicy.own``), and its counts take the sum."""
 
     f: int = 1
     m: int | None = None
@@ -115,7 +119,10 @@ def aggregate(updates: Sequence[PolicyUpdate], config: SharingConfig) -> tuple[P
         out[_blocks(k)] = x[with_arm, _blocks(k)].mean(axis=0)
         arm_counts = counts[with_arm, k]
         typical = float(np.median(arm_counts) if config.robust else arm_counts.mean())
-        out_counts.append(typical * len(with_arm) if config.evidence == "sum" else typical)
+        # The sum over every node that sent the arm, the one Krum left out among them: its
+        # evidence is real even where its update is not, and the typical one stands in for it.
+        senders = int(has[:, k].sum())
+        out_counts.append(typical * senders if config.evidence == "sum" else typical)
     return (PolicyUpdate(fingerprint(), out, tuple(out_counts)),
             tuple(int(live[i]) for i in kept))
 
@@ -129,7 +136,7 @@ def merge(policy: TurnPolicy, peers: Sequence[PolicyUpdate],
     _check(peers)
     # Under the policy's lock from snapshot to write: a reward learnt in between is not lost.
     with policy.lock:
-        target, kept = aggregate([update.of(policy), *peers], cfg)
+        target, kept = aggregate([update.of(policy, own=cfg.evidence == "sum"), *peers], cfg)
         t = move(policy, target, cfg)
     return Merged(tuple(i - 1 for i in kept if i > 0), 0 in kept, t)
 
@@ -137,10 +144,13 @@ def merge(policy: TurnPolicy, peers: Sequence[PolicyUpdate],
 def move(policy: TurnPolicy, target: PolicyUpdate, config: SharingConfig) -> float:
     """Step ``policy``'s own update toward ``target`` (an aggregate) and write the result into
     its bandit; the share of the way it went. An arm with nothing of its own takes the
-    target's whole (a new tenant starts where its peers are)."""
+    target's whole (a new tenant starts where its peers are). With summed evidence the step
+    starts from what the policy learnt itself (never from an earlier merge, so none compounds)
+    and the counts take the aggregate's sum, which holds the policy's own."""
     _check([target])
+    summed = config.evidence == "sum"
     with policy.lock:
-        own = update.of(policy)
+        own = update.of(policy, own=summed)
         own_v = own.vector.copy()
         for k in range(len(ARMS)):
             if own.counts[k] == 0.0:
@@ -149,7 +159,7 @@ def move(policy: TurnPolicy, target: PolicyUpdate, config: SharingConfig) -> flo
         # The share of the way step() went, which the counts go too.
         gap = float(np.linalg.norm(target.vector - own_v))
         t = min(config.rate, config.max_step / gap) if gap > 0 else config.rate
-        new_counts = tuple(n if a == 0.0 else n + t * (a - n)
+        new_counts = tuple(n if a == 0.0 else max(n, a) if summed else n + t * (a - n)
                            for n, a in zip(own.counts, target.counts, strict=True))
         apply(policy, PolicyUpdate(own.fingerprint, new_v, new_counts))
     return t

@@ -218,10 +218,12 @@ class SharingNode:
         """The shared tenants' statistics as one update: each arm's M and m the mean of theirs
         weighted by their evidence (as their rewards pooled would give), its count a typical
         tenant's (their mean). Not their sum: each tenant takes the aggregate back, and a sum
-        would make every one of them as sure as all of them, and the next round surer still."""
+        would make every one of them as sure as all of them. With summed evidence, what each
+        learnt from its own rewards only (merge.py)."""
         vectors, counts = [], []
+        own = self._config.evidence == "sum"
         for tenant in self._shared_tenants():
-            u = update.of(self._policies.of(tenant))
+            u = update.of(self._policies.of(tenant), own=own)
             vectors.append(u.vector)
             counts.append(u.counts)
         out = np.zeros(update.SIZE)

@@ -136,12 +136,15 @@ def _floats(value: object, name: str) -> list[float]:
     return [float(v) for v in value]
 
 
-def of(policy: TurnPolicy, min_count: float = MIN_COUNT) -> PolicyUpdate:
-    """What ``policy`` has learnt, as an update (a snapshot taken under the policy's lock)."""
+def of(policy: TurnPolicy, min_count: float = MIN_COUNT, own: bool = False) -> PolicyUpdate:
+    """What ``policy`` has learnt, as an update (a snapshot taken under the policy's lock):
+    everything its bandit holds, or with ``own`` what it learnt from its own rewards alone
+    (nothing a merge brought)."""
     # The facade's lock is the one its decisions and rewards take: A and b are read as one.
     with policy.lock:
-        a = policy.bandit.A.copy()
-        b = policy.bandit.b.copy()
+        source = policy.own if own else policy.bandit
+        a = source.A.copy()
+        b = source.b.copy()
     cfg = policy.config.bandit
     return from_statistics(a, b, cfg.ridge, cfg.prior, min_count)
 
