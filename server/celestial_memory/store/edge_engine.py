@@ -60,14 +60,14 @@ def _record(r: Any) -> en.Record:
                      None if order is None else float(order))
 
 
-def _signal_queries(query: HybridQuery) -> dict[int, Any]:
-    """Column in pl.SIGNALS -> the query scoring it; keyword columns only for a keyword query."""
-    dense = query.dense.tolist()
-    out = {0: qe.Query.Nearest(dense, using=pl.DENSE), 1: qe.Query.Nearest(dense, using=pl.CONTEXT_DENSE)}
-    if not query.keywords.is_empty():
+def _signal_queries(query: HybridQuery, columns: Sequence[int] = (0, 1, 2, 3)) -> dict[int, Any]:
+    """Column in pl.SIGNALS -> the query scoring it, for ``columns``; keyword columns only for a
+    keyword query. Only those asked are built: each converts the vector (384 floats)."""
+    dense = query.dense.tolist() if 0 in columns or 1 in columns else []
+    out = {c: qe.Query.Nearest(dense, using=pl.SIGNALS[c]) for c in (0, 1) if c in columns}
+    if not query.keywords.is_empty() and (2 in columns or 3 in columns):
         kw = _vector(query.keywords)
-        out[2] = qe.Query.Nearest(kw, using=pl.KEYWORDS)
-        out[3] = qe.Query.Nearest(kw, using=pl.CONTEXT_KEYWORDS)
+        out.update({c: qe.Query.Nearest(kw, using=pl.SIGNALS[c]) for c in (2, 3) if c in columns})
     return out
 
 
@@ -232,14 +232,14 @@ class EdgeEngine:
         # Candidates come from the content vector and both keyword vectors; the contextual dense
         # vector is only rescored (it has no HNSW graph). Built once: each converts the vector.
         dense = qe.SearchParams(hnsw_ef=query.ef_for(limit), quantization=_QUANTIZED)
-        signals = _signal_queries(query)
+        signals = _signal_queries(query, (0, 2, 3))
         if query.keywords.is_empty():  # one input: no fusion, and exact cosines come back
             requests = [qe.QueryRequest(limit=limit, query=signals[0], params=dense,
                                         filter=_filter(f), with_payload=False) for f in filters]
         else:
             prefetches = [
                 qe.Prefetch(limit=limit, query=q, params=dense if c == 0 else None)
-                for c, q in signals.items() if c != 1
+                for c, q in signals.items()
             ]
             fusion = cast(Any, qe.Fusion.Rrf(k=60))
             requests = [qe.QueryRequest(limit=limit, prefetches=prefetches, query=fusion,
@@ -270,11 +270,12 @@ class EdgeEngine:
         has_ids = _FILTERS.has_id(list(keys))
         common = [_FILTERS.condition(c) for c in where]
         f = qe.Filter(must=[*common, has_ids])
-        every = _signal_queries(query)
-        queries = {c: q for c, q in every.items() if columns is None or c in columns}
+        asked = (0, 1, 2, 3) if columns is None else tuple(columns)
+        every = _signal_queries(query, (*asked, 0) if matching else asked)
+        queries = {c: q for c, q in every.items() if c in asked}
         # A condition's matches: the content query again (cheap over these few points),
         # filtered by it, ids only; every memory has a content vector, not every one the others.
-        any_query = every[0]
+        any_query = every.get(0)
         batches = self._memories.query_batch(qe.QueryBatchRequest([
             *(qe.QueryRequest(limit=len(keys), query=q, filter=f, with_payload=False,
                               params=_EXACT) for q in queries.values()),
