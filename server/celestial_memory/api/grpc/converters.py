@@ -49,12 +49,18 @@ def ts_to_pb(t: float) -> Timestamp:
     same double: a double is coarser than a nanosecond there. A time computed past the years a
     Timestamp holds (1 to 9999: a next move hours after a memory created at the end of 9999) is
     held at that end: JSON cannot write it, so an answer holding it failed over HTTP."""
+    return Timestamp(**_ts(t))
+
+
+def _ts(t: float) -> dict[str, int]:
+    """``ts_to_pb``'s fields: an answer's messages take their parts as mappings, which costs
+    less than building each part as a message to copy in (a recall's answer: 0.46 -> 0.38 ms)."""
     t = min(max(t, MIN_TIME), MAX_TIME)
     seconds = math.floor(t)
     nanos = round((t - seconds) * 1e9)
     if nanos == 1_000_000_000:
         seconds, nanos = seconds + 1, 0
-    return Timestamp(seconds=seconds, nanos=nanos)
+    return {"seconds": seconds, "nanos": nanos}
 
 
 def duration_to_pb(seconds: float) -> Duration:
@@ -84,29 +90,37 @@ def shown_score(x: float) -> float:
 
 
 def breakdown_to_pb(b: ScoreBreakdown) -> pb.ScoreBreakdown:
-    return pb.ScoreBreakdown(
-        recall=shown_score(b.recall), freshness=shown_score(b.freshness),
-        importance=b.importance, context=shown_score(b.context),  # importance: as given
-        total=shown_score(b.total),
-    )
+    return pb.ScoreBreakdown(**_breakdown(b))
+
+
+def _breakdown(b: ScoreBreakdown) -> dict[str, float]:
+    return {"recall": shown_score(b.recall), "freshness": shown_score(b.freshness),
+            "importance": b.importance,  # as given
+            "context": shown_score(b.context), "total": shown_score(b.total)}
 
 
 def next_move_to_pb(move: NextMove | None) -> pb.NextMove | None:
-    if move is None:
-        return None
-    return pb.NextMove(zone=pb.ZONE_UNSPECIFIED if move.zone is None else zone_to_pb(move.zone),
-                       at=ts_to_pb(move.at), archive=move.archive)
+    return None if move is None else pb.NextMove(**_next_move(move))
+
+
+def _next_move(move: NextMove) -> dict[str, Any]:
+    return {"zone": pb.ZONE_UNSPECIFIED if move.zone is None else zone_to_pb(move.zone),
+            "at": _ts(move.at), "archive": move.archive}
 
 
 def memory_to_pb(m: Memory, b: ScoreBreakdown, move: NextMove | None = None) -> pb.Memory:
-    return pb.Memory(
+    return pb.Memory(**_memory(m, b, move))
+
+
+def _memory(m: Memory, b: ScoreBreakdown, move: NextMove | None) -> dict[str, Any]:
+    return dict(
         id=m.id, tenant=m.tenant, content=m.content, zone=zone_to_pb(m.zone),
         score=shown_score(m.score),
         importance=m.importance, recall_count=m.recall_count,
-        created_at=ts_to_pb(m.created_at), last_recalled_at=ts_to_pb(m.last_recalled_at),
+        created_at=_ts(m.created_at), last_recalled_at=_ts(m.last_recalled_at),
         tags=m.tags, session_id=m.session_id, agent_id=m.agent_id, metadata=m.metadata,
-        pinned=m.pinned, breakdown=breakdown_to_pb(b), context=m.context, archived=m.archived,
-        archived_at=None if m.archived_at is None else ts_to_pb(m.archived_at),
+        pinned=m.pinned, breakdown=_breakdown(b), context=m.context, archived=m.archived,
+        archived_at=None if m.archived_at is None else _ts(m.archived_at),
         merged=[pb.MergedRepeat(content=p.content, created_at=ts_to_pb(p.created_at), id=p.id,
                                 session_id=p.session_id, agent_id=p.agent_id,
                                 metadata=p.metadata, context=p.context) for p in m.merged],
@@ -114,7 +128,7 @@ def memory_to_pb(m: Memory, b: ScoreBreakdown, move: NextMove | None = None) -> 
         summary=m.summary,
         triples=[pb.Triple(subject=s, relation=r, object=o) for s, r, o in m.triples],
         understanding=understanding(m),
-        next_move=next_move_to_pb(move),
+        next_move=None if move is None else _next_move(move),
         memory_type=type_to_pb(m.memory_type), immutable=m.immutable,
     )
 
@@ -239,8 +253,8 @@ def recall_query_from_pb(r: pb.RecallRequest) -> RecallQuery:
 def recall_result_to_pb(r: RecallResult, now_breakdown: ScoreBreakdown,
                         move: NextMove | None = None) -> pb.RecallResult:
     return pb.RecallResult(
-        memory=memory_to_pb(r.memory, now_breakdown, move), found_in=zone_to_pb(r.found_in),
-        relevance=r.relevance, breakdown=breakdown_to_pb(r.breakdown), archived=r.archived,
+        memory=_memory(r.memory, now_breakdown, move), found_in=zone_to_pb(r.found_in),
+        relevance=r.relevance, breakdown=_breakdown(r.breakdown), archived=r.archived,
         via=None if r.via is None else pb.Via(from_id=r.via.source, relation=r.via.relation,
                                                weight=r.via.weight, hops=r.via.hops),
     )
