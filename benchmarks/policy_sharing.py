@@ -221,9 +221,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="the clipping bound around the median (another design to measure)")
     ap.add_argument("--krum-keep", type=int, default=0,
                     help="updates Multi-Krum averages (0: n - f)")
+    ap.add_argument("--summed-rate", type=float, default=None,
+                    help="the step's share of the way for summed evidence (default: the rate)")
     args = ap.parse_args(argv)
     sharing = replace(SHARING, clip=args.clip, m=args.krum_keep or None)
-    summed_cfg, plain_cfg = replace(sharing, evidence="sum"), replace(sharing, robust=False)
+    summed_cfg = replace(sharing, evidence="sum", rate=args.summed_rate or sharing.rate)
+    plain_cfg = replace(sharing, robust=False)
     # A reading is a pure function of the text, and the same turns are read on every pass.
     cues.read = functools.lru_cache(maxsize=None)(cues.read)  # type: ignore[method-assign]
     started = time.perf_counter()

@@ -261,8 +261,8 @@ class Settings(ServingSettings):
         "all but policy_share_byzantine; 2 holds one bad peer closer, docs/design.md)")
     policy_share_evidence: Literal["typical", "sum"] = Field(
         "typical", description="the evidence a merged arm carries: a typical peer's, or the "
-        "peers' together (surer, as one policy on all their data; counts again what gossip "
-        "brings back)")
+        "sum of every node's (each then sends only what it learnt itself, so nothing counts "
+        "twice: surer, as one policy on all their data)")
     policy_share_byzantine: int = Field(
         1, ge=0, le=16, description="bad peers Multi-Krum tolerates: a merge waits for more "
         "than 2f + 2 updates, its own included")
