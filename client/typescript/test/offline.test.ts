@@ -29,6 +29,7 @@ describe("a fake server that fails on purpose", () => {
     calls[name] = (calls[name] ?? 0) + 1;
     return calls[name];
   };
+  const slow: { timeoutMs?: number; headers?: Headers } = {};
   const stats = { zones: [], total: 0n, embeddingModel: "fake", dimension: 3, backend: "", storageBackend: 1, archived: 0n };
 
   before(async () => {
@@ -47,6 +48,14 @@ describe("a fake server that fails on purpose", () => {
       recall: () => {
         count("recall");
         throw unavailable(10);
+      },
+      // Answers after the client's deadline, having noted the grpc-timeout it was sent and the
+      // metadata.
+      list: async (_req, ctx) => {
+        slow.timeoutMs = ctx.timeoutMs();
+        slow.headers = ctx.requestHeader;
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        return { memories: [], nextPageToken: "" };
       },
       get: (req) => {
         throw new ConnectError(`id: ${req.id} is not a UUID`, Code.InvalidArgument, undefined, [
@@ -106,13 +115,14 @@ describe("a fake server that fails on purpose", () => {
   });
 
   test("retries stop at the deadline", async () => {
-    const c = new CelestialClient({ address, retries: { maxRetries: 100 }, timeoutMs: 200 });
+    const c = new CelestialClient({ address, retries: { maxRetries: 100 }, timeoutMs: 500 });
     try {
+      await c.recall("q", { reinforce: false }).catch(() => undefined); // connected: only retries count
       calls.recall = 0;
       const started = Date.now();
       await assert.rejects(c.recall("q", { reinforce: false }), CelestialError);
-      assert.ok(Date.now() - started < 1000);
-      assert.ok(calls.recall > 1 && calls.recall < 30, `${calls.recall} calls`);
+      assert.ok(Date.now() - started < 2000);
+      assert.ok(calls.recall > 1 && calls.recall < 60, `${calls.recall} calls`);
     } finally {
       c.close();
     }
@@ -132,6 +142,25 @@ describe("a fake server that fails on purpose", () => {
       assert.equal(err.details, "id: nope is not a UUID");
       assert.equal(err.message, "INVALID_ARGUMENT: id: nope is not a UUID");
       assert.ok(err.stack?.startsWith("CelestialError: INVALID_ARGUMENT"), err.stack);
+    } finally {
+      c.close();
+    }
+  });
+
+  test("a call past its deadline is DEADLINE_EXCEEDED; the deadline and metadata are sent", async () => {
+    const c = new CelestialClient({
+      address, timeoutMs: 300, apiKey: "cm_secret", metadata: { "x-trace": "t-1" },
+    });
+    try {
+      const started = Date.now();
+      await assert.rejects(c.list(), (err: unknown) =>
+        err instanceof CelestialError && err.code === "DEADLINE_EXCEEDED");
+      assert.ok(Date.now() - started < 1200, "the client gave up at its deadline");
+      assert.ok(slow.timeoutMs !== undefined && slow.timeoutMs > 0 && slow.timeoutMs <= 300,
+        `grpc-timeout: ${slow.timeoutMs}`);
+      assert.equal(slow.headers?.get("authorization"), "Bearer cm_secret");
+      assert.equal(slow.headers?.get("x-trace"), "t-1");
+      assert.equal(c.callMetadata().get("authorization"), "Bearer cm_secret");
     } finally {
       c.close();
     }
