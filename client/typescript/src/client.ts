@@ -69,7 +69,7 @@ export class CelestialClient {
   /** The HTTP/2 connection, closed by close(). */
   private readonly session: Http2SessionManager;
   private readonly retry: Required<RetryPolicy>;
-  /** Whether the channel uses TLS, for the hint a failed connection's error may carry. */
+  /** Whether the connection uses TLS, for the hint a failed connection's error may carry. */
   private readonly tls: boolean;
 
   constructor(options: CelestialClientOptions | string) {
