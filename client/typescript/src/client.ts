@@ -1,17 +1,12 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { isDeepStrictEqual } from "node:util";
-import {
-  type CallOptions,
-  type ChannelOptions,
-  type ClientReadableStream,
-  type ClientUnaryCall,
-  Metadata,
-  type ServiceError,
-} from "@grpc/grpc-js";
-import { type CelestialClientOptions, channelCredentials, type RetryPolicy } from "./connection";
+import { create } from "@bufbuild/protobuf";
+import { type CallOptions, type Client, createClient } from "@connectrpc/connect";
+import type { Http2SessionManager } from "@connectrpc/connect-node";
+import { type CelestialClientOptions, grpcTransport, type RetryPolicy } from "./connection";
 import * as cv from "./convert";
 import { CelestialError, toCelestialError } from "./errors";
-import * as pb from "./gen/celestial/v1/memory";
+import * as pb from "./gen/celestial/v1/memory_pb.js";
 import * as ops from "./operations";
 import type { Operation, OperationPage, StartReflectionOptions } from "./operations";
 import type {
@@ -45,15 +40,12 @@ import type {
 } from "./types";
 
 // Here too, where they were first exported.
-export type { CelestialClientOptions, Pem, RetryPolicy, TlsOptions } from "./connection";
+export type {
+  CelestialClientOptions, Pem, RetryPolicy, TlsOptions, TransportOptions,
+} from "./connection";
 
-type Callback<Res> = (err: ServiceError | null, res: Res) => void;
-type Unary<Req, Res> = (
-  req: Req, metadata: Metadata, options: Partial<CallOptions>, callback: Callback<Res>,
-) => ClientUnaryCall;
-type ServerStream<Req, Res> = (
-  req: Req, metadata: Metadata, options: Partial<CallOptions>,
-) => ClientReadableStream<Res>;
+type Unary<Req, Res> = (req: Req, options: CallOptions) => Promise<Res>;
+type ServerStream<Req, Res> = (req: Req, options: CallOptions) => AsyncIterable<Res>;
 type RecentOptions = Filter & PageOptions;
 
 /** A store the server answers the same when repeated: one naming its memory, not replacing it. */
@@ -66,33 +58,29 @@ function retryableStore(item: StoreItem): boolean {
  * `CelestialError`. `close()` releases its connection.
  */
 export class CelestialClient {
-  /** The generated grpc-js client, for the methods this class does not wrap (Export, Import). */
-  readonly stub: pb.MemoryServiceClient;
+  /**
+   * The Connect client of the generated `MemoryService` (over gRPC, on this client's connection),
+   * for the methods this class does not wrap (Export, Import).
+   */
+  readonly stub: Client<typeof pb.MemoryService>;
   readonly tenant: string;
   readonly timeoutMs: number;
-  private readonly baseMetadata: Metadata;
+  private readonly baseMetadata: Headers;
+  /** The HTTP/2 connection, closed by close(). */
+  private readonly session: Http2SessionManager;
   private readonly retry: Required<RetryPolicy>;
-  /** Whether the channel uses TLS, for the hint a failed connection's error may carry. */
+  /** Whether the connection uses TLS, for the hint a failed connection's error may carry. */
   private readonly tls: boolean;
 
   constructor(options: CelestialClientOptions | string) {
     const o = typeof options === "string" ? { address: options } : options;
-    const channelOptions: ChannelOptions = { ...o.options };
-    const serverName = typeof o.tls === "object" ? o.tls.serverName : undefined;
-    if (serverName) {
-      channelOptions["grpc.ssl_target_name_override"] = serverName;
-      channelOptions["grpc.default_authority"] = serverName;
-    }
-    this.stub = new pb.MemoryServiceClient(o.address, channelCredentials(o.tls), channelOptions);
+    const { transport, session } = grpcTransport(o);
+    this.stub = createClient(pb.MemoryService, transport);
+    this.session = session;
     this.tls = Boolean(o.tls);
     this.tenant = o.tenant ?? "";
     this.timeoutMs = o.timeoutMs ?? 30_000;
-    this.baseMetadata = o.metadata instanceof Metadata ? o.metadata.clone() : new Metadata();
-    if (o.metadata && !(o.metadata instanceof Metadata)) {
-      for (const [k, v] of Object.entries(o.metadata)) {
-        this.baseMetadata.set(k, v);
-      }
-    }
+    this.baseMetadata = new Headers(o.metadata);
     if (o.apiKey) {
       this.baseMetadata.set("authorization", `Bearer ${o.apiKey}`);
     }
@@ -119,15 +107,10 @@ export class CelestialClient {
     const requests = items.map((i) =>
       cv.storeRequest(this.tenant, typeof i === "string" ? { content: i } : i));
     const retryable = items.every((i) => typeof i !== "string" && retryableStore(i));
-    const resp = await this.attempts(retryable, (metadata, options) =>
-      new Promise<pb.StoreBatchResponse>((resolve, reject) => {
-        const call = this.stub.storeBatch(metadata, options, (err, res) =>
-          err ? reject(err) : resolve(res));
-        for (const r of requests) {
-          call.write(r);
-        }
-        call.end();
-      }));
+    const resp = await this.attempts(retryable, (options) =>
+      this.stub.storeBatch((async function* () {
+        yield* requests;
+      })(), options));
     return { ids: resp.ids, stored: resp.stored, existing: resp.existing };
   }
 
@@ -144,7 +127,7 @@ export class CelestialClient {
   /** One memory, without reinforcing it. */
   async get(id: string): Promise<Memory> {
     const resp = await this.unary(this.stub.get.bind(this.stub),
-      pb.GetRequest.fromPartial({ tenant: this.tenant, id }), true);
+      create(pb.GetRequestSchema, { tenant: this.tenant, id }), true);
     return cv.memory(resp.memory);
   }
 
@@ -158,7 +141,7 @@ export class CelestialClient {
   /** True when the memory existed and is gone. */
   async delete(id: string): Promise<boolean> {
     const resp = await this.unary(this.stub.delete.bind(this.stub),
-      pb.DeleteRequest.fromPartial({ tenant: this.tenant, id }), true);
+      create(pb.DeleteRequestSchema, { tenant: this.tenant, id }), true);
     return resp.deleted;
   }
 
@@ -168,9 +151,9 @@ export class CelestialClient {
    * call is a vote.
    */
   async feedback(id: string, helpful: boolean): Promise<Memory> {
-    const verdict = helpful ? pb.Verdict.VERDICT_HELPFUL : pb.Verdict.VERDICT_NOT_HELPFUL;
+    const verdict = helpful ? pb.Verdict.HELPFUL : pb.Verdict.NOT_HELPFUL;
     const resp = await this.unary(this.stub.feedback.bind(this.stub),
-      pb.FeedbackRequest.fromPartial({ tenant: this.tenant, id, verdict }), false);
+      create(pb.FeedbackRequestSchema, { tenant: this.tenant, id, verdict }), false);
     return cv.memory(resp.memory);
   }
 
@@ -194,7 +177,7 @@ export class CelestialClient {
    */
   async policy(last = 0): Promise<PolicyStatus> {
     const resp = await this.unary(this.stub.getPolicy.bind(this.stub),
-      pb.GetPolicyRequest.fromPartial({ tenant: this.tenant, last }), true);
+      create(pb.GetPolicyRequestSchema, { tenant: this.tenant, last }), true);
     return cv.policyStatus(resp);
   }
 
@@ -204,26 +187,26 @@ export class CelestialClient {
    */
   async resetPolicy(): Promise<number> {
     const resp = await this.unary(this.stub.resetPolicy.bind(this.stub),
-      pb.ResetPolicyRequest.fromPartial({ tenant: this.tenant }), true);
-    return resp.decisions;
+      create(pb.ResetPolicyRequestSchema, { tenant: this.tenant }), true);
+    return Number(resp.decisions);
   }
 
   /** Brings an archived (forgotten) memory back into the zones; a live one is returned as is. */
   async restore(id: string): Promise<Memory> {
     const resp = await this.unary(this.stub.restore.bind(this.stub),
-      pb.RestoreRequest.fromPartial({ tenant: this.tenant, id }), true);
+      create(pb.RestoreRequestSchema, { tenant: this.tenant, id }), true);
     return cv.memory(resp.memory);
   }
 
   async stats(): Promise<Stats> {
     const resp = await this.unary(this.stub.stats.bind(this.stub),
-      pb.StatsRequest.fromPartial({ tenant: this.tenant }), true);
+      create(pb.StatsRequestSchema, { tenant: this.tenant }), true);
     return cv.stats(resp);
   }
 
   /** One page of the newest memories matching the filter, newest first. */
   async recent(options: RecentOptions = {}): Promise<MemoryPage> {
-    const req = pb.RecentRequest.fromPartial({
+    const req = create(pb.RecentRequestSchema, {
       tenant: this.tenant, filter: cv.filter(options), pageSize: options.pageSize,
       pageToken: options.pageToken,
     });
@@ -232,7 +215,7 @@ export class CelestialClient {
 
   /** One page of the memories matching the filter, in id order. */
   async list(options: RecentOptions = {}): Promise<MemoryPage> {
-    const req = pb.ListRequest.fromPartial({
+    const req = create(pb.ListRequestSchema, {
       tenant: this.tenant, filter: cv.filter(options), pageSize: options.pageSize,
       pageToken: options.pageToken,
     });
@@ -263,7 +246,7 @@ export class CelestialClient {
   async relate(
     fromId: string, toId: string, relation: string, weight?: number,
   ): Promise<RelateResult> {
-    const req = pb.RelateRequest.fromPartial({ tenant: this.tenant, fromId, toId, relation, weight });
+    const req = create(pb.RelateRequestSchema, { tenant: this.tenant, fromId, toId, relation, weight });
     const resp = await this.unary(this.stub.relate.bind(this.stub), req, true);
     return { created: resp.created, relation: cv.relation(resp.relation) };
   }
@@ -273,7 +256,7 @@ export class CelestialClient {
    * absent or ""). How many were removed: 0 when none was there.
    */
   async unrelate(fromId: string, toId: string, relation = ""): Promise<number> {
-    const req = pb.UnrelateRequest.fromPartial({ tenant: this.tenant, fromId, toId, relation });
+    const req = create(pb.UnrelateRequestSchema, { tenant: this.tenant, fromId, toId, relation });
     const resp = await this.unary(this.stub.unrelate.bind(this.stub), req, true);
     return resp.removed;
   }
@@ -286,7 +269,7 @@ export class CelestialClient {
   async related(id: string, options: RelatedOptions = {}): Promise<RelatedMemory[]> {
     const out: RelatedMemory[] = [];
     for await (const r of this.follow("", async (pageToken) => {
-      const req = pb.RelatedRequest.fromPartial({
+      const req = create(pb.RelatedRequestSchema, {
         tenant: this.tenant, id, depth: options.depth, relations: options.relations,
         pageSize: options.pageSize, pageToken,
       });
@@ -305,7 +288,7 @@ export class CelestialClient {
   async entities(options: EntitiesOptions = {}): Promise<Entity[]> {
     const out: Entity[] = [];
     for await (const e of this.follow("", async (pageToken) => {
-      const req = pb.EntitiesRequest.fromPartial({
+      const req = create(pb.EntitiesRequestSchema, {
         tenant: this.tenant, pageSize: options.pageSize, pageToken,
       });
       const resp = await this.unary(this.stub.entities.bind(this.stub), req, true);
@@ -319,7 +302,7 @@ export class CelestialClient {
   /** One entity's profile, by its id "<kind>:<key>" (NOT_FOUND when no memory mentions it). */
   async entity(entityId: string): Promise<EntityProfile> {
     const resp = await this.unary(this.stub.entities.bind(this.stub),
-      pb.EntitiesRequest.fromPartial({ tenant: this.tenant, entity: entityId }), true);
+      create(pb.EntitiesRequestSchema, { tenant: this.tenant, entity: entityId }), true);
     return cv.entityProfile(resp.profile);
   }
 
@@ -363,7 +346,7 @@ export class CelestialClient {
   /** One of the tenant's operations as it is now (NOT_FOUND when it has none of that name). */
   async getOperation(name: string): Promise<Operation> {
     const resp = await this.unary(this.stub.getOperation.bind(this.stub),
-      pb.GetOperationRequest.fromPartial({ tenant: this.tenant, name }), true);
+      create(pb.GetOperationRequestSchema, { tenant: this.tenant, name }), true);
     return ops.operation(resp.operation);
   }
 
@@ -375,7 +358,7 @@ export class CelestialClient {
   async *watchOperation(
     name: string, options: { signal?: AbortSignal } = {},
   ): AsyncGenerator<Operation, void, undefined> {
-    const req = pb.WatchOperationRequest.fromPartial({ tenant: this.tenant, name });
+    const req = create(pb.WatchOperationRequestSchema, { tenant: this.tenant, name });
     let seen: Operation | undefined;
     for (;;) {
       let last: Operation | undefined;
@@ -399,13 +382,13 @@ export class CelestialClient {
    */
   async cancelOperation(name: string): Promise<Operation> {
     const resp = await this.unary(this.stub.cancelOperation.bind(this.stub),
-      pb.CancelOperationRequest.fromPartial({ tenant: this.tenant, name }), true);
+      create(pb.CancelOperationRequestSchema, { tenant: this.tenant, name }), true);
     return ops.operation(resp.operation);
   }
 
   /** One page of the tenant's operations, newest first (0 or absent: the server's 20). */
   async listOperations(options: PageOptions = {}): Promise<OperationPage> {
-    const req = pb.ListOperationsRequest.fromPartial({
+    const req = create(pb.ListOperationsRequestSchema, {
       tenant: this.tenant, pageSize: options.pageSize, pageToken: options.pageToken,
     });
     return ops.page(await this.unary(this.stub.listOperations.bind(this.stub), req, true));
@@ -413,8 +396,8 @@ export class CelestialClient {
 
   /** One page of zone events and admin calls, oldest first. */
   async ledger(options: LedgerOptions = {}): Promise<LedgerPage> {
-    const req = pb.LedgerRequest.fromPartial({
-      tenant: this.tenant, since: options.since, memoryId: options.memoryId,
+    const req = create(pb.LedgerRequestSchema, {
+      tenant: this.tenant, since: cv.timestamp(options.since), memoryId: options.memoryId,
       pageSize: options.pageSize, pageToken: options.pageToken,
     });
     return cv.ledger(await this.unary(this.stub.ledger.bind(this.stub), req, true));
@@ -422,21 +405,24 @@ export class CelestialClient {
 
   /** Admin: re-places the tenant's memories now (it also runs on the server's schedule). */
   async rebalance(options: RebalanceOptions = {}): Promise<RebalanceReport> {
-    const req = pb.RebalanceRequest.fromPartial({
+    const req = create(pb.RebalanceRequestSchema, {
       tenant: this.tenant, dryRun: options.dryRun, full: options.full,
       noForget: options.forget === false,
     });
     return cv.rebalance(await this.unary(this.stub.rebalance.bind(this.stub), req, false));
   }
 
-  /** The metadata every call sends (the API key's among it), for calls made through `stub`. */
-  callMetadata(): Metadata {
-    return this.baseMetadata.clone();
+  /**
+   * The metadata every call sends (the API key's among it), as request headers: a fresh copy,
+   * for calls made through `stub` (`{ headers: client.callMetadata() }`).
+   */
+  callMetadata(): Headers {
+    return new Headers(this.baseMetadata);
   }
 
-  /** Closes the channel; calls made afterwards fail. */
+  /** Closes the connection; calls made afterwards fail. */
   close(): void {
-    this.stub.close();
+    this.session.abort();
   }
 
   /** The items of every page from `token` on: `fetch` answers a page's items and next token. */
@@ -462,42 +448,35 @@ export class CelestialClient {
     open: ServerStream<Req, Res>, req: Req, signal: AbortSignal | undefined,
   ): AsyncGenerator<Res, void, undefined> {
     signal?.throwIfAborted();
-    const call = open(req, this.callMetadata(), {});
-    call.on("error", () => undefined); // the CANCELLED of a stream left early is no failure
-    const abort = () => call.cancel();
+    const call = new AbortController();
+    const abort = () => call.abort(signal?.reason);
     signal?.addEventListener("abort", abort, { once: true });
-    let ended = false;
     try {
-      for await (const r of call) {
-        yield r as Res;
-      }
-      ended = true;
+      yield* open(req, { headers: this.callMetadata(), signal: call.signal });
     } catch (e) {
       signal?.throwIfAborted();
       throw toCelestialError(e, this.tls);
     } finally {
       signal?.removeEventListener("abort", abort);
-      if (!ended) {
-        call.cancel();
-      }
+      call.abort(); // a stream left early is cancelled; one that ended is not touched
     }
   }
 
   private unary<Req, Res>(fn: Unary<Req, Res>, req: Req, retryable: boolean): Promise<Res> {
-    return this.attempts(retryable, (metadata, options) =>
-      new Promise<Res>((resolve, reject) => {
-        fn(req, metadata, options, (err, res) => (err ? reject(err) : resolve(res)));
-      }));
+    return this.attempts(retryable, (options) => fn(req, options));
   }
 
   /** Runs a call, and again after a backoff while it fails in a way worth retrying. */
   private async attempts<T>(
-    retryable: boolean, call: (metadata: Metadata, options: Partial<CallOptions>) => Promise<T>,
+    retryable: boolean, call: (options: CallOptions) => Promise<T>,
   ): Promise<T> {
     const deadline = this.timeoutMs > 0 ? Date.now() + this.timeoutMs : undefined;
     for (let attempt = 0; ; attempt++) {
       try {
-        return await call(this.callMetadata(), deadline === undefined ? {} : { deadline });
+        const headers = this.callMetadata();
+        // What is left of the deadline: sent as grpc-timeout, and enforced here too.
+        return await call(deadline === undefined ? { headers }
+          : { headers, timeoutMs: Math.max(1, deadline - Date.now()) });
       } catch (e) {
         const err = toCelestialError(e, this.tls);
         const wait = retryable && err instanceof CelestialError ? this.backoff(err, attempt) : undefined;

@@ -1,6 +1,7 @@
 // Between the generated messages and the plain objects of types.ts.
-import type { Duration } from "./gen/google/protobuf/duration";
-import * as pb from "./gen/celestial/v1/memory";
+import { create } from "@bufbuild/protobuf";
+import { type Duration, type Timestamp, timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import * as pb from "./gen/celestial/v1/memory_pb.js";
 import {
   type AdminEvent,
   type Entity,
@@ -58,7 +59,7 @@ export function memoryType(t: pb.MemoryType): MemoryType {
 
 export function memoryTypeToPb(t: MemoryType | undefined): pb.MemoryType {
   if (t === undefined) {
-    return pb.MemoryType.MEMORY_TYPE_UNSPECIFIED;
+    return pb.MemoryType.UNSPECIFIED;
   }
   const i = MEMORY_TYPES.indexOf(t);
   if (i < 0) {
@@ -71,8 +72,22 @@ function vector(v: ArrayLike<number> | undefined): number[] {
   return v === undefined ? [] : Array.from(v);
 }
 
-export function date(d: Date | undefined): Date {
-  return d ?? new Date(0);
+export function date(d: Timestamp | undefined): Date {
+  return d === undefined ? new Date(0) : timestampDate(d);
+}
+
+/** A Date as a Timestamp; undefined stays unset. */
+export function timestamp(d: Date | undefined): Timestamp | undefined {
+  return d === undefined ? undefined : timestampFromDate(d);
+}
+
+/** An int64 as a number (the proto's counts stay far below 2^53). */
+function n(v: bigint): number {
+  return Number(v);
+}
+
+function numbers(m: Record<string, bigint>): Record<string, number> {
+  return Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Number(v)]));
 }
 
 function breakdown(b: pb.ScoreBreakdown | undefined): ScoreBreakdown | undefined {
@@ -98,7 +113,7 @@ export function memory(m: pb.Memory | undefined): Memory {
   }
   const out: Memory = {
     id: m.id, tenant: m.tenant, content: m.content, zone: zone(m.zone), score: m.score,
-    importance: m.importance, recallCount: m.recallCount, createdAt: date(m.createdAt),
+    importance: m.importance, recallCount: n(m.recallCount), createdAt: date(m.createdAt),
     lastRecalledAt: date(m.lastRecalledAt), tags: m.tags, sessionId: m.sessionId,
     agentId: m.agentId, metadata: m.metadata, pinned: m.pinned, context: m.context,
     archived: m.archived,
@@ -127,27 +142,27 @@ export function memory(m: pb.Memory | undefined): Memory {
 }
 
 export function storeRequest(tenant: string, item: StoreItem): pb.StoreRequest {
-  return pb.StoreRequest.fromPartial({
+  return create(pb.StoreRequestSchema, {
     tenant, content: item.content, importance: item.importance, tags: item.tags,
     sessionId: item.sessionId, agentId: item.agentId, metadata: item.metadata,
-    createdAt: item.createdAt, vector: vector(item.vector), id: item.id, pinned: item.pinned,
+    createdAt: timestamp(item.createdAt), vector: vector(item.vector), id: item.id, pinned: item.pinned,
     context: item.context, requestId: item.requestId, upsert: item.upsert,
     memoryType: memoryTypeToPb(item.memoryType), immutable: item.immutable,
   });
 }
 
 export function filter(f: Filter): pb.RecallFilter {
-  return pb.RecallFilter.fromPartial({
+  return create(pb.RecallFilterSchema, {
     zones: (f.zones ?? []).map(zoneToPb), tagsAny: f.tagsAny, tagsAll: f.tagsAll,
-    sessionId: f.sessionId, agentId: f.agentId, createdAfter: f.createdAfter,
-    createdBefore: f.createdBefore, recalledAfter: f.recalledAfter,
-    recalledBefore: f.recalledBefore, minImportance: f.minImportance, metadata: f.metadata,
+    sessionId: f.sessionId, agentId: f.agentId, createdAfter: timestamp(f.createdAfter),
+    createdBefore: timestamp(f.createdBefore), recalledAfter: timestamp(f.recalledAfter),
+    recalledBefore: timestamp(f.recalledBefore), minImportance: f.minImportance, metadata: f.metadata,
     entitiesAny: f.entitiesAny, memoryTypes: (f.memoryTypes ?? []).map(memoryTypeToPb),
   });
 }
 
 export function recallRequest(tenant: string, query: string, o: RecallOptions): pb.RecallRequest {
-  return pb.RecallRequest.fromPartial({
+  return create(pb.RecallRequestSchema, {
     tenant, query, limit: o.limit, filter: filter(o), noReinforce: o.reinforce === false,
     context: o.context, queryVector: vector(o.queryVector), minRelevance: o.minRelevance,
     ignoreZones: o.ignoreZones, includeArchived: o.includeArchived, deep: o.deep,
@@ -188,7 +203,7 @@ export function entity(e: pb.Entity | undefined): Entity {
   if (e === undefined) {
     throw new Error("the server sent a profile without its entity");
   }
-  return { id: e.id, kind: e.kind, key: e.key, mentions: e.mentions };
+  return { id: e.id, kind: e.kind, key: e.key, mentions: n(e.mentions) };
 }
 
 export function entityProfile(p: pb.EntityProfile | undefined): EntityProfile {
@@ -210,12 +225,12 @@ export function reflection(r: pb.ReflectResponse): Reflection {
       entity: x.entity, summary: x.summary, id: x.id, sourceIds: x.sourceIds,
     })),
     dryRun: r.dryRun, memoriesRead: r.memoriesRead, modelCalls: r.modelCalls,
-    modelTokens: Number(r.modelTokens),
+    modelTokens: n(r.modelTokens),
   };
 }
 
 export function updateRequest(tenant: string, id: string, c: UpdateChanges): pb.UpdateRequest {
-  return pb.UpdateRequest.fromPartial({
+  return create(pb.UpdateRequestSchema, {
     tenant, id, content: c.content, importance: c.importance,
     // Wrapped, so that "clear them" ([] or {}) differs from "leave them".
     tags: c.tags && { values: c.tags }, metadata: c.metadata && { values: c.metadata },
@@ -228,49 +243,49 @@ export function page(r: { memories: pb.Memory[]; nextPageToken: string }): Memor
 }
 
 const BACKENDS: Record<number, StorageBackend> = {
-  [pb.StorageBackend.STORAGE_BACKEND_EDGE]: "edge",
-  [pb.StorageBackend.STORAGE_BACKEND_QDRANT_LOCAL]: "qdrant-local",
-  [pb.StorageBackend.STORAGE_BACKEND_QDRANT_REMOTE]: "qdrant-remote",
+  [pb.StorageBackend.EDGE]: "edge",
+  [pb.StorageBackend.QDRANT_LOCAL]: "qdrant-local",
+  [pb.StorageBackend.QDRANT_REMOTE]: "qdrant-remote",
 };
 
 export function stats(s: pb.StatsResponse): Stats {
   return {
     zones: s.zones.map((z) => ({
-      zone: zone(z.zone), count: z.count,
-      ...(z.capacity > 0 ? { capacity: z.capacity } : {}),
+      zone: zone(z.zone), count: n(z.count),
+      ...(z.capacity > 0 ? { capacity: n(z.capacity) } : {}),
       // Servers before the optional field sent the Cloud's bound as -Infinity, which JSON
       // cannot carry: read it as "no bound", as newer servers say it.
       ...(z.minScore !== undefined && Number.isFinite(z.minScore) ? { minScore: z.minScore } : {}),
     })),
-    total: s.total, embeddingModel: s.embeddingModel, dimension: s.dimension,
+    total: n(s.total), embeddingModel: s.embeddingModel, dimension: s.dimension,
     backend: BACKENDS[s.storageBackend] ?? (s.backend as StorageBackend | ""),
-    archived: s.archived,
+    archived: n(s.archived),
   };
 }
 
 export function millis(d: Duration | undefined): number | undefined {
-  return d && d.seconds * 1000 + d.nanos / 1e6;
+  return d && Number(d.seconds) * 1000 + d.nanos / 1e6;
 }
 
 export function rebalance(r: pb.RebalanceResponse): RebalanceReport {
   return {
-    scanned: r.scanned,
-    moved: r.moved.map((m) => ({ from: zone(m.fromZone), to: zone(m.toZone), count: m.count })),
-    evicted: r.evicted, forgotten: r.forgotten, dryRun: r.dryRun, full: r.full,
-    skippedBy: r.skippedBy, durationMs: millis(r.duration) ?? r.durationMs, purged: r.purged,
+    scanned: n(r.scanned),
+    moved: r.moved.map((m) => ({ from: zone(m.fromZone), to: zone(m.toZone), count: n(m.count) })),
+    evicted: n(r.evicted), forgotten: n(r.forgotten), dryRun: r.dryRun, full: r.full,
+    skippedBy: r.skippedBy, durationMs: millis(r.duration) ?? r.durationMs, purged: n(r.purged),
   };
 }
 
 const EVENT_KINDS: Record<number, ZoneEventKind> = {
-  [pb.ZoneEventKind.ZONE_EVENT_KIND_CAPACITY]: "capacity",
-  [pb.ZoneEventKind.ZONE_EVENT_KIND_FORGOTTEN]: "forgotten",
-  [pb.ZoneEventKind.ZONE_EVENT_KIND_RESTORED]: "restored",
-  [pb.ZoneEventKind.ZONE_EVENT_KIND_PURGED]: "purged",
-  [pb.ZoneEventKind.ZONE_EVENT_KIND_DELETED]: "deleted",
-  [pb.ZoneEventKind.ZONE_EVENT_KIND_MERGED]: "merged",
-  [pb.ZoneEventKind.ZONE_EVENT_KIND_FEEDBACK_HELPFUL]: "helpful",
-  [pb.ZoneEventKind.ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL]: "not_helpful",
-  [pb.ZoneEventKind.ZONE_EVENT_KIND_SKIPPED]: "skipped",
+  [pb.ZoneEventKind.CAPACITY]: "capacity",
+  [pb.ZoneEventKind.FORGOTTEN]: "forgotten",
+  [pb.ZoneEventKind.RESTORED]: "restored",
+  [pb.ZoneEventKind.PURGED]: "purged",
+  [pb.ZoneEventKind.DELETED]: "deleted",
+  [pb.ZoneEventKind.MERGED]: "merged",
+  [pb.ZoneEventKind.FEEDBACK_HELPFUL]: "helpful",
+  [pb.ZoneEventKind.FEEDBACK_NOT_HELPFUL]: "not_helpful",
+  [pb.ZoneEventKind.SKIPPED]: "skipped",
 };
 
 function zoneEvent(e: pb.ZoneEvent): ZoneEvent {
@@ -278,7 +293,7 @@ function zoneEvent(e: pb.ZoneEvent): ZoneEvent {
   const kind = EVENT_KINDS[e.kind] ?? (e.reason === "forgotten" ? "forgotten" : "capacity");
   return {
     id: e.id, tenant: e.tenant, memoryId: e.memoryId, fromZone: zone(e.fromZone),
-    ...(e.toZone !== undefined && e.toZone !== pb.Zone.ZONE_UNSPECIFIED ? { toZone: zone(e.toZone) } : {}),
+    ...(e.toZone !== undefined && e.toZone !== pb.Zone.UNSPECIFIED ? { toZone: zone(e.toZone) } : {}),
     kind, at: date(e.at), contentHash: e.contentHash,
   };
 }
@@ -295,7 +310,7 @@ export function ledger(r: pb.LedgerResponse): LedgerPage {
 }
 
 export function observeRequest(tenant: string, text: string, o: ObserveOptions): pb.ObserveRequest {
-  return pb.ObserveRequest.fromPartial({
+  return create(pb.ObserveRequestSchema, {
     tenant, text, sessionId: o.sessionId, role: o.role, previous: o.previous, dryRun: o.dryRun,
     agentId: o.agentId, limit: o.limit, maxTokens: o.maxTokens,
   });
@@ -315,7 +330,7 @@ export function decision(d: pb.PolicyDecision | undefined): PolicyDecision {
   }
   const t = d.trace;
   return {
-    id: d.id, action: turnAction(d.action), keep: d.keep,
+    id: n(d.id), action: turnAction(d.action), keep: d.keep,
     trace: {
       phase: t?.phase ?? 0, rule: t?.rule ?? "", importance: t?.importance ?? 0,
       parts: t?.parts ?? {}, scores: t?.scores ?? {}, probability: t?.probability ?? 0,
@@ -339,17 +354,18 @@ export function observation(r: pb.ObserveResponse): Observation {
 
 export function policyStatus(r: pb.GetPolicyResponse): PolicyStatus {
   // Every action and phase, in order (0 when the server sent none), so they read the same.
-  const decisions = Object.fromEntries(TURN_ACTIONS.map((a) => [a, r.decisions[a] ?? 0])) as
+  const sent = { decisions: numbers(r.decisions), phases: numbers(r.phases) };
+  const decisions = Object.fromEntries(TURN_ACTIONS.map((a) => [a, sent.decisions[a] ?? 0])) as
     Record<TurnAction, number>;
-  const phases = Object.fromEntries(["0", "1", "2"].map((p) => [p, r.phases[p] ?? 0]));
+  const phases = Object.fromEntries(["0", "1", "2"].map((p) => [p, sent.phases[p] ?? 0]));
   const out: PolicyStatus = {
     fingerprint: r.fingerprint, exploration: r.exploration,
-    decisions: { ...decisions, ...r.decisions }, phases: { ...phases, ...r.phases },
-    kept: r.kept, explored: r.explored, rewards: r.rewards, rewardSum: r.rewardSum,
-    updates: r.updates, rewardByRule: r.rewardByRule, last: r.last.map(decision),
+    decisions: { ...decisions, ...sent.decisions }, phases: { ...phases, ...sent.phases },
+    kept: n(r.kept), explored: n(r.explored), rewards: n(r.rewards), rewardSum: r.rewardSum,
+    updates: n(r.updates), rewardByRule: r.rewardByRule, last: r.last.map(decision),
   };
   if (r.savedAt !== undefined) {
-    out.savedAt = r.savedAt;
+    out.savedAt = date(r.savedAt);
   }
   return out;
 }

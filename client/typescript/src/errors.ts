@@ -1,7 +1,7 @@
-import { type Metadata, type ServiceError, status as grpcStatus } from "@grpc/grpc-js";
-import type { Any } from "./gen/google/protobuf/any";
-import { BadRequest, ErrorInfo, RetryInfo } from "./gen/google/rpc/error_details";
-import { Status } from "./gen/google/rpc/status";
+import { ConnectError } from "@connectrpc/connect";
+import {
+  BadRequestSchema, ErrorInfoSchema, RetryInfoSchema,
+} from "./gen/google/rpc/error_details_pb.js";
 
 /** A gRPC status code by name, as `CelestialError.code` gives it. */
 export type StatusName =
@@ -30,7 +30,7 @@ const STATUS_NAMES: readonly StatusName[] = [
   "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
 ];
 
-/** A status code by name, as google.rpc.Code (and grpc-js) numbers it; "UNKNOWN" if unknown. */
+/** A status code by name, as google.rpc.Code (and Connect's `Code`) numbers it; "UNKNOWN" if unknown. */
 export function statusName(code: number): StatusName {
   return STATUS_NAMES[code] ?? "UNKNOWN";
 }
@@ -51,7 +51,8 @@ export interface CelestialErrorInit {
   info?: Record<string, string>;
   violations?: FieldViolation[];
   retryAfterMs?: number;
-  metadata?: Metadata;
+  /** The call's response headers and trailers. */
+  metadata?: Headers;
   cause?: unknown;
 }
 
@@ -67,7 +68,7 @@ export class CelestialError extends Error {
 
   /** The gRPC status by name, e.g. "INVALID_ARGUMENT". */
   readonly code: StatusName;
-  /** The same status as grpc-js numbers it (`grpc.status`), e.g. 3. */
+  /** The same status as gRPC numbers it (Connect's `Code`), e.g. 3. */
   readonly grpcCode: number;
   /** The server's readable message, e.g. "content: must not be empty". */
   readonly details: string;
@@ -86,8 +87,8 @@ export class CelestialError extends Error {
   readonly violations: FieldViolation[];
   /** `google.rpc.RetryInfo.retry_delay` in milliseconds: how long to wait before retrying. */
   readonly retryAfterMs: number | undefined;
-  /** The call's trailers, when the error came from a call. */
-  declare readonly metadata: Metadata | undefined;
+  /** The call's response headers and trailers, when the error came from a call. */
+  declare readonly metadata: Headers | undefined;
 
   constructor(init: CelestialErrorInit) {
     super(`${init.code}: ${init.details}`, init.cause === undefined ? undefined : { cause: init.cause });
@@ -115,70 +116,67 @@ export class CelestialError extends Error {
   }
 }
 
-const TYPE_PREFIX = "type.googleapis.com/";
-
-function unpack<T>(any: Any, name: string, type: { decode(input: Uint8Array): T }): T | undefined {
-  return any.typeUrl === TYPE_PREFIX + name ? type.decode(any.value) : undefined;
-}
-
-// By shape rather than class, so that errors from another copy of grpc-js are read too.
-function isServiceError(err: unknown): err is ServiceError {
-  const e = err as Partial<ServiceError> | null;
-  return err instanceof Error && typeof e?.code === "number" && typeof e.metadata?.get === "function";
-}
-
 /** Added to a failed connection's details when a plaintext client may have met a TLS port. */
 export const TLS_EXPECTED_HINT = "the server may expect TLS: connect with the tls option";
 /** Added when a TLS client may have met a plaintext port. */
 export const TLS_UNEXPECTED_HINT = "the server may not serve TLS: connect without the tls option";
 
 // How a connection whose two ends disagree about TLS fails: a TLS server hangs up on a plaintext
-// client before HTTP/2 starts (grpc-js: "Failed to connect", not a refused connection); a TLS
-// client reads a plaintext answer as a record of the wrong version.
+// client before HTTP/2 starts (the stream is closed, or the socket reset, before any answer); a
+// TLS client reads a plaintext answer as a record of the wrong version.
 function transportHint(code: StatusName, details: string, tls: boolean | undefined): string {
   if (code !== "UNAVAILABLE" || tls === undefined) {
     return details;
   }
-  if (!tls && /Failed to connect \(|Socket closed/.test(details)) {
+  if (!tls && /stream closed with error code|ECONNRESET|socket hang up|Premature close/i.test(details)) {
     return `${details} (${TLS_EXPECTED_HINT})`;
   }
-  if (tls && /wrong version number/i.test(details)) {
+  if (tls && /wrong version number|packet length too long/i.test(details)) {
     return `${details} (${TLS_UNEXPECTED_HINT})`;
   }
   return details;
 }
 
 /**
- * A grpc-js error as a `CelestialError`; anything else is returned as it is. `tls`: whether the
- * channel uses TLS, when known, so that a failed connection can hint at a TLS mismatch.
+ * The status of an error: a call that got no answer at all (no gRPC status, no response
+ * headers: the connection failed, a TLS handshake too) is UNAVAILABLE, as gRPC says and as the
+ * retries expect, whatever code the transport gave its failure.
+ */
+function statusOf(err: ConnectError, ownCall: boolean): StatusName {
+  const code = statusName(err.code);
+  const answered = err.metadata.has("grpc-status") || err.metadata.has("content-type");
+  if (ownCall && !answered && (code === "CANCELLED" || code === "INTERNAL" || code === "UNKNOWN")) {
+    return "UNAVAILABLE";
+  }
+  return code;
+}
+
+/**
+ * A failed call's error (a `ConnectError`) as a `CelestialError`; anything else is returned as it
+ * is. `tls`: whether the transport uses TLS, when known, so that a failed connection can hint at
+ * a TLS mismatch.
  */
 export function toCelestialError(err: unknown, tls?: boolean): unknown {
-  if (err instanceof CelestialError || !isServiceError(err)) {
+  if (err instanceof CelestialError || !(err instanceof ConnectError)) {
     return err;
   }
-  const code = statusName(err.code);
-  const details = transportHint(code, err.details || grpcStatus[err.code] || code, tls);
+  const code = statusOf(err, tls !== undefined);
+  const details = transportHint(code, err.rawMessage.trim() || code, tls);
   const init: CelestialErrorInit = { code, details, metadata: err.metadata, cause: err };
-  const bin = err.metadata.get("grpc-status-details-bin")[0];
-  if (bin instanceof Buffer) {
-    try {
-      for (const any of Status.decode(bin).details) {
-        const info = unpack(any, "google.rpc.ErrorInfo", ErrorInfo);
-        const bad = unpack(any, "google.rpc.BadRequest", BadRequest);
-        const retry = unpack(any, "google.rpc.RetryInfo", RetryInfo);
-        if (info) {
-          init.reason = info.reason;
-          init.domain = info.domain;
-          init.info = { ...info.metadata };
-        } else if (bad) {
-          init.violations = bad.fieldViolations.map((v) => ({ field: v.field, description: v.description }));
-        } else if (retry?.retryDelay) {
-          init.retryAfterMs = retry.retryDelay.seconds * 1000 + retry.retryDelay.nanos / 1e6;
-        }
-      }
-    } catch {
-      // Details that do not decode leave the status as grpc-js read it.
-    }
+  // Details that do not decode are left out (findDetails skips them).
+  const [info] = err.findDetails(ErrorInfoSchema);
+  if (info) {
+    init.reason = info.reason;
+    init.domain = info.domain;
+    init.info = { ...info.metadata };
+  }
+  const [bad] = err.findDetails(BadRequestSchema);
+  if (bad) {
+    init.violations = bad.fieldViolations.map((v) => ({ field: v.field, description: v.description }));
+  }
+  const [retry] = err.findDetails(RetryInfoSchema);
+  if (retry?.retryDelay) {
+    init.retryAfterMs = Number(retry.retryDelay.seconds) * 1000 + retry.retryDelay.nanos / 1e6;
   }
   return new CelestialError(init);
 }

@@ -6,12 +6,14 @@
  *     for (const r of await client.recall("what does Alice drink?")) console.log(r.memory.content);
  *     client.close();
  *
- * The generated messages and the grpc-js service client are exported as `proto`, for what the
- * wrapper leaves out (Export, Import, SetClock, DeleteByFilter); `toCelestialError` reads the
- * errors of those calls.
+ * The generated messages (Protobuf-ES) and the `MemoryService` descriptor are exported as
+ * `proto`; `client.stub` is the Connect client of that service, for what the wrapper leaves out
+ * (Export, Import, SetClock, DeleteByFilter); `toCelestialError` reads the errors of those calls.
  */
 export { CelestialClient } from "./client";
-export type { CelestialClientOptions, Pem, RetryPolicy, TlsOptions } from "./connection";
+export type {
+  CelestialClientOptions, Pem, RetryPolicy, TlsOptions, TransportOptions,
+} from "./connection";
 export { CelestialError, TLS_EXPECTED_HINT, TLS_UNEXPECTED_HINT, toCelestialError } from "./errors";
 export type { CelestialErrorInit, FieldViolation, StatusName } from "./errors";
 export { MEMORY_TYPES, TURN_ACTIONS, ZONES } from "./types";
@@ -20,4 +22,4 @@ export { OPERATION_STAGES } from "./operations";
 export type {
   Operation, OperationError, OperationPage, OperationStage, StartReflectionOptions,
 } from "./operations";
-export * as proto from "./gen/celestial/v1/memory";
+export * as proto from "./gen/celestial/v1/memory_pb.js";

@@ -1,9 +1,10 @@
 // Long-running operations (a reflection): their types, their conversion from the generated
 // messages, and the error a failed one throws (the one a call doing its work would have thrown).
 import { randomUUID } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
 import * as cv from "./convert";
 import { CelestialError, type StatusName, statusName } from "./errors";
-import * as pb from "./gen/celestial/v1/memory";
+import * as pb from "./gen/celestial/v1/memory_pb.js";
 import type { Reflection, ReflectOptions } from "./types";
 
 /** How far an operation got, in order: "done" once it has ended. */
@@ -83,7 +84,7 @@ export interface OperationPage {
 }
 
 export function startRequest(tenant: string, o: StartReflectionOptions): pb.StartReflectionRequest {
-  return pb.StartReflectionRequest.fromPartial({
+  return create(pb.StartReflectionRequestSchema, {
     reflection: {
       tenant, dryRun: o.dryRun ?? true, window: o.window, entities: o.entities,
     },
@@ -100,7 +101,7 @@ export function operation(o: pb.Operation | undefined): Operation {
   if (o === undefined) {
     throw new Error("the server sent a response without its operation");
   }
-  const m = o.metadata ?? pb.OperationMetadata.fromPartial({});
+  const m = o.metadata ?? create(pb.OperationMetadataSchema);
   const out: Operation = {
     name: o.name, kind: m.kind, done: o.done, stage: stage(m.stage, o.done),
     dryRun: m.request?.dryRun ?? false, memoriesRead: m.memoriesRead, modelCalls: m.modelCalls,
@@ -111,11 +112,11 @@ export function operation(o: pb.Operation | undefined): Operation {
   if (m.endTime !== undefined) {
     out.endedAt = cv.date(m.endTime);
   }
-  if (o.response !== undefined) {
-    out.result = cv.reflection(o.response);
+  if (o.result.case === "response") {
+    out.result = cv.reflection(o.result.value);
   }
-  if (o.error !== undefined) {
-    const e = o.error;
+  if (o.result.case === "error") {
+    const e = o.result.value;
     out.error = { code: statusName(e.code), reason: e.reason, message: e.message };
     const ms = cv.millis(e.retryDelay);
     if (ms !== undefined) {

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
-import { CelestialClient, CelestialError, type Memory, ZONES } from "../src/index";
+import { CelestialClient, CelestialError, type Memory, proto, toCelestialError, ZONES } from "../src/index";
 
 const ADDRESS = process.env.CELESTIAL_TEST_ADDRESS;
 const DIMENSION = 384; // the server's embedding model; vectors given by the test skip embedding
@@ -353,4 +353,24 @@ describe("a live server", { skip: ADDRESS ? false : "CELESTIAL_TEST_ADDRESS is n
     assert.ok(Array.isArray(page.events) && Array.isArray(page.adminEvents));
     assert.equal(typeof page.nextPageToken, "string");
   });
+
+  test("the stub: Export streams every memory, with the client's metadata", async () => {
+    const e = client(`ts-export-${RUN}`);
+    try {
+      const ids = await storeMany(e, 3);
+      const exported: proto.ExportedMemory[] = [];
+      for await (const record of e.stub.export({ tenant: e.tenant }, { headers: e.callMetadata() })) {
+        exported.push(record);
+      }
+      assert.deepEqual(exported.map((r) => r.memory?.id).sort(), [...ids].sort());
+      assert.equal(exported[0].vector.length, DIMENSION);
+      const err = await e.stub.get({ tenant: e.tenant, id: "not-a-uuid" }).then(() => undefined,
+        (x: unknown) => toCelestialError(x));
+      assert.ok(err instanceof CelestialError && err.code === "INVALID_ARGUMENT", String(err));
+      assert.equal(err.field, "id");
+    } finally {
+      e.close();
+    }
+  });
+
 });

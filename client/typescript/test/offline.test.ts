@@ -1,79 +1,73 @@
 // Without the real server: error details decoded from a hand-made status, retries against a
-// grpc-js server in this process that fails on purpose, the conversion of generated messages, and
-// the graph methods against a grpc-js server in this process that answers made-up pages.
+// Connect gRPC server in this process that fails on purpose (test/fake.ts), the conversion of
+// generated messages, and the graph methods against a fake server that answers made-up pages.
 import assert from "node:assert/strict";
 import * as net from "node:net";
 import { after, before, describe, test } from "node:test";
-import * as grpc from "@grpc/grpc-js";
+import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import * as cv from "../src/convert";
 import {
   CelestialClient, CelestialError, proto, TLS_EXPECTED_HINT, TLS_UNEXPECTED_HINT, toCelestialError,
 } from "../src/index";
-import { BadRequest, ErrorInfo, RetryInfo } from "../src/gen/google/rpc/error_details";
-import { Status } from "../src/gen/google/rpc/status";
+import { BadRequestSchema, ErrorInfoSchema, RetryInfoSchema } from "../src/gen/google/rpc/error_details_pb.js";
+import { type FakeServer, fakeServer, type Impl, ts } from "./fake";
 
-const TYPE = "type.googleapis.com/google.rpc.";
-
-/** The trailers the server sends with an error: a google.rpc.Status with its details. */
-function trailers(code: grpc.status, message: string, details: { typeUrl: string; value: Buffer }[]) {
-  const md = new grpc.Metadata();
-  md.set("grpc-status-details-bin", Buffer.from(Status.encode({ code, message, details }).finish()));
-  return md;
-}
-
-function unavailable(retryMs: number): grpc.ServiceError {
-  const retry = Buffer.from(RetryInfo.encode({ retryDelay: { seconds: 0, nanos: retryMs * 1e6 } }).finish());
-  const info = Buffer.from(ErrorInfo.encode({ reason: "UNAVAILABLE", domain: "celestial-memory", metadata: {} }).finish());
-  return Object.assign(new Error("14 UNAVAILABLE: the store is down"), {
-    code: grpc.status.UNAVAILABLE, details: "the store is down",
-    metadata: trailers(grpc.status.UNAVAILABLE, "the store is down", [
-      { typeUrl: TYPE + "ErrorInfo", value: info }, { typeUrl: TYPE + "RetryInfo", value: retry },
-    ]),
-  });
+/** The error a server fails with: its details go out in grpc-status-details-bin. */
+function unavailable(retryMs: number): ConnectError {
+  return new ConnectError("the store is down", Code.Unavailable, undefined, [
+    { desc: ErrorInfoSchema, value: { reason: "UNAVAILABLE", domain: "celestial-memory" } },
+    { desc: RetryInfoSchema, value: { retryDelay: { seconds: 0n, nanos: retryMs * 1e6 } } },
+  ]);
 }
 
 describe("a fake server that fails on purpose", () => {
-  const server = new grpc.Server();
+  let server: FakeServer;
   const calls: Record<string, number> = {};
   let address = "";
   const count = (name: string) => {
     calls[name] = (calls[name] ?? 0) + 1;
     return calls[name];
   };
-  const stats = { zones: [], total: 0, embeddingModel: "fake", dimension: 3, backend: "", storageBackend: 1, archived: 0 };
+  const slow: { timeoutMs?: number; headers?: Headers } = {};
+  const stats = { zones: [], total: 0n, embeddingModel: "fake", dimension: 3, backend: "", storageBackend: 1, archived: 0n };
 
   before(async () => {
-    const impl: Partial<proto.MemoryServiceServer> = {
+    const impl: Impl = {
       // Unavailable twice with a 50 ms RetryInfo, then answers.
-      stats: (_call, cb) => (count("stats") <= 2 ? cb(unavailable(50)) : cb(null, stats)),
-      store: (_call, cb) => {
+      stats: () => {
+        if (count("stats") <= 2) {
+          throw unavailable(50);
+        }
+        return stats;
+      },
+      store: () => {
         count("store");
-        cb(unavailable(10));
+        throw unavailable(10);
       },
-      recall: (_call, cb) => {
+      recall: () => {
         count("recall");
-        cb(unavailable(10));
+        throw unavailable(10);
       },
-      get: (call, cb) => {
-        const bad = Buffer.from(BadRequest.encode({ fieldViolations: [
-          { field: "id", description: "is not a UUID", reason: "", localizedMessage: undefined },
-        ] }).finish());
-        const info = Buffer.from(ErrorInfo.encode({ reason: "INVALID_ARGUMENT", domain: "celestial-memory", metadata: {} }).finish());
-        cb({
-          code: grpc.status.INVALID_ARGUMENT, details: `id: ${call.request.id} is not a UUID`,
-          metadata: trailers(grpc.status.INVALID_ARGUMENT, "id", [
-            { typeUrl: TYPE + "ErrorInfo", value: info }, { typeUrl: TYPE + "BadRequest", value: bad },
-          ]),
-        });
+      // Answers after the client's deadline, having noted the grpc-timeout it was sent and the
+      // metadata.
+      list: async (_req, ctx) => {
+        slow.timeoutMs = ctx.timeoutMs();
+        slow.headers = ctx.requestHeader;
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        return { memories: [], nextPageToken: "" };
+      },
+      get: (req) => {
+        throw new ConnectError(`id: ${req.id} is not a UUID`, Code.InvalidArgument, undefined, [
+          { desc: ErrorInfoSchema, value: { reason: "INVALID_ARGUMENT", domain: "celestial-memory" } },
+          { desc: BadRequestSchema, value: { fieldViolations: [{ field: "id", description: "is not a UUID" }] } },
+        ]);
       },
     };
-    server.addService(proto.MemoryServiceService, impl as proto.MemoryServiceServer);
-    const port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
-        err ? reject(err) : resolve(p)));
-    address = `127.0.0.1:${port}`;
+    server = await fakeServer(impl);
+    address = server.address;
   });
-  after(() => server.forceShutdown());
+  after(() => server.close());
 
   test("a read is retried after the RetryInfo delay", async () => {
     const c = new CelestialClient({ address, retries: 2 });
@@ -121,13 +115,14 @@ describe("a fake server that fails on purpose", () => {
   });
 
   test("retries stop at the deadline", async () => {
-    const c = new CelestialClient({ address, retries: { maxRetries: 100 }, timeoutMs: 200 });
+    const c = new CelestialClient({ address, retries: { maxRetries: 100 }, timeoutMs: 500 });
     try {
+      await c.recall("q", { reinforce: false }).catch(() => undefined); // connected: only retries count
       calls.recall = 0;
       const started = Date.now();
       await assert.rejects(c.recall("q", { reinforce: false }), CelestialError);
-      assert.ok(Date.now() - started < 1000);
-      assert.ok(calls.recall > 1 && calls.recall < 30, `${calls.recall} calls`);
+      assert.ok(Date.now() - started < 2000);
+      assert.ok(calls.recall > 1 && calls.recall < 60, `${calls.recall} calls`);
     } finally {
       c.close();
     }
@@ -139,7 +134,7 @@ describe("a fake server that fails on purpose", () => {
       const err = await c.get("nope").then(() => undefined, (e) => e);
       assert.ok(err instanceof CelestialError);
       assert.equal(err.code, "INVALID_ARGUMENT");
-      assert.equal(err.grpcCode, grpc.status.INVALID_ARGUMENT);
+      assert.equal(err.grpcCode, Code.InvalidArgument);
       assert.equal(err.field, "id");
       assert.deepEqual(err.violations, [{ field: "id", description: "is not a UUID" }]);
       assert.equal(err.reason, "INVALID_ARGUMENT");
@@ -147,6 +142,25 @@ describe("a fake server that fails on purpose", () => {
       assert.equal(err.details, "id: nope is not a UUID");
       assert.equal(err.message, "INVALID_ARGUMENT: id: nope is not a UUID");
       assert.ok(err.stack?.startsWith("CelestialError: INVALID_ARGUMENT"), err.stack);
+    } finally {
+      c.close();
+    }
+  });
+
+  test("a call past its deadline is DEADLINE_EXCEEDED; the deadline and metadata are sent", async () => {
+    const c = new CelestialClient({
+      address, timeoutMs: 300, apiKey: "cm_secret", metadata: { "x-trace": "t-1" },
+    });
+    try {
+      const started = Date.now();
+      await assert.rejects(c.list(), (err: unknown) =>
+        err instanceof CelestialError && err.code === "DEADLINE_EXCEEDED");
+      assert.ok(Date.now() - started < 1200, "the client gave up at its deadline");
+      assert.ok(slow.timeoutMs !== undefined && slow.timeoutMs > 0 && slow.timeoutMs <= 300,
+        `grpc-timeout: ${slow.timeoutMs}`);
+      assert.equal(slow.headers?.get("authorization"), "Bearer cm_secret");
+      assert.equal(slow.headers?.get("x-trace"), "t-1");
+      assert.equal(c.callMetadata().get("authorization"), "Bearer cm_secret");
     } finally {
       c.close();
     }
@@ -214,11 +228,9 @@ test("TLS options refuse a path given for PEM text", () => {
 });
 
 test("details that do not decode leave the status as it is", () => {
-  const md = new grpc.Metadata();
-  md.set("grpc-status-details-bin", Buffer.from([0xff, 0xff, 0xff]));
-  const err = toCelestialError(Object.assign(new Error("13 INTERNAL: boom"), {
-    code: grpc.status.INTERNAL, details: "boom", metadata: md,
-  }));
+  const bad = new ConnectError("boom", Code.Internal, { "grpc-status": "13" });
+  bad.details = [{ type: "google.rpc.ErrorInfo", value: new Uint8Array([0xff, 0xff, 0xff]) }];
+  const err = toCelestialError(bad);
   assert.ok(err instanceof CelestialError);
   assert.equal(err.code, "INTERNAL");
   assert.equal(err.details, "boom");
@@ -232,16 +244,24 @@ const A = "00000000-0000-4000-8000-00000000000a";
 const B = "00000000-0000-4000-8000-00000000000b";
 const C = "00000000-0000-4000-8000-00000000000c";
 
-/** A relation as the server would send it. */
+const TS_AT = ts(AT);
+type Init<T extends Parameters<typeof create>[0]> = MessageInitShape<T>;
+
+/** A relation as the client answers it. */
 function rel(id: string, relation: string, weight: number, madeBy: string, outgoing: boolean) {
-  return { id, relation, weight, madeBy, createdAt: AT as Date | undefined, outgoing };
+  return { id, relation, weight, madeBy, createdAt: AT, outgoing };
+}
+
+/** The same relation as the server would send it. */
+function pbRel(id: string, relation: string, weight: number, madeBy: string, outgoing: boolean) {
+  return create(proto.RelationSchema, { id, relation, weight, madeBy, createdAt: TS_AT, outgoing });
 }
 
 /** A generated Memory, as the server would send it. */
-function pbMemory(id: string, more: Partial<proto.Memory> = {}): proto.Memory {
-  return proto.Memory.fromPartial({
-    id, tenant: "t", content: `memory ${id}`, zone: proto.Zone.ZONE_OUTER, createdAt: AT,
-    lastRecalledAt: AT, ...more,
+function pbMemory(id: string, more: Init<typeof proto.MemorySchema> = {}): proto.Memory {
+  return create(proto.MemorySchema, {
+    id, tenant: "t", content: `memory ${id}`, zone: proto.Zone.OUTER, createdAt: TS_AT,
+    lastRecalledAt: TS_AT, ...more,
   });
 }
 
@@ -254,14 +274,14 @@ describe("conversion of reflection and resolutions", () => {
     assert.equal(m.summary, "Alice works at Acme.");
     assert.deepEqual(m.triples, [["Alice", "works_at", "Acme"]]);
     assert.deepEqual(cv.memory(pbMemory(B)).triples, []);
-    const wire = proto.ReflectResponse.decode(proto.ReflectResponse.encode(
-      proto.ReflectResponse.fromPartial({
+    const wire = fromBinary(proto.ReflectResponseSchema, toBinary(proto.ReflectResponseSchema, 
+      create(proto.ReflectResponseSchema, {
         insights: [{ id: A, content: "Alice asks about ethics", entity: "name:alice",
                      sourceIds: [B, C], created: true }],
         summaries: [{ entity: "name:alice", summary: "Alice works at Acme.", id: C,
                       sourceIds: [B] }],
-        dryRun: false, memoriesRead: 12, modelCalls: 1, modelTokens: 345,
-      })).finish());
+        dryRun: false, memoriesRead: 12, modelCalls: 1, modelTokens: 345n,
+      })));
     assert.deepEqual(cv.reflection(wire), {
       insights: [{ id: A, content: "Alice asks about ethics", entity: "name:alice",
                    sourceIds: [B, C], created: true }],
@@ -276,8 +296,8 @@ describe("conversion of the graph fields", () => {
   test("a memory's relations and entities", () => {
     const m = cv.memory(pbMemory(A, {
       relations: [
-        rel(B, "follows", 0.5, "caller", true),
-        { ...rel(C, "follows", 1, "session", false), createdAt: undefined },
+        pbRel(B, "follows", 0.5, "caller", true),
+        { ...pbRel(C, "follows", 1, "session", false), createdAt: undefined },
       ],
       entities: ["name:caroline", "date:2023-05-07"],
     }));
@@ -304,20 +324,20 @@ describe("conversion of the graph fields", () => {
     assert.deepEqual(m.triples, [["Alice", "works_at", "Acme"]]);
     assert.equal(m.understanding, "done");
     // Through the wire and back, as a response carries them.
-    const wire = proto.Memory.decode(proto.Memory.encode(pbMemory(A, {
-      relations: [rel(B, "about", 0.25, "repeat", true)],
+    const wire = fromBinary(proto.MemorySchema, toBinary(proto.MemorySchema, pbMemory(A, {
+      relations: [pbRel(B, "about", 0.25, "repeat", true)],
       entities: ["title:dune"],
-    })).finish());
+    })));
     assert.deepEqual(cv.memory(wire).relations, [rel(B, "about", 0.25, "repeat", true)]);
     assert.deepEqual(cv.memory(wire).entities, ["title:dune"]);
   });
 
   test("a recall result's via, only when expansion reached it", () => {
-    const [seed, lifted] = cv.recallResults(proto.RecallResponse.fromPartial({
+    const [seed, lifted] = cv.recallResults(create(proto.RecallResponseSchema, {
       results: [
-        { memory: pbMemory(A), foundIn: proto.Zone.ZONE_CORE, relevance: 0.9 },
+        { memory: pbMemory(A), foundIn: proto.Zone.CORE, relevance: 0.9 },
         {
-          memory: pbMemory(B), foundIn: proto.Zone.ZONE_OUTER, relevance: 0.4,
+          memory: pbMemory(B), foundIn: proto.Zone.OUTER, relevance: 0.4,
           via: { fromId: A, relation: "follows", weight: 0.8, hops: 2 },
         },
       ],
@@ -329,8 +349,8 @@ describe("conversion of the graph fields", () => {
   });
 
   test("a recall's expand (0 is sent, absent is not) and entitiesAny", () => {
-    const sent = (o: Parameters<typeof cv.recallRequest>[2]) => proto.RecallRequest.decode(
-      proto.RecallRequest.encode(cv.recallRequest("t", "q", o)).finish());
+    const sent = (o: Parameters<typeof cv.recallRequest>[2]) => fromBinary(proto.RecallRequestSchema,
+      toBinary(proto.RecallRequestSchema, cv.recallRequest("t", "q", o)));
     assert.equal(sent({}).expand, undefined);
     assert.equal(sent({ expand: 0 }).expand, 0);
     assert.equal(sent({ expand: 2 }).expand, 2);
@@ -342,7 +362,7 @@ describe("conversion of the graph fields", () => {
   });
 
   test("related memories with their paths", () => {
-    const out = cv.related(proto.RelatedResponse.fromPartial({
+    const out = cv.related(create(proto.RelatedResponseSchema, {
       memories: [{
         memory: pbMemory(C),
         path: [
@@ -363,10 +383,11 @@ describe("conversion of the graph fields", () => {
 
   test("an entity and its profile", () => {
     const e = { id: "name:caroline", kind: "name", key: "caroline", mentions: 3 };
-    assert.deepEqual(cv.entity(proto.Entity.fromPartial(e)), e);
+    assert.deepEqual(cv.entity(create(proto.EntitySchema, { ...e, mentions: 3n })), e);
     const later = new Date(AT.getTime() + 86_400_000);
-    const p = cv.entityProfile(proto.EntityProfile.fromPartial({
-      entity: e, firstSeen: AT, lastSeen: later, mostRecalled: [pbMemory(A), pbMemory(B)],
+    const p = cv.entityProfile(create(proto.EntityProfileSchema, {
+      entity: { ...e, mentions: 3n }, firstSeen: TS_AT, lastSeen: ts(later),
+      mostRecalled: [pbMemory(A), pbMemory(B)],
     }));
     assert.deepEqual(p.entity, e);
     assert.deepEqual(p.firstSeen, AT);
@@ -377,13 +398,14 @@ describe("conversion of the graph fields", () => {
 });
 
 describe("a fake server of the graph methods", () => {
-  const server = new grpc.Server();
+  let server: FakeServer;
   let address = "";
   const seen: {
     relate?: proto.RelateRequest; unrelate?: proto.UnrelateRequest; recall?: proto.RecallRequest;
     related: proto.RelatedRequest[]; entities: proto.EntitiesRequest[];
   } = { related: [], entities: [] };
   // Related answers C, B and A over three pages; Entities two entities over two pages.
+  const pbEntity = (e: (typeof names)[number]) => ({ ...e, mentions: BigInt(e.mentions) });
   const walk = [C, B, A];
   const names = [
     { id: "name:caroline", kind: "name", key: "caroline", mentions: 2 },
@@ -391,26 +413,25 @@ describe("a fake server of the graph methods", () => {
   ];
 
   before(async () => {
-    const impl: Partial<proto.MemoryServiceServer> = {
-      relate: (call, cb) => {
-        seen.relate = call.request;
-        const r = call.request;
-        const relation = rel(r.toId, r.relation, r.weight ?? 1, "caller", true);
-        cb(null, { created: true, relation });
+    const impl: Impl = {
+      relate: (req) => {
+        seen.relate = req;
+        const r = req;
+        const relation = pbRel(r.toId, r.relation, r.weight ?? 1, "caller", true);
+        return ({ created: true, relation });
       },
-      unrelate: (call, cb) => {
-        seen.unrelate = call.request;
-        cb(null, { removed: 2 });
+      unrelate: (req) => {
+        seen.unrelate = req;
+        return ({ removed: 2 });
       },
-      related: (call, cb) => {
-        seen.related.push(call.request);
-        if (call.request.id === B) {
+      related: (req) => {
+        seen.related.push(req);
+        if (req.id === B) {
           // A server that answers the token it was sent would page forever.
-          cb(null, { memories: [], nextPageToken: call.request.pageToken || "same" });
-          return;
+          return ({ memories: [], nextPageToken: req.pageToken || "same" });
         }
-        const i = Number(call.request.pageToken || "0");
-        cb(null, {
+        const i = Number(req.pageToken || "0");
+        return ({
           memories: [{
             memory: pbMemory(walk[i]),
             path: [{ fromId: A, toId: walk[i], relation: "follows", weight: 1 }],
@@ -418,50 +439,45 @@ describe("a fake server of the graph methods", () => {
           nextPageToken: i + 1 < walk.length ? String(i + 1) : "",
         });
       },
-      entities: (call, cb) => {
-        seen.entities.push(call.request);
-        if (call.request.entity) {
-          if (call.request.entity !== names[0].id) {
-            cb({ code: grpc.status.NOT_FOUND, details: `entity ${call.request.entity}` });
-            return;
+      entities: (req) => {
+        seen.entities.push(req);
+        if (req.entity) {
+          if (req.entity !== names[0].id) {
+            throw new ConnectError(`entity ${req.entity}`, Code.NotFound);
           }
-          cb(null, {
+          return ({
             entities: [], nextPageToken: "",
-            profile: { entity: names[0], firstSeen: AT, lastSeen: AT, mostRecalled: [pbMemory(A)],
+            profile: { entity: pbEntity(names[0]), firstSeen: TS_AT, lastSeen: TS_AT, mostRecalled: [pbMemory(A)],
                        summary: "", summaryId: "" },
           });
-          return;
         }
-        const i = Number(call.request.pageToken || "0");
-        cb(null, { entities: [names[i]], nextPageToken: i === 0 ? "1" : "", profile: undefined });
+        const i = Number(req.pageToken || "0");
+        return ({ entities: [pbEntity(names[i])], nextPageToken: i === 0 ? "1" : "", profile: undefined });
       },
-      recall: (call, cb) => {
-        seen.recall = call.request;
-        cb(null, proto.RecallResponse.fromPartial({
+      recall: (req) => {
+        seen.recall = req;
+        return (create(proto.RecallResponseSchema, {
           results: [
-            { memory: pbMemory(A), foundIn: proto.Zone.ZONE_CORE, relevance: 0.9 },
+            { memory: pbMemory(A), foundIn: proto.Zone.CORE, relevance: 0.9 },
             {
-              memory: pbMemory(B), foundIn: proto.Zone.ZONE_BELT, relevance: 0.3,
+              memory: pbMemory(B), foundIn: proto.Zone.BELT, relevance: 0.3,
               via: { fromId: A, relation: "follows", weight: 0.5, hops: 1 },
             },
           ],
         }));
       },
     };
-    server.addService(proto.MemoryServiceService, impl as proto.MemoryServiceServer);
-    const port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
-        err ? reject(err) : resolve(p)));
-    address = `127.0.0.1:${port}`;
+    server = await fakeServer(impl);
+    address = server.address;
   });
-  after(() => server.forceShutdown());
+  after(() => server.close());
 
   test("relate sends its arguments and answers the relation", async () => {
     const c = new CelestialClient({ address, tenant: "g" });
     try {
       const r = await c.relate(A, B, "follows", 0.25);
-      assert.deepEqual(seen.relate,
-        { tenant: "g", fromId: A, toId: B, relation: "follows", weight: 0.25 });
+      assert.deepEqual(seen.relate, create(proto.RelateRequestSchema,
+        { tenant: "g", fromId: A, toId: B, relation: "follows", weight: 0.25 }));
       assert.deepEqual(r, { created: true, relation: rel(B, "follows", 0.25, "caller", true) });
       await c.relate(A, B, "about");
       assert.equal(seen.relate?.weight, undefined, "no weight: the server's 1");
@@ -474,7 +490,8 @@ describe("a fake server of the graph methods", () => {
     const c = new CelestialClient({ address, tenant: "g" });
     try {
       assert.equal(await c.unrelate(A, B), 2);
-      assert.deepEqual(seen.unrelate, { tenant: "g", fromId: A, toId: B, relation: "" });
+      assert.deepEqual(seen.unrelate,
+        create(proto.UnrelateRequestSchema, { tenant: "g", fromId: A, toId: B, relation: "" }));
       await c.unrelate(A, B, "follows");
       assert.equal(seen.unrelate?.relation, "follows");
     } finally {
@@ -490,9 +507,9 @@ describe("a fake server of the graph methods", () => {
       assert.deepEqual(out.map((r) => r.memory.id), walk);
       assert.deepEqual(out[0].path, [{ fromId: A, toId: C, relation: "follows", weight: 1 }]);
       assert.deepEqual(seen.related.map((r) => r.pageToken), ["", "1", "2"]);
-      assert.deepEqual(seen.related[0], {
+      assert.deepEqual(seen.related[0], create(proto.RelatedRequestSchema, {
         tenant: "g", id: A, depth: 2, relations: ["follows"], pageSize: 1, pageToken: "",
-      });
+      }));
       await assert.rejects(c.related(B), /page token it was sent/);
     } finally {
       c.close();
@@ -534,66 +551,62 @@ describe("a fake server of the graph methods", () => {
 
 describe("conversion of the next move", () => {
   test("a zone and a time, the archive, or nothing scheduled", () => {
-    const wire = (more: Partial<proto.Memory>) =>
-      cv.memory(proto.Memory.decode(proto.Memory.encode(pbMemory(A, more)).finish()));
-    assert.deepEqual(wire({ nextMove: { zone: proto.Zone.ZONE_BELT, at: AT, archive: false } })
+    const wire = (more: Init<typeof proto.MemorySchema>) =>
+      cv.memory(fromBinary(proto.MemorySchema, toBinary(proto.MemorySchema, pbMemory(A, more))));
+    assert.deepEqual(wire({ nextMove: { zone: proto.Zone.BELT, at: TS_AT, archive: false } })
       .nextMove, { zone: "belt", at: AT, archive: false });
-    assert.deepEqual(wire({ nextMove: { zone: proto.Zone.ZONE_UNSPECIFIED, at: AT, archive: true } })
+    assert.deepEqual(wire({ nextMove: { zone: proto.Zone.UNSPECIFIED, at: TS_AT, archive: true } })
       .nextMove, { at: AT, archive: true });
     assert.equal(wire({}).nextMove, undefined);
   });
 });
 
 describe("types, protection and feedback against a fake server", () => {
-  const server = new grpc.Server();
+  let server: FakeServer;
   let address = "";
   const seen: {
     store?: proto.StoreRequest; recall?: proto.RecallRequest; feedback: proto.FeedbackRequest[];
   } = { feedback: [] };
 
   before(async () => {
-    const impl: Partial<proto.MemoryServiceServer> = {
-      store: (call, cb) => {
-        seen.store = call.request;
-        const r = call.request;
-        cb(null, { created: true, mergedInto: "", memory: pbMemory(A, {
-          memoryType: r.memoryType || proto.MemoryType.MEMORY_TYPE_EPISODE, immutable: r.immutable,
+    const impl: Impl = {
+      store: (req) => {
+        seen.store = req;
+        const r = req;
+        return ({ created: true, mergedInto: "", memory: pbMemory(A, {
+          memoryType: r.memoryType || proto.MemoryType.EPISODE, immutable: r.immutable,
         }) });
       },
-      recall: (call, cb) => {
-        seen.recall = call.request;
-        cb(null, proto.RecallResponse.fromPartial({ results: [] }));
+      recall: (req) => {
+        seen.recall = req;
+        return (create(proto.RecallResponseSchema, { results: [] }));
       },
-      feedback: (call, cb) => {
-        seen.feedback.push(call.request);
+      feedback: (req) => {
+        seen.feedback.push(req);
         if (seen.feedback.length === 3) {  // once unavailable: a vote is never sent twice
-          cb(unavailable(10));
-          return;
+          throw unavailable(10);
         }
-        const helpful = call.request.verdict === proto.Verdict.VERDICT_HELPFUL;
-        cb(null, { importanceBefore: 0.5, memory: pbMemory(call.request.id, {
+        const helpful = req.verdict === proto.Verdict.HELPFUL;
+        return ({ importanceBefore: 0.5, memory: pbMemory(req.id, {
           importance: helpful ? 0.6 : 0.4,
         }) });
       },
     };
-    server.addService(proto.MemoryServiceService, impl as proto.MemoryServiceServer);
-    const port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
-        err ? reject(err) : resolve(p)));
-    address = `127.0.0.1:${port}`;
+    server = await fakeServer(impl);
+    address = server.address;
   });
-  after(() => server.forceShutdown());
+  after(() => server.close());
 
   test("store sends the type and the flag, and reads them back", async () => {
     const c = new CelestialClient({ address, tenant: "u" });
     try {
       const { memory } = await c.store("Alice prefers tea", { memoryType: "preference", immutable: true });
-      assert.equal(seen.store?.memoryType, proto.MemoryType.MEMORY_TYPE_PREFERENCE);
+      assert.equal(seen.store?.memoryType, proto.MemoryType.PREFERENCE);
       assert.equal(seen.store?.immutable, true);
       assert.equal(memory.memoryType, "preference");
       assert.equal(memory.immutable, true);
       const plain = await c.store("we met at noon");
-      assert.equal(seen.store?.memoryType, proto.MemoryType.MEMORY_TYPE_UNSPECIFIED);
+      assert.equal(seen.store?.memoryType, proto.MemoryType.UNSPECIFIED);
       assert.equal(plain.memory.memoryType, "episode");
       assert.throws(() => cv.memoryTypeToPb("rumour" as never), /unknown memory type/);
     } finally {
@@ -606,7 +619,7 @@ describe("types, protection and feedback against a fake server", () => {
     try {
       await c.recall("q", { memoryTypes: ["fact", "episode"] });
       assert.deepEqual(seen.recall?.filter?.memoryTypes,
-        [proto.MemoryType.MEMORY_TYPE_FACT, proto.MemoryType.MEMORY_TYPE_EPISODE]);
+        [proto.MemoryType.FACT, proto.MemoryType.EPISODE]);
     } finally {
       c.close();
     }
@@ -618,7 +631,7 @@ describe("types, protection and feedback against a fake server", () => {
       assert.equal((await c.feedback(A, true)).importance, 0.6);
       assert.equal((await c.feedback(B, false)).importance, 0.4);
       assert.deepEqual(seen.feedback.map((r) => [r.tenant, r.id, r.verdict]), [
-        ["u", A, proto.Verdict.VERDICT_HELPFUL], ["u", B, proto.Verdict.VERDICT_NOT_HELPFUL]]);
+        ["u", A, proto.Verdict.HELPFUL], ["u", B, proto.Verdict.NOT_HELPFUL]]);
       await assert.rejects(c.feedback(C, true), (err: unknown) =>
         err instanceof CelestialError && err.code === "UNAVAILABLE");
       assert.equal(seen.feedback.length, 3, "one attempt");
@@ -628,9 +641,9 @@ describe("types, protection and feedback against a fake server", () => {
   });
 
   test("feedback events and unknown types convert", () => {
-    const page = cv.ledger(proto.LedgerResponse.fromPartial({ events: [{
-      id: "e", memoryId: A, fromZone: proto.Zone.ZONE_BELT, toZone: proto.Zone.ZONE_OUTER,
-      kind: proto.ZoneEventKind.ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL, at: AT,
+    const page = cv.ledger(create(proto.LedgerResponseSchema, { events: [{
+      id: "e", memoryId: A, fromZone: proto.Zone.BELT, toZone: proto.Zone.OUTER,
+      kind: proto.ZoneEventKind.FEEDBACK_NOT_HELPFUL, at: TS_AT,
     }] }));
     assert.equal(page.events[0].kind, "not_helpful");
     assert.equal(cv.memory(pbMemory(A, { memoryType: 42 as proto.MemoryType })).memoryType, "episode");
@@ -638,7 +651,7 @@ describe("types, protection and feedback against a fake server", () => {
 });
 
 describe("the turn policy against a fake server", () => {
-  const server = new grpc.Server();
+  let server: FakeServer;
   let address = "";
   const seen: { observe: proto.ObserveRequest[]; policy?: proto.GetPolicyRequest } = { observe: [] };
   const trace = {
@@ -648,40 +661,36 @@ describe("the turn policy against a fake server", () => {
   };
 
   before(async () => {
-    const impl: Partial<proto.MemoryServiceServer> = {
-      observe: (call, cb) => {
-        seen.observe.push(call.request);
-        if (call.request.text === "down") {  // unavailable: a turn is sent once, a dry run again
-          cb(unavailable(10));
-          return;
+    const impl: Impl = {
+      observe: (req) => {
+        seen.observe.push(req);
+        if (req.text === "down") {  // unavailable: a turn is sent once, a dry run again
+          throw unavailable(10);
         }
-        const dryRun = call.request.dryRun;
-        cb(null, proto.ObserveResponse.fromPartial({
-          decision: { id: dryRun ? 0 : 7, action: proto.TurnAction.TURN_ACTION_RETRIEVE, keep: true,
-            trace, at: AT, dryRun },
+        const dryRun = req.dryRun;
+        return (create(proto.ObserveResponseSchema, {
+          decision: { id: dryRun ? 0n : 7n, action: proto.TurnAction.RETRIEVE, keep: true,
+            trace, at: TS_AT, dryRun },
           memory: dryRun ? undefined : pbMemory(A), created: !dryRun,
-          results: dryRun ? [] : [{ memory: pbMemory(B), foundIn: proto.Zone.ZONE_OUTER, relevance: 0.7 }],
+          results: dryRun ? [] : [{ memory: pbMemory(B), foundIn: proto.Zone.OUTER, relevance: 0.7 }],
           context: dryRun ? "" : "## outer\n- memory B", contextTokens: dryRun ? 0 : 9,
         }));
       },
-      getPolicy: (call, cb) => {
-        seen.policy = call.request;
-        cb(null, proto.GetPolicyResponse.fromPartial({
-          fingerprint: "f", exploration: 0.05, decisions: { RETRIEVE: 2, SAVE: 1 }, phases: { "0": 2, "2": 1 },
-          kept: 3, rewards: 1, rewardSum: 0.3, updates: 1, rewardByRule: { "0:question": 0.3 },
-          last: [{ id: 3, action: proto.TurnAction.TURN_ACTION_SKIP, keep: false,
-            trace: { ...trace, phase: 1, rule: "greeting, thanks or acknowledgement", keepBy: "" }, at: AT }],
+      getPolicy: (req) => {
+        seen.policy = req;
+        return (create(proto.GetPolicyResponseSchema, {
+          fingerprint: "f", exploration: 0.05, decisions: { RETRIEVE: 2n, SAVE: 1n }, phases: { "0": 2n, "2": 1n },
+          kept: 3n, rewards: 1n, rewardSum: 0.3, updates: 1n, rewardByRule: { "0:question": 0.3 },
+          last: [{ id: 3n, action: proto.TurnAction.SKIP, keep: false,
+            trace: { ...trace, phase: 1, rule: "greeting, thanks or acknowledgement", keepBy: "" }, at: TS_AT }],
         }));
       },
-      resetPolicy: (_call, cb) => cb(null, { decisions: 3 }),
+      resetPolicy: () => ({ decisions: 3n }),
     };
-    server.addService(proto.MemoryServiceService, impl as proto.MemoryServiceServer);
-    const port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
-        err ? reject(err) : resolve(p)));
-    address = `127.0.0.1:${port}`;
+    server = await fakeServer(impl);
+    address = server.address;
   });
-  after(() => server.forceShutdown());
+  after(() => server.close());
 
   test("observe sends the turn and answers the decision, the turn and the context block", async () => {
     const c = new CelestialClient({ address, tenant: "p" });
@@ -741,9 +750,9 @@ describe("the turn policy against a fake server", () => {
   });
 
   test("a skipped turn's ledger event converts", () => {
-    const page = cv.ledger(proto.LedgerResponse.fromPartial({ events: [{
-      id: "e", memoryId: A, fromZone: proto.Zone.ZONE_CLOUD,
-      kind: proto.ZoneEventKind.ZONE_EVENT_KIND_SKIPPED, reason: "skipped", at: AT,
+    const page = cv.ledger(create(proto.LedgerResponseSchema, { events: [{
+      id: "e", memoryId: A, fromZone: proto.Zone.CLOUD,
+      kind: proto.ZoneEventKind.SKIPPED, reason: "skipped", at: TS_AT,
     }] }));
     assert.equal(page.events[0].kind, "skipped");
     assert.equal(page.events[0].toZone, undefined);

@@ -1,107 +1,118 @@
-// Reflection as a long-running operation. Against a grpc-js server in this process that plays
-// made-up operations: the request id of a start, a watch the server ends early and that is
-// opened again without repeating a state, a failed operation's error, a reflect aborted and its
-// operation cancelled. Against live servers (skipped without their addresses):
-// CELESTIAL_TEST_ADDRESS, without a model, refuses a start; CELESTIAL_TEST_MODEL_ADDRESS has a
-// scripted model that stalls on any request about Dave until the operation is cancelled.
+// Reflection as a long-running operation. Against a Connect gRPC server in this process
+// (test/fake.ts) that plays made-up operations: the request id of a start, a watch the server
+// ends early and that is opened again without repeating a state, a failed operation's error, a
+// reflect aborted and its operation cancelled. Against live servers (skipped without their
+// addresses): CELESTIAL_TEST_ADDRESS, without a model, refuses a start;
+// CELESTIAL_TEST_MODEL_ADDRESS has a scripted model that stalls on any request about Dave until
+// the operation is cancelled.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import * as grpc from "@grpc/grpc-js";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { CelestialClient, CelestialError, type Operation, OPERATION_STAGES, proto } from "../src/index";
 import * as ops from "../src/operations";
+import { type FakeServer, fakeServer, type Impl, ts } from "./fake";
 
 const AT = new Date(Date.UTC(2024, 4, 7, 12, 0, 0));
 const LATER = new Date(AT.getTime() + 1500);
 const S = proto.OperationStage;
 
 /** A generated Operation, as the server would send it. */
-function pbOp(name: string, stage: proto.OperationStage, more: Partial<proto.Operation> = {},
-              meta: Partial<proto.OperationMetadata> = {}): proto.Operation {
-  return proto.Operation.fromPartial({
-    name, done: stage === S.OPERATION_STAGE_DONE, ...more,
-    metadata: {
-      kind: "reflection", tenant: "o", stage, request: { tenant: "o", dryRun: true },
-      createTime: AT, updateTime: AT, ...meta,
-    },
+function pbOp(name: string, stage: proto.OperationStage,
+              more: Partial<Omit<proto.Operation, "$typeName">> = {},
+              meta: Partial<Omit<proto.OperationMetadata, "$typeName">> = {}): proto.Operation {
+  return create(proto.OperationSchema, {
+    name, done: stage === S.DONE, ...more,
+    metadata: create(proto.OperationMetadataSchema, {
+      kind: "reflection", tenant: "o", stage,
+      request: create(proto.ReflectRequestSchema, { tenant: "o", dryRun: true }),
+      createTime: ts(AT), updateTime: ts(AT), ...meta,
+    }),
   });
 }
 
-const RESULT = proto.ReflectResponse.fromPartial({
+/** How an operation ended without a result. */
+function opError(init: MessageInitShape<typeof proto.OperationErrorSchema>): proto.Operation["result"] {
+  return { case: "error", value: create(proto.OperationErrorSchema, init) };
+}
+
+const RESULT = create(proto.ReflectResponseSchema, {
   insights: [{ id: "i", content: "Alice asks about ethics", entity: "name:alice", sourceIds: ["a"],
                created: true }],
-  summaries: [], dryRun: true, memoriesRead: 6, modelCalls: 1, modelTokens: 100,
+  summaries: [], dryRun: true, memoriesRead: 6, modelCalls: 1, modelTokens: 100n,
 });
-const DONE = pbOp("operations/ok", S.OPERATION_STAGE_DONE, { response: RESULT },
-  { modelCalls: 1, plannedModelCalls: 1, modelTokens: 100, updateTime: LATER, endTime: LATER });
-const FAILED = pbOp("operations/budget", S.OPERATION_STAGE_DONE, {
-  error: { code: grpc.status.RESOURCE_EXHAUSTED, message: "the tenant's model budget is spent",
-           reason: "MODEL_BUDGET", retryDelay: { seconds: 2, nanos: 500_000_000 } },
-}, { endTime: LATER });
+const DONE = pbOp("operations/ok", S.DONE, { result: { case: "response", value: RESULT } },
+  { modelCalls: 1, plannedModelCalls: 1, modelTokens: 100n, updateTime: ts(LATER), endTime: ts(LATER) });
+const FAILED = pbOp("operations/budget", S.DONE, {
+  result: opError({
+    code: Code.ResourceExhausted, message: "the tenant's model budget is spent",
+    reason: "MODEL_BUDGET", retryDelay: { seconds: 2n, nanos: 500_000_000 },
+  }),
+}, { endTime: ts(LATER) });
 
 describe("a fake server of operations", () => {
-  const server = new grpc.Server();
+  let server: FakeServer;
   let address = "";
   const seen = { starts: [] as proto.StartReflectionRequest[], watches: 0, cancels: [] as string[],
                  watchCancelled: 0, lists: [] as proto.ListOperationsRequest[] };
 
   before(async () => {
-    const impl: Partial<proto.MemoryServiceServer> = {
-      startReflection: (call, cb) => {
-        seen.starts.push(call.request);
-        const name = `operations/${call.request.reflection?.entities[0] ?? "ok"}`;
-        cb(null, { operation: pbOp(name, S.OPERATION_STAGE_QUEUED) });
+    const impl: Impl = {
+      startReflection: (req) => {
+        seen.starts.push(req);
+        const name = `operations/${req.reflection?.entities[0] ?? "ok"}`;
+        return { operation: pbOp(name, S.QUEUED) };
       },
-      watchOperation: (call) => {
+      async *watchOperation(req, ctx) {
         seen.watches += 1;
-        const name = call.request.name;
-        call.on("cancelled", () => {
+        const name = req.name;
+        ctx.signal.addEventListener("abort", () => {
           seen.watchCancelled += name === "operations/stall" ? 1 : 0;
         });
-        const reading = pbOp(name, S.OPERATION_STAGE_READING, {}, { memoriesRead: 6 });
+        const reading = pbOp(name, S.READING, {}, { memoriesRead: 6 });
         if (name === "operations/ok") {
           // The first stream ends before the operation is done; the second starts with the
           // state the first ended with.
-          const msgs = seen.watches % 2 === 1
-            ? [pbOp(name, S.OPERATION_STAGE_QUEUED), reading] : [reading, DONE];
-          msgs.forEach((operation) => call.write({ operation }));
-          call.end();
+          const msgs = seen.watches % 2 === 1 ? [pbOp(name, S.QUEUED), reading] : [reading, DONE];
+          for (const operation of msgs) {
+            yield { operation };
+          }
         } else if (name === "operations/budget") {
-          call.write({ operation: FAILED });
-          call.end();
+          yield { operation: FAILED };
         } else {
-          call.write({ operation: pbOp(name, S.OPERATION_STAGE_ASKING_MODEL) }); // then stalls
+          yield { operation: pbOp(name, S.ASKING_MODEL) }; // then stalls until cancelled
+          await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve));
         }
       },
-      getOperation: (call, cb) => (call.request.name === "operations/ok"
-        ? cb(null, { operation: DONE })
-        : cb({ code: grpc.status.NOT_FOUND, details: `operation ${call.request.name}` })),
-      cancelOperation: (call, cb) => {
-        seen.cancels.push(call.request.name);
-        cb(null, { operation: pbOp(call.request.name, S.OPERATION_STAGE_DONE, {
-          error: { code: grpc.status.CANCELLED, message: "cancelled", reason: "CANCELLED",
-                   retryDelay: undefined },
-        }, { cancelRequested: true, endTime: LATER }) });
+      getOperation: (req) => {
+        if (req.name !== "operations/ok") {
+          throw new ConnectError(`operation ${req.name}`, Code.NotFound);
+        }
+        return { operation: DONE };
       },
-      listOperations: (call, cb) => {
-        seen.lists.push(call.request);
-        cb(null, call.request.pageToken
+      cancelOperation: (req) => {
+        seen.cancels.push(req.name);
+        return { operation: pbOp(req.name, S.DONE, {
+          result: opError({ code: Code.Canceled, message: "cancelled", reason: "CANCELLED" }),
+        }, { cancelRequested: true, endTime: ts(LATER) }) };
+      },
+      listOperations: (req) => {
+        seen.lists.push(req);
+        return req.pageToken
           ? { operations: [FAILED], nextPageToken: "" }
-          : { operations: [DONE], nextPageToken: "2" });
+          : { operations: [DONE], nextPageToken: "2" };
       },
     };
-    server.addService(proto.MemoryServiceService, impl as proto.MemoryServiceServer);
-    const port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
-        err ? reject(err) : resolve(p)));
-    address = `127.0.0.1:${port}`;
+    server = await fakeServer(impl);
+    address = server.address;
   });
-  after(() => server.forceShutdown());
+  after(() => server.close());
 
   test("a start carries a request id: the caller's, or one the client makes", async () => {
     const c = new CelestialClient({ address, tenant: "o" });
     try {
       const op = await c.startReflection({ dryRun: false, window: 50, requestId: "once" });
-      assert.deepEqual(seen.starts.at(-1), proto.StartReflectionRequest.fromPartial({
+      assert.deepEqual(seen.starts.at(-1), create(proto.StartReflectionRequestSchema, {
         reflection: { tenant: "o", dryRun: false, window: 50, entities: [] }, requestId: "once",
       }));
       assert.equal(op.name, "operations/ok");
@@ -220,7 +231,7 @@ test("an operation converts, and JSON works", () => {
   });
   assert.equal(JSON.parse(JSON.stringify(op)).endedAt, LATER.toISOString());
   assert.deepEqual(OPERATION_STAGES, ["queued", "reading", "asking_model", "writing", "done"]);
-  assert.throws(() => ops.result(ops.operation(pbOp("operations/q", S.OPERATION_STAGE_QUEUED))),
+  assert.throws(() => ops.result(ops.operation(pbOp("operations/q", S.QUEUED))),
     (err: unknown) => err instanceof CelestialError && /is not done/.test(err.details));
 });
 
