@@ -223,9 +223,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="updates Multi-Krum averages (0: n - f)")
     ap.add_argument("--summed-rate", type=float, default=None,
                     help="the step's share of the way for summed evidence (default: the rate)")
+    ap.add_argument("--summed-max-step", type=float, default=None,
+                    help="the step's L2 bound for summed evidence (default: max_step)")
     args = ap.parse_args(argv)
     sharing = replace(SHARING, clip=args.clip, m=args.krum_keep or None)
-    summed_cfg = replace(sharing, evidence="sum", rate=args.summed_rate or sharing.rate)
+    summed_cfg = replace(sharing, evidence="sum", rate=args.summed_rate or sharing.rate,
+                         max_step=args.summed_max_step or sharing.max_step)
     plain_cfg = replace(sharing, robust=False)
     # A reading is a pure function of the text, and the same turns are read on every pass.
     cues.read = functools.lru_cache(maxsize=None)(cues.read)  # type: ignore[method-assign]
