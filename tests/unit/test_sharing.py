@@ -10,7 +10,8 @@ import json
 import numpy as np
 import pytest
 from celestial_memory.clock import ManualClock
-from celestial_memory.policy import FEATURES, BanditConfig, PolicyConfig, Turn, TurnPolicy
+from celestial_memory.policy import FEATURES, Action, BanditConfig, PolicyConfig, Turn, TurnPolicy
+from celestial_memory.policy.turn_policy import ARMS
 from celestial_memory.sharing import (
     PolicyUpdate,
     SharingConfig,
@@ -320,3 +321,20 @@ def test_summed_evidence_sends_only_a_nodes_own_learning_and_never_compounds() -
     back = TurnPolicy.from_dict(json.loads(json.dumps(node.to_dict())))
     np.testing.assert_allclose(of(back, own=True).vector, own.vector)
     np.testing.assert_allclose(of(back).vector, once.vector)
+
+
+def test_an_arm_only_one_bad_update_holds_is_left_out_of_the_aggregate() -> None:
+    honest = [of(trained(seed=s)) for s in (11, 12, 13, 14)]
+    skip = ARMS.index(Action.SKIP)
+    blanked = [PolicyUpdate(u.fingerprint, u.vector, tuple(0.0 if k == skip else c
+                                                           for k, c in enumerate(u.counts)))
+               for u in honest]
+    rng = np.random.default_rng(5)
+    bad = PolicyUpdate(honest[0].fingerprint, rng.normal(0.0, 1.0, update_mod.SIZE),
+                       tuple(500.0 for _ in ARMS))
+    out, _ = aggregate([*blanked, bad], SharingConfig(f=1))
+    assert out.counts[skip] == 0.0  # no honest node learnt SKIP: nothing to take from the bad one
+    assert out.counts[1 - skip] > 0.0
+    # Two holders are enough with f = 1: the arm is merged as before.
+    two = [*blanked[:3], honest[3], bad]
+    assert aggregate(two, SharingConfig(f=1))[0].counts[skip] > 0.0

@@ -113,7 +113,9 @@ def aggregate(updates: Sequence[PolicyUpdate], config: SharingConfig) -> tuple[P
     out_counts = []
     for k in range(len(ARMS)):
         with_arm = [i for i in kept if has[i, k]]
-        if not with_arm:
+        # An arm that at most f updates hold could be a bad node's alone: where no honest
+        # update speaks for it, Krum has nothing to weigh it against.
+        if not with_arm or (config.robust and int(has[:, k].sum()) <= config.f):
             out_counts.append(0.0)
             continue
         out[_blocks(k)] = x[with_arm, _blocks(k)].mean(axis=0)
