@@ -177,7 +177,7 @@ def gossip(policies: Sequence[TurnPolicy], rounds: int, peers: int, config: Shar
     waits = 0
     for r in range(rounds):
         # Every node's update as the round starts (its own learning only, with summed evidence).
-        sent = [of(p, own=config.evidence == "sum") for p in policies]
+        sent = [of(p, own=config.own_only) for p in policies]
         if noise > 0.0:
             sent = [noised(u, noise, NOISE_BOUND, rng) for u in sent]
         if bad is not None and attack is not None:

@@ -241,6 +241,16 @@ async function around(m: Memory): Promise<Around> {
   return { related, ledger };
 }
 
+/** A card's relations and history read again after a write: the write landed whether or not
+ * this read does, so its failure is returned to be shown, not thrown. */
+async function aroundAfterWrite(m: Memory): Promise<[Around | null, unknown]> {
+  try {
+    return [await around(m), null];
+  } catch (e) {
+    return [null, e];
+  }
+}
+
 function renderAround(m: Memory, { related, ledger }: Around): void {
   renderGraph(m, related.memories, related.nextPageToken !== "", NEIGHBOURS_PAGE,
               (id) => void openCard(id));
@@ -320,13 +330,7 @@ async function vote(helpful: boolean): Promise<void> {
     const m = res.memory;
     if (!m) throw new ConnectError("the answer held no memory", Code.Internal);
     archived = m.archived;
-    let rest: Around | null = null;
-    let failed: unknown = null;
-    try {
-      rest = await around(m);
-    } catch (e) {
-      failed = e;
-    }
+    const [rest, failed] = await aroundAfterWrite(m);
     if (seq !== cardSeq) {  // another card was opened meanwhile; the vote landed all the same
       status.textContent = "";
       return;
@@ -457,13 +461,7 @@ async function change(what: string, changes: Changes, said: (m: Memory) => strin
   try {
     const { memory: m } = await client.update({ tenant, id, ...changes });
     if (!m) throw new ConnectError("the answer held no memory", Code.Internal);
-    let rest: Around | null = null;
-    let failed: unknown = null;
-    try {
-      rest = await around(m);
-    } catch (e) {
-      failed = e;
-    }
+    const [rest, failed] = await aroundAfterWrite(m);
     if (seq === cardSeq) {  // (another card opened meanwhile: the change landed all the same)
       clearError();
       showMemory(m);

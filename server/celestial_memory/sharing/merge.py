@@ -58,6 +58,11 @@ class SharingConfig:
     robust: bool = True
     evidence: Literal["typical", "sum"] = "typical"
 
+    @property
+    def own_only(self) -> bool:
+        """Whether a node sends, and steps from, only what it learnt itself (summed evidence)."""
+        return self.evidence == "sum"
+
 
 @dataclass(frozen=True)
 class Merged:
@@ -124,7 +129,7 @@ def aggregate(updates: Sequence[PolicyUpdate], config: SharingConfig) -> tuple[P
         # The sum over every node that sent the arm, the one Krum left out among them: its
         # evidence is real even where its update is not, and the typical one stands in for it.
         senders = int(has[:, k].sum())
-        out_counts.append(typical * senders if config.evidence == "sum" else typical)
+        out_counts.append(typical * senders if config.own_only else typical)
     return (PolicyUpdate(fingerprint(), out, tuple(out_counts)),
             tuple(int(live[i]) for i in kept))
 
@@ -138,7 +143,7 @@ def merge(policy: TurnPolicy, peers: Sequence[PolicyUpdate],
     _check(peers)
     # Under the policy's lock from snapshot to write: a reward learnt in between is not lost.
     with policy.lock:
-        target, kept = aggregate([update.of(policy, own=cfg.evidence == "sum"), *peers], cfg)
+        target, kept = aggregate([update.of(policy, own=cfg.own_only), *peers], cfg)
         t = move(policy, target, cfg)
     return Merged(tuple(i - 1 for i in kept if i > 0), 0 in kept, t)
 
@@ -150,7 +155,7 @@ def move(policy: TurnPolicy, target: PolicyUpdate, config: SharingConfig) -> flo
     starts from what the policy learnt itself (never from an earlier merge, so none compounds)
     and the counts take the aggregate's sum, which holds the policy's own."""
     _check([target])
-    summed = config.evidence == "sum"
+    summed = config.own_only
     with policy.lock:
         own = update.of(policy, own=summed)
         own_v = own.vector.copy()

@@ -221,9 +221,8 @@ class SharingNode:
         would make every one of them as sure as all of them. With summed evidence, what each
         learnt from its own rewards only (merge.py)."""
         vectors, counts = [], []
-        own = self._config.evidence == "sum"
         for tenant in self._shared_tenants():
-            u = update.of(self._policies.of(tenant), own=own)
+            u = update.of(self._policies.of(tenant), own=self._config.own_only)
             vectors.append(u.vector)
             counts.append(u.counts)
         out = np.zeros(update.SIZE)

@@ -14,12 +14,12 @@ run the script of anyone who embeds the server without a ``__main__`` guard.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import struct
 import sys
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
+from celestial_client._core import contract_json
 from google.protobuf import descriptor_pool, json_format, message_factory
 from google.protobuf.message import Message
 
@@ -63,36 +63,9 @@ def binary_to_json(full_name: str, data: bytes) -> Answer:
 
 
 def to_json(message: Message) -> bytes:
-    """The contract's JSON mapping of ``message``, every field present (zero ones too), in the
-    contract's order: protobuf prints the set fields first and the zero ones after them, which
-    would scatter a message's fields differently from one answer to the next."""
-    fields = json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
-    return json.dumps(_ordered(fields, message.DESCRIPTOR), indent=2).encode()
-
-
-def _ordered(value: Any, descriptor: Any) -> Any:  # a Descriptor (upb's or Python's)
-    if not isinstance(value, dict):  # a well-known type printed as a string or a number
-        return value
-    out = {}
-    for name, kind, repeated in _plan(descriptor):
-        if name not in value:
-            continue
-        v = value[name]
-        if kind is not None:
-            v = [_ordered(x, kind) for x in v] if repeated else _ordered(v, kind)
-        out[name] = v
-    if len(out) < len(value):
-        out.update((k, v) for k, v in value.items() if k not in out)  # "@type" and the like
-    return out
-
-
-@functools.cache
-def _plan(descriptor: Any) -> tuple[tuple[str, Any, bool], ...]:
-    """A message type's fields in the contract's order: each JSON name, the message type to
-    order within (None for scalars, enums and maps) and whether it is repeated."""
-    return tuple((f.json_name,
-                  None if f.message_type is None or f.message_type.GetOptions().map_entry
-                  else f.message_type, f.is_repeated) for f in descriptor.fields)
+    """The contract's JSON mapping of ``message``, every field present, in the contract's order:
+    the document ``celestial --json`` prints too (one function for both)."""
+    return json.dumps(contract_json.to_dict(message), indent=2).encode()
 
 
 def convert(job: int, full_name: str, data: bytes) -> Answer:
