@@ -1,8 +1,8 @@
 """The numbers of one answer agree: a recall's memories carry their terms as of the recall's own
 time, so a reinforced memory's breakdown is its result's, digit for digit; every computed term
-and score is sent to six decimal places, so that a clock's jitter between two readings never
-shows as a freshness of -8e-09 on a memory stored a millisecond before. Over gRPC and
-HTTP/JSON."""
+and score, and a result's relevance, is sent to six decimal places, so that a clock's jitter
+between two readings never shows as a freshness of -8e-09 on a memory stored a millisecond
+before. Over gRPC and HTTP/JSON."""
 
 from __future__ import annotations
 
@@ -43,5 +43,5 @@ async def test_one_answer_shows_one_score(tmp_path: Path, embedder: SentenceTran
             # Reinforced by this recall: its terms now are the ones the recall computed.
             assert m.breakdown == r.breakdown
             for term in (m.breakdown.recall, m.breakdown.freshness, m.breakdown.context,
-                         m.breakdown.total, m.score):
+                         m.breakdown.total, m.score, r.relevance):
                 assert term == round(term, 6) and str(term) != "-0.0", term

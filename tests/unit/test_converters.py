@@ -1,10 +1,15 @@
 """``memory_size_bound`` is never below what ``memory_to_pb`` makes of a memory, whatever it
-holds: a recall trusts it to skip measuring its answer (api/grpc/servicer.py, ``_fit``)."""
+holds: a recall trusts it to skip measuring its answer (api/grpc/servicer.py, ``_fit``). And a
+recall result's relevance is sent to the same six decimal places as the scores beside it."""
 
 from __future__ import annotations
 
-from celestial_memory.api.grpc.converters import memory_size_bound, memory_to_pb
-from celestial_memory.domain.models import Edge, Memory, Provenance
+from celestial_memory.api.grpc.converters import (
+    memory_size_bound,
+    memory_to_pb,
+    recall_result_to_pb,
+)
+from celestial_memory.domain.models import Edge, Memory, Provenance, RecallResult
 from celestial_memory.domain.next_move import NextMove
 from celestial_memory.domain.scoring import ScoreBreakdown
 from celestial_memory.domain.zones import Zone
@@ -57,3 +62,17 @@ def test_the_bound_holds_where_every_character_takes_four_bytes() -> None:
     size = memory_to_pb(m, ScoreBreakdown(-1e9, -1e9, -1e9, -1e9, -1e9),
                         NextMove(None, 4e9)).ByteSize()
     assert size <= memory_size_bound(m) <= size * 1.1 + 1024  # and not far above it
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(0, 1), st.floats(-2, 2))
+def test_a_results_relevance_is_rounded_as_its_scores_are(relevance: float, x: float) -> None:
+    m = Memory("00000000-0000-4000-8000-000000000001", "t", "text", Zone.OUTER, x, 0.5, 0,
+               0.0, 0.0)
+    b = ScoreBreakdown(x, x, 0.5, x, x)
+    r = recall_result_to_pb(RecallResult(m, Zone.OUTER, relevance, b), b)
+    assert r.relevance == round(relevance, 6) and str(r.relevance) != "-0.0"
+    for term in (r.breakdown.recall, r.breakdown.total, r.memory.score):
+        assert term == round(x, 6) + 0.0  # one stated precision for every number of the answer
+    assert recall_result_to_pb(RecallResult(m, Zone.OUTER, 0.12345678949, b), b
+                               ).relevance == 0.123457

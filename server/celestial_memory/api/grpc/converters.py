@@ -79,9 +79,9 @@ def ts_from_pb(owner: Message, name: str, field: str) -> float | None:
     return ts.seconds + ts.nanos / 1e9
 
 
-# A score and its terms are sent to a millionth (the contract says so): finer digits are the
-# clock's jitter between two readings, and a freshness of -8e-09 a millisecond after a store
-# reads as a fault. Adding 0.0 turns a rounded -0.0 into 0.0.
+# A score, its terms and a result's relevance are sent to a millionth (the contract says so):
+# finer digits are the clock's jitter between two readings, and a freshness of -8e-09 a
+# millisecond after a store reads as a fault. Adding 0.0 turns a rounded -0.0 into 0.0.
 SCORE_DIGITS = 6
 
 
@@ -254,7 +254,7 @@ def recall_result_to_pb(r: RecallResult, now_breakdown: ScoreBreakdown,
                         move: NextMove | None = None) -> pb.RecallResult:
     return pb.RecallResult(
         memory=_memory(r.memory, now_breakdown, move), found_in=zone_to_pb(r.found_in),
-        relevance=r.relevance, breakdown=_breakdown(r.breakdown), archived=r.archived,
+        relevance=shown_score(r.relevance), breakdown=_breakdown(r.breakdown), archived=r.archived,
         via=None if r.via is None else pb.Via(from_id=r.via.source, relation=r.via.relation,
                                                weight=r.via.weight, hops=r.via.hops),
     )

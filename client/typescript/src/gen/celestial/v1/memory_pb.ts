@@ -966,7 +966,8 @@ export type RecallResult = Message<"celestial.v1.RecallResult"> & {
   /**
    * Its relevance to the query, in [0, 1]: the weighted fusion of the search signals. It gates
    * (min_relevance) and decides the zone order's near-best; the order within a tier may be the
-   * learned ranker's, so results need not come in decreasing relevance.
+   * learned ranker's, so results need not come in decreasing relevance. Sent to six decimal
+   * places, as the scores beside it are.
    *
    * @generated from field: double relevance = 3;
    */
