@@ -1,18 +1,48 @@
 """The serving half of the settings (config.py's ``Settings`` builds on it): the ports, the
 trust boundary and the gRPC server's limits. Its fields come first in ``Settings`` and in
-docs/configuration.md."""
+docs/configuration.md.
+
+It also records, as the settings are built, where each value came from (``source``): the
+values given to the constructor (``celestial serve``'s flags, main.py), the ``CELESTIAL_``
+environment, or the default. A running server reports them (GetConfig, ops/running_config.py).
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# Where a setting's value came from, as ``ServingSettings.source`` says.
+FLAG, ENV, DEFAULT = "flag", "env", "default"
 
 
 class ServingSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CELESTIAL_", extra="ignore")
+    # Each field's source, recorded once, when the settings are built: the environment may
+    # change later in the process, what the server started with does not.
+    _sources: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**values)
+        # As pydantic-settings reads the environment: names in any case, empty values too.
+        environ = {name.lower() for name in os.environ}
+        self._sources = {
+            name: FLAG if name in values else ENV if self.env_name(name).lower() in environ
+            else DEFAULT for name in type(self).model_fields}
+
+    @classmethod
+    def env_name(cls, name: str) -> str:
+        """The environment variable that sets the field ``name``: CELESTIAL_<NAME>."""
+        return f"{cls.model_config.get('env_prefix', '')}{name}".upper()
+
+    def source(self, name: str) -> str:
+        """Where the field ``name``'s value came from when these settings were built: "flag"
+        (given to the constructor), "env" or "default"."""
+        return self._sources.get(name, DEFAULT)
 
     # Serving
     address: str = Field("localhost:50051", description="host:port the gRPC server binds")

@@ -159,6 +159,7 @@ def every_rpc(stub: Stub, tenant: str, memory_id: str, md: Any) -> dict[str, Cal
         "List": lambda: stub.List(pb.ListRequest(tenant=tenant), metadata=md),
         "SetClock": lambda: stub.SetClock(
             pb.SetClockRequest(now={"seconds": 1_700_000_000}), metadata=md),
+        "GetConfig": lambda: stub.GetConfig(pb.GetConfigRequest(), metadata=md),
         "Ledger": lambda: stub.Ledger(pb.LedgerRequest(tenant=tenant), metadata=md),
         "Stats": lambda: stub.Stats(pb.StatsRequest(tenant=tenant), metadata=md),
         "Export": export,

@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint
 from pyqwest import Client
 
-from .memory_pb2 import CancelOperationRequest, CancelOperationResponse, ConsolidateRequest, ConsolidateResponse, ContextRequest, ContextResponse, DeleteByFilterRequest, DeleteByFilterResponse, DeleteRequest, DeleteResponse, EntitiesRequest, EntitiesResponse, ExchangePolicyRequest, ExchangePolicyResponse, ExportRequest, ExportedMemory, FeedbackRequest, FeedbackResponse, GetOperationRequest, GetOperationResponse, GetPolicyRequest, GetPolicyResponse, GetRequest, GetResponse, ImportResponse, LedgerRequest, LedgerResponse, ListOperationsRequest, ListOperationsResponse, ListRequest, ListResponse, ObserveRequest, ObserveResponse, RebalanceRequest, RebalanceResponse, RecallRequest, RecallResponse, RecentRequest, RecentResponse, ReflectRequest, ReflectResponse, RelateRequest, RelateResponse, RelatedRequest, RelatedResponse, ResetPolicyRequest, ResetPolicyResponse, RestoreRequest, RestoreResponse, SetClockRequest, SetClockResponse, StartReflectionRequest, StartReflectionResponse, StatsRequest, StatsResponse, StoreBatchResponse, StoreRequest, StoreResponse, UnrelateRequest, UnrelateResponse, UpdateRequest, UpdateResponse, WatchOperationRequest, WatchOperationResponse
+from .memory_pb2 import CancelOperationRequest, CancelOperationResponse, ConsolidateRequest, ConsolidateResponse, ContextRequest, ContextResponse, DeleteByFilterRequest, DeleteByFilterResponse, DeleteRequest, DeleteResponse, EntitiesRequest, EntitiesResponse, ExchangePolicyRequest, ExchangePolicyResponse, ExportRequest, ExportedMemory, FeedbackRequest, FeedbackResponse, GetConfigRequest, GetConfigResponse, GetOperationRequest, GetOperationResponse, GetPolicyRequest, GetPolicyResponse, GetRequest, GetResponse, ImportResponse, LedgerRequest, LedgerResponse, ListOperationsRequest, ListOperationsResponse, ListRequest, ListResponse, ObserveRequest, ObserveResponse, RebalanceRequest, RebalanceResponse, RecallRequest, RecallResponse, RecentRequest, RecentResponse, ReflectRequest, ReflectResponse, RelateRequest, RelateResponse, RelatedRequest, RelatedResponse, ResetPolicyRequest, ResetPolicyResponse, RestoreRequest, RestoreResponse, SetClockRequest, SetClockResponse, StartReflectionRequest, StartReflectionResponse, StatsRequest, StatsResponse, StoreBatchResponse, StoreRequest, StoreResponse, UnrelateRequest, UnrelateResponse, UpdateRequest, UpdateResponse, WatchOperationRequest, WatchOperationResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
@@ -306,6 +306,17 @@ class MemoryService(Protocol):
         """
         Starts a tenant's turn policy again: what it learnt, its counts and its log are dropped;
         its memories stay. Needs the write role.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def get_config(self, request: GetConfigRequest, ctx: RequestContext[GetConfigRequest, GetConfigResponse], /) -> GetConfigResponse:
+        """
+        Admin: the settings this server runs with, each with where its value came from when the
+        server started (a flag of celestial serve, its CELESTIAL_ environment variable, or the
+        default). Secrets never leave the server: an API key's or a private key file's value is
+        only "set" or empty (ConfigSetting.secret), and a URL's user part and credential-like
+        parameters are redacted. Needs an admin key for every tenant (*): the settings are the
+        whole server's. A read, safe to retry.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -674,6 +685,17 @@ class MemoryServiceASGIApplication(ConnectASGIApplication[MemoryService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.reset_policy,
+                ),
+                "/celestial.v1.MemoryService/GetConfig": Endpoint.unary(
+                    method=MethodInfo(
+                        name="GetConfig",
+                        service_name="celestial.v1.MemoryService",
+                        input=GetConfigRequest,
+                        output=GetConfigResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.get_config,
                 ),
             },
             interceptors=interceptors,
@@ -1522,6 +1544,34 @@ class MemoryServiceClient(ConnectClient):
                 service_name="celestial.v1.MemoryService",
                 input=ResetPolicyRequest,
                 output=ResetPolicyResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def get_config(
+        self,
+        request: GetConfigRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> GetConfigResponse:
+        """
+        Admin: the settings this server runs with, each with where its value came from when the
+        server started (a flag of celestial serve, its CELESTIAL_ environment variable, or the
+        default). Secrets never leave the server: an API key's or a private key file's value is
+        only "set" or empty (ConfigSetting.secret), and a URL's user part and credential-like
+        parameters are redacted. Needs an admin key for every tenant (*): the settings are the
+        whole server's. A read, safe to retry.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetConfig",
+                service_name="celestial.v1.MemoryService",
+                input=GetConfigRequest,
+                output=GetConfigResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

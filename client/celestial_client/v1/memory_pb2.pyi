@@ -77,6 +77,13 @@ class TurnAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TURN_ACTION_SAVE: _ClassVar[TurnAction]
     TURN_ACTION_SKIP: _ClassVar[TurnAction]
     TURN_ACTION_RETRIEVE: _ClassVar[TurnAction]
+
+class ConfigSource(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CONFIG_SOURCE_UNSPECIFIED: _ClassVar[ConfigSource]
+    CONFIG_SOURCE_DEFAULT: _ClassVar[ConfigSource]
+    CONFIG_SOURCE_ENV: _ClassVar[ConfigSource]
+    CONFIG_SOURCE_FLAG: _ClassVar[ConfigSource]
 ZONE_UNSPECIFIED: Zone
 ZONE_CORE: Zone
 ZONE_INNER: Zone
@@ -120,6 +127,10 @@ TURN_ACTION_UNSPECIFIED: TurnAction
 TURN_ACTION_SAVE: TurnAction
 TURN_ACTION_SKIP: TurnAction
 TURN_ACTION_RETRIEVE: TurnAction
+CONFIG_SOURCE_UNSPECIFIED: ConfigSource
+CONFIG_SOURCE_DEFAULT: ConfigSource
+CONFIG_SOURCE_ENV: ConfigSource
+CONFIG_SOURCE_FLAG: ConfigSource
 
 class ScoreBreakdown(_message.Message):
     __slots__ = ("recall", "freshness", "importance", "context", "total")
@@ -1420,3 +1431,27 @@ class ResetPolicyResponse(_message.Message):
     DECISIONS_FIELD_NUMBER: _ClassVar[int]
     decisions: int
     def __init__(self, decisions: _Optional[int] = ...) -> None: ...
+
+class GetConfigRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetConfigResponse(_message.Message):
+    __slots__ = ("settings",)
+    SETTINGS_FIELD_NUMBER: _ClassVar[int]
+    settings: _containers.RepeatedCompositeFieldContainer[ConfigSetting]
+    def __init__(self, settings: _Optional[_Iterable[_Union[ConfigSetting, _Mapping]]] = ...) -> None: ...
+
+class ConfigSetting(_message.Message):
+    __slots__ = ("name", "value", "source", "env", "secret")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: str
+    source: ConfigSource
+    env: str
+    secret: bool
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ..., source: _Optional[_Union[ConfigSource, str]] = ..., env: _Optional[str] = ..., secret: _Optional[bool] = ...) -> None: ...

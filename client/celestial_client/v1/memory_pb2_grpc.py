@@ -195,6 +195,11 @@ class MemoryServiceStub:
                 request_serializer=celestial_dot_v1_dot_memory__pb2.ResetPolicyRequest.SerializeToString,
                 response_deserializer=celestial_dot_v1_dot_memory__pb2.ResetPolicyResponse.FromString,
                 _registered_method=True)
+        self.GetConfig = channel.unary_unary(
+                '/celestial.v1.MemoryService/GetConfig',
+                request_serializer=celestial_dot_v1_dot_memory__pb2.GetConfigRequest.SerializeToString,
+                response_deserializer=celestial_dot_v1_dot_memory__pb2.GetConfigResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -501,6 +506,18 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetConfig(self, request, context):
+        """Admin: the settings this server runs with, each with where its value came from when the
+        server started (a flag of celestial serve, its CELESTIAL_ environment variable, or the
+        default). Secrets never leave the server: an API key's or a private key file's value is
+        only "set" or empty (ConfigSetting.secret), and a URL's user part and credential-like
+        parameters are redacted. Needs an admin key for every tenant (*): the settings are the
+        whole server's. A read, safe to retry.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -663,6 +680,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.ResetPolicy,
                     request_deserializer=celestial_dot_v1_dot_memory__pb2.ResetPolicyRequest.FromString,
                     response_serializer=celestial_dot_v1_dot_memory__pb2.ResetPolicyResponse.SerializeToString,
+            ),
+            'GetConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetConfig,
+                    request_deserializer=celestial_dot_v1_dot_memory__pb2.GetConfigRequest.FromString,
+                    response_serializer=celestial_dot_v1_dot_memory__pb2.GetConfigResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1530,6 +1552,33 @@ class MemoryService:
             '/celestial.v1.MemoryService/ResetPolicy',
             celestial_dot_v1_dot_memory__pb2.ResetPolicyRequest.SerializeToString,
             celestial_dot_v1_dot_memory__pb2.ResetPolicyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/celestial.v1.MemoryService/GetConfig',
+            celestial_dot_v1_dot_memory__pb2.GetConfigRequest.SerializeToString,
+            celestial_dot_v1_dot_memory__pb2.GetConfigResponse.FromString,
             options,
             channel_credentials,
             insecure,

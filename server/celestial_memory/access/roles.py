@@ -5,8 +5,8 @@ A key has a role and a set of tenants (or all of them). The role decides the met
 WatchOperation, ListOperations, GetPolicy, Observe's dry run), ``write`` (also Store, StoreBatch,
 Update, Delete, Restore, Recall that reinforces, Import, Feedback, Reflect, StartReflection,
 CancelOperation, Observe, ResetPolicy) and
-``admin`` (also Rebalance, Consolidate, DeleteByFilter, SetClock, and Delete of an immutable
-memory). ``peer`` stands apart: another memory node's key, for ExchangePolicy alone, which no
+``admin`` (also Rebalance, Consolidate, DeleteByFilter, SetClock, GetConfig, and Delete of an
+immutable memory). ``peer`` stands apart: another memory node's key, for ExchangePolicy alone, which no
 other role may call (a client's admin key is not a node). The tenants decide the data: a request naming
 a tenant outside the key's set is refused, and one naming none gets the key's tenant. A tenant's
 name is bounded (``checked_tenant``) before anything uses it.
@@ -45,7 +45,7 @@ METHOD_ROLES: dict[str, Role] = {
     "Reflect": Role.WRITE,  # a dry run too: it spends model calls
     "StartReflection": Role.WRITE, "CancelOperation": Role.WRITE,  # Reflect's, started or stopped
     "Rebalance": Role.ADMIN, "Consolidate": Role.ADMIN, "DeleteByFilter": Role.ADMIN,
-    "SetClock": Role.ADMIN,
+    "SetClock": Role.ADMIN, "GetConfig": Role.ADMIN,  # and a key for every tenant (servicer)
     "ExchangePolicy": Role.PEER,  # the PolicySharing service's one method
 }
 

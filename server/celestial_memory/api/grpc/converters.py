@@ -26,6 +26,7 @@ from celestial_memory.domain.validation import MAX_TIME, MIN_TIME
 from celestial_memory.domain.zones import Zone
 from celestial_memory.errors import InvalidArgument
 from celestial_memory.graph.entity_index import EntityCount
+from celestial_memory.ops.running_config import ConfigEntry
 from celestial_memory.ranking.tuning import Tuned
 from celestial_memory.understanding.extraction import MAX_PART, MAX_SUMMARY, MAX_TRIPLES
 from celestial_memory.understanding.resolutions import FULL, SUMMARY, TRIPLE
@@ -294,6 +295,16 @@ EVENT_KINDS = {"capacity": pb.ZONE_EVENT_KIND_CAPACITY, "forgotten": pb.ZONE_EVE
                "helpful": pb.ZONE_EVENT_KIND_FEEDBACK_HELPFUL,
                "not_helpful": pb.ZONE_EVENT_KIND_FEEDBACK_NOT_HELPFUL,
                "skipped": pb.ZONE_EVENT_KIND_SKIPPED}
+CONFIG_SOURCES = {"flag": pb.CONFIG_SOURCE_FLAG, "env": pb.CONFIG_SOURCE_ENV,
+                  "default": pb.CONFIG_SOURCE_DEFAULT}
+
+
+def config_to_pb(entries: list[ConfigEntry]) -> pb.GetConfigResponse:
+    return pb.GetConfigResponse(settings=[
+        pb.ConfigSetting(name=e.name, value=e.value, source=CONFIG_SOURCES[e.source], env=e.env,
+                         secret=e.secret) for e in entries])
+
+
 BACKENDS = {"edge": pb.STORAGE_BACKEND_EDGE, "qdrant-local": pb.STORAGE_BACKEND_QDRANT_LOCAL,
             "qdrant-remote": pb.STORAGE_BACKEND_QDRANT_REMOTE}
 

@@ -34,6 +34,7 @@ from celestial_memory.domain.requests import NewMemory
 from celestial_memory.errors import DeadlineExceeded, InvalidArgument
 from celestial_memory.memory.cancellation import Cancellation, InFlight
 from celestial_memory.memory.service import MemoryService
+from celestial_memory.ops.running_config import running_config
 
 T = TypeVar("T")
 # Page sizes of the lists (AIP-158): the default and the most one page may ask for.
@@ -287,6 +288,15 @@ class MemoryServicer(GraphRpcs, FeedbackRpcs, ReflectRpcs, TransferRpcs, PolicyR
         CALLER.get().require_every_tenant("SetClock")  # the clock is every tenant's
         await self._admin(context, "", "SetClock")
         return pb.SetClockResponse(now=cv.ts_to_pb(await self._run(context, self._service.set_clock, now)))
+
+    @mapped
+    async def GetConfig(
+        self, request: pb.GetConfigRequest, context: Context
+    ) -> pb.GetConfigResponse:
+        caller = CALLER.get()
+        caller.require_every_tenant("GetConfig")  # the settings are every tenant's
+        audit("admin", method="GetConfig", tenant="", key_id=caller.key_id, peer=context.peer())
+        return cv.config_to_pb(running_config(self._service.settings))
 
     @mapped
     async def Ledger(self, request: pb.LedgerRequest, context: Context) -> pb.LedgerResponse:
