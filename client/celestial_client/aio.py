@@ -49,6 +49,7 @@ from celestial_client.types import (
     Reflection,
     RelatedMemory,
     Relation,
+    ServerSetting,
     Stats,
     StoreItem,
     ZoneEvent,
@@ -310,6 +311,9 @@ class AsyncCelestialClient(AsyncPolicyCalls, _Base):
     async def set_clock(self, now: datetime | float) -> datetime:
         resp = await self._call("SetClock", pb.SetClockRequest(now=cv.timestamp(now)))
         return cv.to_datetime(resp.now)
+
+    async def server_config(self) -> dict[str, ServerSetting]:
+        return cv.server_config(await self._call("GetConfig", pb.GetConfigRequest()))
 
     async def ledger_page(
         self, since: datetime | float | None = None, page_size: int = 100,

@@ -55,6 +55,7 @@ from celestial_client.types import (
     Reflection,
     RelatedMemory,
     Relation,
+    ServerSetting,
     Stats,
     StoreItem,
     ZoneEvent,
@@ -364,6 +365,10 @@ class CelestialClient(PolicyCalls, _Base):
         CELESTIAL_ADMIN_CLOCK=true, else FailedPrecondition)."""
         resp = self._call("SetClock", pb.SetClockRequest(now=cv.timestamp(now)))
         return cv.to_datetime(resp.now)
+
+    def server_config(self) -> dict[str, ServerSetting]:
+        """Admin, with a key for every tenant: the server's settings (``ServerSetting``)."""
+        return cv.server_config(self._call("GetConfig", pb.GetConfigRequest()))
 
     def ledger_page(
         self, since: datetime | float | None = None, page_size: int = 100,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 # What the turn policy answers (observe, policy): their own module, named here too.
 from celestial_client._core.policy_types import Observation as Observation
@@ -238,6 +238,21 @@ class Stats:
     dimension: int
     backend: str
     archived: int = 0  # forgotten memories in the archive, not in total
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSetting:
+    """One setting of the running server (``server_config``): its value as JSON reads it (text,
+    a number, a bool, a list; None when unset), where the value came from when the server
+    started ("flag": a flag of ``celestial serve``; "env"; "default") and the environment
+    variable that sets it. A secret's value never leaves the server: ``secret`` is True and
+    ``value`` is "set" or ""."""
+
+    name: str
+    value: Any
+    source: str
+    env: str
+    secret: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -126,7 +126,12 @@ async def test_every_client_command_answers_json(
     config = await cli.json("config")
     assert config["client"]["target"] == {"value": cli.target, "source": "flag",
                                           "env": "CELESTIAL_TARGET"}
-    assert config["server"]["address"]["source"] in ("default", "env")
+    assert config["serve"]["address"]["source"] in ("default", "env")  # what serve would use
+    running = {s["name"]: s for s in config["server"]["settings"]}  # the server's GetConfig
+    assert config["server_error"] is None
+    assert running["rebalance_interval_s"] == {  # running_server's own setting
+        "name": "rebalance_interval_s", "value": "0.0", "source": "CONFIG_SOURCE_FLAG",
+        "env": "CELESTIAL_REBALANCE_INTERVAL_S", "secret": False}
 
 
 async def test_errors_have_exit_statuses_and_a_json_document(

@@ -13,7 +13,7 @@ METHODS = ["cancel_operation", "close", "consolidate", "context", "delete", "ent
            "import_memories", "iter_memories", "ledger", "ledger_page", "list_operations",
            "list_page", "observe", "policy", "rebalance",
            "recall", "recent", "recent_page", "reflect", "relate", "related", "reset_policy",
-           "restore",
+           "restore", "server_config",
            "set_clock", "start_reflection", "stats", "store", "store_batch", "unrelate",
            "update", "watch_operation", "with_options"]
 
@@ -67,6 +67,7 @@ def test_exports_are_pinned() -> None:
         "ResourceExhaustedError",
         "RetryPolicy",
         "ScoreBreakdown",
+        "ServerSetting",
         "Stats",
         "StoreItem",
         "TLS",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,6 +30,7 @@ from celestial_client.types import (
     RelatedMemory,
     Relation,
     ScoreBreakdown,
+    ServerSetting,
     Stats,
     StoreItem,
     Via,
@@ -243,6 +245,25 @@ def stats(resp: pb.StatsResponse) -> Stats:
         total=resp.total, embedding_model=resp.embedding_model, dimension=resp.dimension,
         backend=resp.backend, archived=resp.archived,
     )
+
+
+CONFIG_SOURCES = {pb.CONFIG_SOURCE_FLAG: "flag", pb.CONFIG_SOURCE_ENV: "env",
+                  pb.CONFIG_SOURCE_DEFAULT: "default"}
+
+
+def server_config(resp: pb.GetConfigResponse) -> dict[str, ServerSetting]:
+    """The settings by name, in the server's order; a value as JSON reads it (a secret's, as
+    sent: "set" or "")."""
+    return {s.name: ServerSetting(s.name, s.value if s.secret else _json_value(s.value),
+                                  CONFIG_SOURCES.get(s.source, ""), s.env, s.secret)
+            for s in resp.settings}
+
+
+def _json_value(text: str) -> object:
+    try:
+        return json.loads(text or "null")
+    except ValueError:  # not JSON, as the contract says it is: the text as it came
+        return text
 
 
 def consolidation(resp: pb.ConsolidateResponse) -> Consolidation:

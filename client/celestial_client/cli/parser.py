@@ -27,7 +27,8 @@ to keep of a conversation (observe, policy); connect them (relate, unrelate, rel
 reflect on them with the server's model (reflect, and follow its operation:
 operation); look after the zones
 (stats, rebalance, consolidate, ledger); move them between servers (export, import); measure
-recall (eval); serve the tools to an MCP host (mcp); show the effective configuration (config);
+recall (eval); serve the tools to an MCP host (mcp); show the configuration, the running server's
+too (config);
 run the server (serve, keys).
 """
 
@@ -251,8 +252,9 @@ def build(json_errors: bool = False) -> argparse.ArgumentParser:
     mc.add_argument("--print-tools", action="store_true",
                     help="print the tools' names and schemas as JSON and exit")
 
-    cf = command("config", "the effective configuration: every setting, its value and where "
-                           "it came from (flag, env, default); secrets redacted")
+    cf = command("config", "the effective configuration: this client's, what serve would use "
+                           "here, and the running server's (an admin key); every value with "
+                           "where it came from (flag, env, default); secrets redacted")
     with contextlib.suppress(ImportError):  # the server's flags, to see what serve would use
         importlib.import_module("celestial_memory.main").add_serve_arguments(cf)
     for parser in _every_parser(p):  # sub-commands' parsers report their own usage errors

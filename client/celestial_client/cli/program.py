@@ -104,8 +104,8 @@ def _run(args: argparse.Namespace) -> int:
         if args.command == "serve" and args.json:
             os.environ["CELESTIAL_LOG_FORMAT"] = "json"
         return int(run(args))
-    if args.command == "config":
-        return _print(args, run_config(args))
+    if args.command == "config":  # asks the running server too, as a short command does
+        return _print(args, run_config(args, ONE_COMMAND_RETRY))
     settings = client_settings(args)
     target = str(settings["target"].value)
     if args.command == "eval":
