@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import subprocess
 import sys
@@ -91,7 +92,17 @@ def p(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-async def measure(targets: dict[str, str], queries: np.ndarray, limit: int) -> None:
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process, all its threads (Linux; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def measure(targets: dict[str, str], queries: np.ndarray, limit: int,
+                  pids: dict[str, int]) -> None:
     channels = {name: grpc.aio.insecure_channel(a) for name, a in targets.items()}
     recall = {n: pb_grpc.MemoryServiceStub(c).Recall for n, c in channels.items()}
     check = {n: health_pb2_grpc.HealthStub(c).Check for n, c in channels.items()}
@@ -108,7 +119,10 @@ async def measure(targets: dict[str, str], queries: np.ndarray, limit: int) -> N
     ms: dict[str, list[float]] = {w: [] for w in ways}
     returned: dict[str, list[int]] = {w: [] for w in ways}
     names = list(ways)
+    cpu: dict[str, float] = {}
     for i, q in enumerate(queries):
+        if i == 20:
+            cpu = {n: cpu_seconds(pid) for n, pid in pids.items()}
         req = pb.RecallRequest(tenant=TENANT, query_vector=q.tolist(), limit=limit)
         k = i % len(names)
         for w in names[k:] + names[:k]:
@@ -118,6 +132,7 @@ async def measure(targets: dict[str, str], queries: np.ndarray, limit: int) -> N
                 ms[w].append((time.perf_counter() - t) * 1000)
                 if isinstance(got, pb.RecallResponse):
                     returned[w].append(len(got.results))
+    cpu = {n: cpu_seconds(pid) - cpu[n] for n, pid in pids.items()}
     for c in channels.values():
         await c.close()
     bare = {"Recall": statistics.median(ms["Recall, bare grpc.aio server"]),
@@ -128,6 +143,12 @@ async def measure(targets: dict[str, str], queries: np.ndarray, limit: int) -> N
         got = f"{statistics.mean(returned[w]):8.1f}" if returned[w] else ""
         print(f"  {w:40s} {statistics.median(xs):7.3f} {p(xs, 0.99):7.3f} "
               f"{statistics.median(xs) / bare[w.split(',')[0]]:7.2f} {got}")
+    # Less noisy than latency on a loaded machine: what each server's process (every thread,
+    # background work included) spent per round: two recalls and a Check, the bare one one of each.
+    rounds = len(queries) - 20
+    if any(cpu.values()):
+        print("  server CPU ms per round: " + ", ".join(
+            f"{n} {cpu[n] * 1000 / rounds:.2f}" for n in pids))
 
 
 def main() -> int:
@@ -167,7 +188,8 @@ def main() -> int:
                   f"{len(answer.results)} memories, {answer.ByteSize():,} bytes")
             bare, targets["bare"] = start_bare(answer.SerializeToString(), Path(tmp))
             procs.append(bare)
-            asyncio.run(measure(targets, queries, args.limit))
+            asyncio.run(measure(targets, queries, args.limit,
+                                {n: proc.pid for n, proc in zip(targets, procs, strict=True)}))
         finally:
             for proc in procs:
                 if proc.stdin is not None:
