@@ -2,6 +2,7 @@
 
     make bench-hop        (or: python benchmarks/recall_hop.py [--memories 2000] [--calls 1000])
     python benchmarks/recall_hop.py --base /tmp/base     (another checkout's server beside)
+    python benchmarks/recall_hop.py --text --base /tmp/base      (text recalls: the encoder too)
 
 The service runs as ``celestial serve`` would (its own process, its defaults, the embedded
 store, the ONNX encoder) over ``--memories`` LoCoMo turns stored with synthetic vectors around
@@ -14,7 +15,9 @@ round, and the ways' order rotated from round to round so that drift on the nois
 on all alike. Ways: Recall from the bare server, the service's vector recall reinforced (the
 default) and not reinforced, and health Check from each. ``--base CHECKOUT`` starts a second
 service from that checkout's server/ and client/ over the same memories, interleaved with the
-rest: a change's effect as a ratio measured in one run.
+rest: a change's effect as a ratio measured in one run. ``--text``: the turns are stored as
+text (the service embeds them) and every recall asks a LoCoMo question as text, so the encoder,
+the keyword signals and the learned ranker are on the path too.
 """
 
 from __future__ import annotations
@@ -78,13 +81,13 @@ def vectors(n: int, centres: np.ndarray, rng: np.random.Generator) -> np.ndarray
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-async def preload(address: str, texts: list[str], vecs: np.ndarray) -> None:
+async def preload(address: str, texts: list[str], vecs: np.ndarray | None) -> None:
     from celestial_client import AsyncCelestialClient, StoreItem
 
     async with AsyncCelestialClient(address, tenant=TENANT, timeout=300) as c:
         for i in range(0, len(texts), 500):
-            await c.store_batch([StoreItem(t, vector=v.tolist()) for t, v in zip(
-                texts[i:i + 500], vecs[i:i + 500], strict=True)])
+            await c.store_batch([StoreItem(t, vector=None if vecs is None else vecs[i + j].tolist())
+                                 for j, t in enumerate(texts[i:i + 500])])
 
 
 def p(xs: list[float], q: float) -> float:
@@ -101,7 +104,7 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def measure(targets: dict[str, str], queries: np.ndarray, limit: int,
+async def measure(targets: dict[str, str], requests: list[pb.RecallRequest],
                   pids: dict[str, int]) -> None:
     channels = {name: grpc.aio.insecure_channel(a) for name, a in targets.items()}
     recall = {n: pb_grpc.MemoryServiceStub(c).Recall for n, c in channels.items()}
@@ -114,16 +117,16 @@ async def measure(targets: dict[str, str], queries: np.ndarray, limit: int,
             ways[f"Recall, {name}, reinforced"] = recall[name]
             ways[f"Recall, {name}, not reinforced"] = (
                 lambda r, f=recall[name]: f(pb.RecallRequest(
-                    tenant=r.tenant, query_vector=r.query_vector, limit=r.limit, no_reinforce=True)))
+                    tenant=r.tenant, query=r.query, query_vector=r.query_vector, limit=r.limit,
+                    no_reinforce=True)))
         ways[f"Check, {name}"] = lambda r, f=check[name]: f(health_pb2.HealthCheckRequest())
     ms: dict[str, list[float]] = {w: [] for w in ways}
     returned: dict[str, list[int]] = {w: [] for w in ways}
     names = list(ways)
     cpu: dict[str, float] = {}
-    for i, q in enumerate(queries):
+    for i, req in enumerate(requests):
         if i == 20:
             cpu = {n: cpu_seconds(pid) for n, pid in pids.items()}
-        req = pb.RecallRequest(tenant=TENANT, query_vector=q.tolist(), limit=limit)
         k = i % len(names)
         for w in names[k:] + names[:k]:
             t = time.perf_counter()
@@ -137,7 +140,7 @@ async def measure(targets: dict[str, str], queries: np.ndarray, limit: int,
         await c.close()
     bare = {"Recall": statistics.median(ms["Recall, bare grpc.aio server"]),
             "Check": statistics.median(ms["Check, bare"])}
-    print(f"\n{len(queries) - 20} calls each, interleaved; ratios to the bare server's p50")
+    print(f"\n{len(requests) - 20} calls each, interleaved; ratios to the bare server's p50")
     print(f"  {'way':40s} {'p50 ms':>7s} {'p99 ms':>7s} {'× bare':>7s} {'results':>8s}")
     for w, xs in ms.items():
         got = f"{statistics.mean(returned[w]):8.1f}" if returned[w] else ""
@@ -145,7 +148,7 @@ async def measure(targets: dict[str, str], queries: np.ndarray, limit: int,
               f"{statistics.median(xs) / bare[w.split(',')[0]]:7.2f} {got}")
     # Less noisy than latency on a loaded machine: what each server's process (every thread,
     # background work included) spent per round: two recalls and a Check, the bare one one of each.
-    rounds = len(queries) - 20
+    rounds = len(requests) - 20
     if any(cpu.values()):
         print("  server CPU ms per round: " + ", ".join(
             f"{n} {cpu[n] * 1000 / rounds:.2f}" for n in pids))
@@ -157,6 +160,7 @@ def main() -> int:
     ap.add_argument("--calls", type=int, default=1000, help="rounds: each way once a round")
     ap.add_argument("--limit", type=int, default=10)
     ap.add_argument("--base", default="", help="also a service from this checkout, beside")
+    ap.add_argument("--text", action="store_true", help="text recalls over texts embedded")
     ap.add_argument("--serve-bare", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve_bare:
@@ -168,9 +172,13 @@ def main() -> int:
     rng = np.random.default_rng(5)
     centres = rng.standard_normal((100, DIM))
     centres /= np.linalg.norm(centres, axis=1, keepdims=True)
-    texts, _ = corpus(args.memories, 0)
+    texts, questions = corpus(args.memories, args.calls + 20 if args.text else 0)
+    texts = texts[:args.memories]
     vecs = vectors(args.memories, centres, rng)
-    queries = vectors(args.calls + 20, centres, rng)
+    requests = ([pb.RecallRequest(tenant=TENANT, query=q, limit=args.limit) for q in questions]
+                if args.text else
+                [pb.RecallRequest(tenant=TENANT, query_vector=q.tolist(), limit=args.limit)
+                 for q in vectors(args.calls + 20, centres, rng)])
     checkouts = {"service": "", **({"base": args.base} if args.base else {})}
     procs: list[subprocess.Popen[bytes] | subprocess.Popen[str]] = []
     targets: dict[str, str] = {}
@@ -179,16 +187,17 @@ def main() -> int:
             for name, checkout in checkouts.items():
                 proc, targets[name] = start_server("edge", f"{tmp}/{name}", checkout, "onnx")
                 procs.append(proc)
-                asyncio.run(preload(targets[name], texts, vecs))
+                asyncio.run(preload(targets[name], texts, None if args.text else vecs))
             with grpc.insecure_channel(targets["service"]) as ch:
-                answer = pb_grpc.MemoryServiceStub(ch).Recall(pb.RecallRequest(
-                    tenant=TENANT, query_vector=queries[0].tolist(), limit=args.limit,
-                    no_reinforce=True))
+                first = pb.RecallRequest()
+                first.CopyFrom(requests[0])
+                first.no_reinforce = True
+                answer = pb_grpc.MemoryServiceStub(ch).Recall(first)
             print(f"{args.memories:,} memories; the bare server's answer: "
                   f"{len(answer.results)} memories, {answer.ByteSize():,} bytes")
             bare, targets["bare"] = start_bare(answer.SerializeToString(), Path(tmp))
             procs.append(bare)
-            asyncio.run(measure(targets, queries, args.limit,
+            asyncio.run(measure(targets, requests,
                                 {n: proc.pid for n, proc in zip(targets, procs, strict=True)}))
         finally:
             for proc in procs:
