@@ -16,8 +16,9 @@ import os
 import re
 import time
 import unicodedata
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import AbstractContextManager
+from types import TracebackType
 from typing import Any
 
 import grpc
@@ -114,36 +115,53 @@ def _code(context: Any, error: BaseException | None) -> str:
     return "OK"
 
 
-@contextmanager
-def _observing(context: Any, series: _Series) -> Iterator[None]:
-    """Around one call: started, then handled with its code and time, its span, its log line."""
-    _, service, method = series.labels
-    series.started.inc()
-    rid = request_id(context)
-    carrier = {k: v for k, v in context.invocation_metadata() or ()
-               if k in ("traceparent", "tracestate") and isinstance(v, str)}
-    started = time.perf_counter()
-    error: BaseException | None = None
-    with telemetry.span(f"{service}/{method}", {"rpc.system": "grpc", "rpc.service": service,
-                                                "rpc.method": method, "request.id": rid},
-                        carrier) as trace:
+class _Observing:
+    """Around one call: started, then handled with its code and time, its span, its log line.
+    A class rather than a generator context manager, and the request id, the span and the line
+    only when tracing or the access log is on: it runs around every call, health checks too."""
+
+    __slots__ = ("_context", "_rid", "_series", "_span", "_started", "_trace")
+
+    def __init__(self, context: Any, series: _Series) -> None:
+        self._context, self._series = context, series
+
+    def __enter__(self) -> None:
+        context, series = self._context, self._series
+        series.started.inc()
+        tracing = telemetry.enabled()
+        self._rid = request_id(context) if tracing or log.isEnabledFor(logging.INFO) else ""
+        self._span: AbstractContextManager[Any] | None = None
+        self._trace: Any = None
+        if tracing:
+            _, service, method = series.labels
+            carrier = {k: v for k, v in context.invocation_metadata() or ()
+                       if k in ("traceparent", "tracestate") and isinstance(v, str)}
+            self._span = telemetry.span(
+                f"{service}/{method}", {"rpc.system": "grpc", "rpc.service": service,
+                                        "rpc.method": method, "request.id": self._rid}, carrier)
+            self._trace = self._span.__enter__()
+        self._started = time.perf_counter()
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
         try:
-            yield
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            seconds = time.perf_counter() - started
-            code = _code(context, error)
+            seconds = time.perf_counter() - self._started
+            code = _code(self._context, error)
+            series = self._series
             series.handled(code).inc()
             series.handling.observe(seconds)
-            if trace is not None:
-                trace.set_attribute("rpc.grpc.status_code", code)
-            tenant = TENANT.get()
-            log.info("%s %s %s %.1f ms", method, code, _logged(tenant) or "-", seconds * 1000,
-                     extra={"request_id": rid, "tenant": tenant[:LOGGED_TENANT_CHARS],
-                            "method": method, "status": code,
-                            "duration_ms": round(seconds * 1000, 3)})
+            if self._trace is not None:
+                self._trace.set_attribute("rpc.grpc.status_code", code)
+            if log.isEnabledFor(logging.INFO):
+                method, tenant = series.labels[2], TENANT.get()
+                log.info("%s %s %s %.1f ms", method, code, _logged(tenant) or "-",
+                         seconds * 1000,
+                         extra={"request_id": self._rid, "tenant": tenant[:LOGGED_TENANT_CHARS],
+                                "method": method, "status": code,
+                                "duration_ms": round(seconds * 1000, 3)})
+        finally:
+            if self._span is not None:
+                self._span.__exit__(kind, error, tb)
 
 
 def _observed(behavior: Callable[..., Any] | None, series: _Series) -> Any:
@@ -151,14 +169,14 @@ def _observed(behavior: Callable[..., Any] | None, series: _Series) -> Any:
         return None
     if inspect.isasyncgenfunction(behavior):
         async def stream(request: Any, context: Any) -> AsyncIterator[Any]:
-            with _observing(context, series):
+            with _Observing(context, series):
                 async for item in behavior(request, context):
                     yield item
 
         return stream
 
     async def call(request: Any, context: Any) -> Any:
-        with _observing(context, series):
+        with _Observing(context, series):
             return await behavior(request, context)
 
     return call
