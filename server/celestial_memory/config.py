@@ -193,6 +193,11 @@ class Settings(ServingSettings):
     keyword_avg_len: float = Field(14.0, gt=0, description="BM25 average content length (terms)")
     context_keyword_avg_len: float = Field(34.0, gt=0, description="same, content plus context")
     max_context_chars: int = Field(32_768, gt=0, description="longest context text")
+    # The encoder reads a text's first 256 tokens (about 1,000 characters of English); a
+    # longer memory is also embedded in short passages (recall/passages.py).
+    passages_over_chars: int = Field(
+        1000, ge=0, description="a memory longer than this is also embedded in passages; 0 = never")
+    passage_chars: int = Field(300, ge=40, le=1000, description="longest passage")
     default_recall_limit: int = Field(10, gt=0, description="results of a recall that sets no limit")
     max_recall_limit: int = Field(100, gt=0, description="largest recall limit")
     max_prompt_tokens: int = Field(32_768, gt=0, description="the largest Context block asked for")

@@ -1,12 +1,12 @@
 """One storage scenario suite, run against every backend: Qdrant Edge, qdrant-client
-``:memory:``, and a real Qdrant server through testcontainers where a Docker engine answers.
+``:memory:``, and a real Qdrant server through testcontainers where a Docker engine answers
+(the ``store`` fixture, conftest.py).
 """
 
 from __future__ import annotations
 
 import uuid
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -20,50 +20,12 @@ from celestial_memory.domain.models import (
 )
 from celestial_memory.domain.zones import Zone
 from celestial_memory.recall.keywords import KeywordEncoder
-from celestial_memory.store import MemoryRepository, open_edge, open_qdrant
+from celestial_memory.store import MemoryRepository, open_edge
 
 from tests.conftest import unit_vectors
+from tests.scenarios.conftest import DIM
 
-DIM = 16
-QDRANT_IMAGE = "qdrant/qdrant:v1.15.4"
 KEYWORDS = KeywordEncoder(1.2, 0.4, 14.0, 34.0)
-
-
-def _docker_available() -> bool:
-    try:
-        import docker
-
-        docker.from_env().ping()
-        return True
-    except Exception:
-        return False
-
-
-@pytest.fixture(scope="module")
-def qdrant_server_url() -> Iterator[str]:
-    if not _docker_available():
-        pytest.skip("no Docker engine answers here: the real-Qdrant run is skipped")
-    from testcontainers.qdrant import QdrantContainer
-
-    with QdrantContainer(QDRANT_IMAGE) as q:
-        yield f"http://{q.get_container_host_ip()}:{q.exposed_rest_port}"
-
-
-@pytest.fixture(
-    params=["edge", "qdrant-local", pytest.param("qdrant-server", marks=pytest.mark.docker)]
-)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryRepository]:
-    kind = request.param
-    s: MemoryRepository
-    if kind == "edge":
-        s = open_edge(tmp_path / "shard", DIM)
-    elif kind == "qdrant-local":
-        s = open_qdrant(":memory:", DIM, "scenario")
-    else:
-        url = request.getfixturevalue("qdrant_server_url")
-        s = open_qdrant(url, DIM, f"scenario_{uuid.uuid4().hex[:8]}")
-    yield s
-    s.close()
 
 
 def mem(

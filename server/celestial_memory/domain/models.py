@@ -163,6 +163,9 @@ class IndexVectors:
     context_dense: Vector  # context + content embedded; the content vector when no context
     keywords: Sparse  # content keywords
     context_keywords: Sparse  # context + content keywords
+    # A long memory's passages embedded, one row each (recall/passages.py); None for a memory
+    # the content vector reads whole.
+    passages: Vector | None = None
 
 
 @dataclass(frozen=True, slots=True)

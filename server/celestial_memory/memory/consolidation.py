@@ -52,11 +52,13 @@ overlay_pending: Callable[[str, Sequence[Memory]], None], tenant: str, dry_run: 
         reinforce(fn, zones, targets, [t.context_score for t in targets], now,
                   True)
         # Written whole (a target may have taken a repeat's wording): keyword vectors are
-        # rebuilt from the text, as an import does; the read kept the dense ones.
+        # rebuilt from the text, as an import does, and so are a long one's passages; the read
+        # kept the dense ones.
         index = retrieval.index_vectors(
             [t.content for t in targets], [t.context for t in targets],
             [cast(Vector, t.vector) for t in targets], [False] * len(targets),
-            [t.index.context_dense if t.index else None for t in targets])
+            [t.index.context_dense if t.index else None for t in targets],
+            passages_here=[True] * len(targets))
         for t, ix in zip(targets, index, strict=True):
             t.index = ix
         store.append_events([

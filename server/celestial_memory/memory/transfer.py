@@ -88,11 +88,12 @@ class Transfer:
         now = self._clock.now()
         checked = [self._checked(tenant, it, first + i, now) for i, it in enumerate(items)]
         memories = [m for m, _ in checked]
-        # Keyword vectors are rebuilt from the text; the exported contextual vector is kept.
+        # Keyword vectors and a long memory's passages are rebuilt from the text; the exported
+        # contextual vector is kept.
         index = self._retrieval.index_vectors(
             [m.content for m in memories], [m.context for m in memories],
             [cast(Vector, m.vector) for m in memories], [False] * len(memories),
-            [ctx for _, ctx in checked],
+            [ctx for _, ctx in checked], passages_here=[True] * len(memories),
         )
         for m, ix in zip(memories, index, strict=True):
             m.index = ix

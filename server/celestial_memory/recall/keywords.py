@@ -19,6 +19,7 @@ term is a posting in the engine's inverted index, so an unbounded count (one 32,
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import qdrant_edge as qe
 from celestial_memory.domain.models import Sparse
@@ -60,6 +61,19 @@ class KeywordEncoder:
         model = self._contextual if contextual else self._content
         v = model.embed_document(expand_hangul(text))
         return _bounded(list(v.indices), list(v.values))
+
+    def best_of(self, texts: Sequence[str], contextual: bool = False,
+                scale: float = 1.0) -> Sparse:
+        """Each term at ``scale`` times its weight in the text of ``texts`` that weighs it most:
+        a long memory's keywords as its passages score them, so its length does not bury a
+        term (BM25 weighs a term of a 20,000-character text tens of times down)."""
+        best: dict[int, float] = {}
+        for t in texts:
+            v = self.document(t, contextual)
+            for i, w in zip(v.indices, v.values, strict=True):
+                if w > best.get(i, 0.0):
+                    best[i] = w
+        return _bounded(list(best), [w * scale for w in best.values()])
 
     def query(self, text: str) -> Sparse:
         # The query side has no length normalisation: both models give the same weights.

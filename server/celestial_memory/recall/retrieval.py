@@ -4,6 +4,8 @@ A memory is indexed four ways (store/payload.py SIGNALS): its content embedded (
 context plus content embedded, its content's keywords and its context plus content's keywords
 (BM25 weights; Qdrant applies IDF). Context is text stored with a memory but not part of it, e.g.
 the previous turns of a conversation; without it the contextual vectors equal the content ones.
+A long memory is also indexed by its passages (recall/passages.py), which count toward its
+content signal and weigh its keywords.
 
 Recall runs in two batched round trips:
 1. candidates: per zone, one query whose prefetches (content vector, both keyword vectors) are
@@ -42,6 +44,7 @@ from celestial_memory.encoding.embedding import Embedder
 from celestial_memory.graph.entities import RuleExtractor
 from celestial_memory.graph.entity_index import ref
 from celestial_memory.recall.keywords import KeywordEncoder
+from celestial_memory.recall.passages import KEYWORD_SCALE, passages
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -66,10 +69,14 @@ class Retrieval:
     def index_vectors(
         self, contents: Sequence[str], contexts: Sequence[str], dense: Sequence[Vector],
         embedded_here: Sequence[bool], given_context_dense: Sequence[Vector | None] = (),
+        passages_here: Sequence[bool] | None = None,
     ) -> list[IndexVectors]:
         """The non-content vectors of new memories. The contextual text is embedded only where
         there is context and the server embedded the content (a caller's own vectors may come
-        from another model); ``given_context_dense`` (an import's) is used where not None."""
+        from another model); ``given_context_dense`` (an import's) is used where not None.
+        A long content's passages are embedded where ``passages_here`` (by default where the
+        server embedded the content): an import or a rewrite embeds them from the text, as
+        it rebuilds the keywords."""
         joined = [f"{c}\n{t}" if c else t for c, t in zip(contexts, contents, strict=True)]
         todo = [i for i, c in enumerate(contexts) if c and embedded_here[i]]
         ctx_dense: dict[int, Vector] = {
@@ -77,14 +84,38 @@ class Retrieval:
         }
         if todo:
             ctx_dense.update(zip(todo, self.embedder.embed([joined[i] for i in todo]), strict=True))
+        wanted = embedded_here if passages_here is None else passages_here
+        over = self.settings.passages_over_chars
+        cut = {i: passages(t, self.settings.passage_chars) for i, t in enumerate(contents)
+               if wanted[i] and over and len(t) > over}
+        embedded = self._embedded(cut)
         return [
             IndexVectors(
                 context_dense=np.asarray(ctx_dense.get(i, dense[i]), dtype=np.float32),
                 keywords=self.keywords.document(contents[i]),
                 context_keywords=self.keywords.document(joined[i], contextual=True),
+            ) if i not in cut else IndexVectors(
+                context_dense=np.asarray(ctx_dense.get(i, dense[i]), dtype=np.float32),
+                keywords=self.keywords.best_of(cut[i], scale=KEYWORD_SCALE),
+                context_keywords=self.keywords.best_of(
+                    [f"{contexts[i]}\n{p}" if contexts[i] else p for p in cut[i]],
+                    contextual=True, scale=KEYWORD_SCALE),
+                passages=embedded[i],
             )
             for i in range(len(contents))
         ]
+
+    def _embedded(self, cut: dict[int, list[str]]) -> dict[int, Vector]:
+        """Each long content's passages embedded, all in one call."""
+        if not cut:
+            return {}
+        rows = self.embedder.embed([p for parts in cut.values() for p in parts])
+        out: dict[int, Vector] = {}
+        at = 0
+        for i, parts in cut.items():
+            out[i] = np.asarray(rows[at:at + len(parts)], dtype=np.float32)
+            at += len(parts)
+        return out
 
     def query(self, text: str, dense: Vector) -> HybridQuery:
         # Candidates are rescored exactly, so the ANN beam can be narrow: at 100,000 memories

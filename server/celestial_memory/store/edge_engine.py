@@ -7,6 +7,7 @@ Only one process may open a shard directory (Qdrant Edge 0.9.0); shards are flus
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
@@ -71,18 +72,26 @@ def _signal_queries(query: HybridQuery, columns: Sequence[int] = (0, 1, 2, 3)) -
     return out
 
 
+log = logging.getLogger(__name__)
+
 _DATATYPES = {"float32": qe.VectorStorageDatatype.Float32,
               "float16": qe.VectorStorageDatatype.Float16}
 
 
-def _stored_datatype(path: Path, vector: str) -> Any:
-    """The storage datatype an existing shard keeps ``vector`` in (a shard cannot be opened
-    with another); None for a new shard."""
+def _stored_config(path: Path) -> dict[str, Any] | None:
+    """An existing shard's configuration (a shard cannot be opened with another); None for a
+    new shard."""
     try:
-        config = json.loads((path / "edge_config.json").read_text())
+        return cast(dict[str, Any], json.loads((path / "edge_config.json").read_text()))
     except FileNotFoundError:
         return None
-    return _DATATYPES[config.get("vectors", {}).get(vector, {}).get("datatype", "float32")]
+
+
+def _stored_datatype(stored: dict[str, Any] | None, vector: str) -> Any:
+    """The storage datatype an existing shard keeps ``vector`` in; None for a new shard."""
+    if stored is None:
+        return None
+    return _DATATYPES[stored.get("vectors", {}).get(vector, {}).get("datatype", "float32")]
 
 
 def _open(path: Path, config: Any, indexes: Mapping[str, str],
@@ -116,6 +125,16 @@ class EdgeEngine:
         # Cold: memory-mapped, read from disk when touched; the int8 copies stay in RAM, and so
         # does the HNSW graph.
         originals = qe.Memory.Cold if vectors_on_disk else None
+        stored = _stored_config(path)
+        # A shard made before passages existed cannot take the vector (the engine refuses a
+        # configuration that differs): it keeps working without them (docs/design.md).
+        self._keeps_passages = stored is None or pl.PASSAGES in stored.get("vectors", {})
+        passages = {pl.PASSAGES: qe.EdgeVectorParams(
+            size=dimension, distance=qe.Distance.Cosine,
+            multivector_config=qe.MultiVectorConfig(qe.MultiVectorComparator.MaxSim),
+            hnsw_config=qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000),
+            datatype=_DATATYPES[pl.PASSAGES_DATATYPE], memory=originals,
+        )} if self._keeps_passages else {}
         config = qe.EdgeConfig(
             vectors={
                 pl.DENSE: qe.EdgeVectorParams(
@@ -129,10 +148,11 @@ class EdgeEngine:
                 pl.CONTEXT_DENSE: qe.EdgeVectorParams(
                     size=dimension, distance=qe.Distance.Cosine,
                     hnsw_config=qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000),
-                    datatype=_stored_datatype(path, pl.CONTEXT_DENSE) or _DATATYPES[
+                    datatype=_stored_datatype(stored, pl.CONTEXT_DENSE) or _DATATYPES[
                         pl.CONTEXT_DATATYPE],
                     memory=originals,
                 ),
+                **passages,
             },
             # The keyword vectors' inverted indexes, in RAM unless the vectors are on disk.
             sparse_vectors={
@@ -150,6 +170,10 @@ class EdgeEngine:
             "ledger": _open(path.with_name(path.name + "_ledger"), ledger_config, pl.LEDGER_INDEXES),
         }
         self._memories = self._shards[en.MEMORIES]
+        # Whether any point holds passages: until one does, a recall does not search them (an
+        # exhaustive search over nothing still costs ~0.1 ms a zone).
+        self._holds_passages = self._keeps_passages and self._memories.count(qe.CountRequest(
+            filter=qe.Filter(must=[qe.HasVectorCondition(pl.PASSAGES)]), exact=True)) > 0
         # Points upserted since the last index build (optimize); a reopened store builds once.
         self._unindexed = 1_000_000
 
@@ -163,8 +187,11 @@ class EdgeEngine:
                only_if: en.Where = ()) -> None:
         if not points:
             return
-        pts = [qe.Point(p.id, {k: _vector(v) for k, v in p.vectors.items()}, p.payload)
+        pts = [qe.Point(p.id, {k: _vector(v) for k, v in p.vectors.items()
+                               if k != pl.PASSAGES or self._keeps_passages}, p.payload)
                for p in points]
+        if part == en.MEMORIES and self._keeps_passages and not self._holds_passages:
+            self._holds_passages = any(pl.PASSAGES in p.vectors for p in points)
         mode = qe.UpdateMode.InsertOnly if insert_only else None
         self._update(part, qe.UpdateOperation.upsert_points(
             pts, condition=_filter(only_if), update_mode=mode))
@@ -227,6 +254,10 @@ class EdgeEngine:
             qe.FacetRequest(key=key, limit=limit, exact=True, filter=_filter(where)))
         return [(hit.value, int(hit.count)) for hit in resp.hits]
 
+    @property
+    def passages(self) -> bool:
+        return self._keeps_passages
+
     def fused_search(self, query: HybridQuery, filters: Sequence[en.Where],
                      limit: int) -> list[list[en.Hit]]:
         # Candidates come from the content vector and both keyword vectors; the contextual dense
@@ -244,8 +275,17 @@ class EdgeEngine:
             fusion = cast(Any, qe.Fusion.Rrf(k=60))
             requests = [qe.QueryRequest(limit=limit, prefetches=prefetches, query=fusion,
                                         filter=_filter(f), with_payload=False) for f in filters]
+        if self._holds_passages:
+            passages = qe.Query.Nearest([query.dense.tolist()], using=pl.PASSAGES)
+            requests += [qe.QueryRequest(limit=min(limit, en.PASSAGE_CANDIDATES),
+                                         query=passages, filter=_filter(f), with_payload=False)
+                         for f in filters]
         batches = self._memories.query_batch(qe.QueryBatchRequest(requests))
-        return [[(p.id, p.score) for p in b] for b in batches]
+        hits = [[(p.id, p.score) for p in b] for b in batches]
+        if not self._holds_passages:
+            return hits
+        return en.with_passage_hits(hits[:len(filters)], hits[len(filters):],
+                                    query.keywords.is_empty(), limit)
 
     def nearest(self, vectors: Sequence[Vector], where: en.Where, limit: int) -> list[list[en.Hit]]:
         if not len(vectors):
@@ -276,18 +316,25 @@ class EdgeEngine:
         # A condition's matches: the content query again (cheap over these few points),
         # filtered by it, ids only; every memory has a content vector, not every one the others.
         any_query = every.get(0)
+        fold = self._holds_passages and 0 in queries
         batches = self._memories.query_batch(qe.QueryBatchRequest([
             *(qe.QueryRequest(limit=len(keys), query=q, filter=f, with_payload=False,
                               params=_EXACT) for q in queries.values()),
             *(qe.QueryRequest(limit=len(keys), query=any_query, with_payload=False,
                               filter=qe.Filter(must=[*common, _FILTERS.condition(c), has_ids]))
               for c in matching),
+            *([qe.QueryRequest(limit=len(keys), filter=f, with_payload=False,
+                               query=qe.Query.Nearest([query.dense.tolist()], using=pl.PASSAGES))]
+              if fold else []),
         ]))
         row = {k: i for i, k in enumerate(keys)}
         for col, b in zip(queries, batches[:len(queries)], strict=True):
             for p in b:
                 scores[row[p.id], col] = p.score
-        return en.Scored(scores, [{str(p.id) for p in b} for b in batches[len(queries):]])
+        if fold:
+            en.fold_passages(scores, row, [(p.id, p.score) for p in batches[-1]])
+        matched = batches[len(queries):len(queries) + len(matching)]
+        return en.Scored(scores, [{str(p.id) for p in b} for b in matched])
 
     def keys(self, ids: en.Names) -> list[Hashable]:
         # The engine returns UUID objects; handing them back as they are saves a conversion

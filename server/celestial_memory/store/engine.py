@@ -139,6 +139,40 @@ class FilterTypes:
         return built
 
 
+# Per filter, the most memories a recall's search of passages adds to the candidates: long
+# memories are few, and each one found is rescored like any candidate.
+PASSAGE_CANDIDATES = 10
+
+
+def with_passage_hits(fused: Sequence[Sequence[Hit]], found: Sequence[Sequence[Hit]],
+                      cosines: bool, limit: int) -> list[list[Hit]]:
+    """Each filter's candidates and the long memories its search of passages found. With
+    ``cosines`` (a query without keywords: both lists score by cosine) a memory keeps the better
+    of its two scores and the best ``limit`` are kept; otherwise (fused ranks, not cosines) the
+    passage hits not already there follow the fused ones."""
+    out = []
+    for hits, extra in zip(fused, found, strict=True):
+        if cosines:
+            best: dict[Hashable, float] = dict(hits)
+            for k, s in extra:
+                best[k] = max(best.get(k, s), s)
+            out.append(sorted(best.items(), key=lambda h: -h[1])[:limit])
+        else:
+            seen = {k for k, _ in hits}
+            out.append([*hits, *((k, s) for k, s in extra if k not in seen)])
+    return out
+
+
+def fold_passages(scores: npt.NDArray[np.float64], rows: Mapping[Hashable, int],
+                  found: Sequence[Hit]) -> None:
+    """The content signal (column 0) of each long memory in ``found`` raised to its best
+    passage's cosine, in place: the content vector read only the text's beginning."""
+    for k, s in found:
+        i = rows[k]
+        if not s <= scores[i, 0]:  # NaN (not scored) or lower
+            scores[i, 0] = s
+
+
 def _names_ids(c: Condition) -> bool:
     return isinstance(c, Ids) or (isinstance(c, Either) and any(_names_ids(o) for o in c.options))
 
@@ -179,10 +213,12 @@ class Engine(Protocol):
     def fused_search(self, query: HybridQuery, filters: Sequence[Where],
                      limit: int) -> list[list[Hit]]:
         """One hybrid query per filter, in one batch: the content vector and both keyword
-        vectors as prefetches, fused by RRF. Returns engine keys (``str(key)`` is the id) with
-        their scores, best first; ``signal_scores`` takes the keys back unconverted. A query
-        without keywords has one input, so it is a plain search of the content vector and
-        its scores are that vector's exact cosines."""
+        vectors as prefetches, fused by RRF; where long memories are held, their passages are
+        searched in the same batch too (``with_passage_hits``). Returns engine keys
+        (``str(key)`` is the id) with their scores, best first; ``signal_scores`` takes the
+        keys back unconverted. A query without keywords has one input, so it is a plain search
+        of the content vector and its scores are that vector's exact cosines (a long memory's
+        the better of it and its best passage's)."""
 
     def nearest(self, vectors: Sequence[Vector], where: Where, limit: int) -> list[list[Hit]]:
         """For each vector, the points matching ``where`` nearest by the content vector, with
@@ -192,6 +228,7 @@ class Engine(Protocol):
                       columns: Sequence[int] | None = None,
                       matching: Sequence[Condition] = ()) -> Scored:
         """Exact score of each point by each of SIGNALS, in one batch (rows follow ``keys``;
+        a long memory's content signal is its best passage's where higher, ``fold_passages``;
         keyword columns only for a keyword query; only ``columns`` when given). NaN where a
         point was not scored: no matching term, no such vector, or it fails ``where``. For each
         of ``matching``, the keys of the points that also match it, in the same batch (the
@@ -199,6 +236,11 @@ class Engine(Protocol):
 
     def keys(self, ids: Names) -> list[Hashable]:
         """Ids as ``signal_scores`` takes them."""
+
+    @property
+    def passages(self) -> bool:
+        """Whether the store keeps long memories' passages (payload.PASSAGES): a store made
+        before they existed does not, and keeps what is written without them."""
 
     def optimize(self, min_new: int = 1000) -> bool:
         """Build the vector indexes where the engine must be told to and at least ``min_new``

@@ -33,6 +33,12 @@ CONTEXT_DENSE = "dense_context"
 KEYWORDS = "keywords"
 CONTEXT_KEYWORDS = "keywords_context"
 SIGNALS = (DENSE, CONTEXT_DENSE, KEYWORDS, CONTEXT_KEYWORDS)
+# A long memory's passages (recall/passages.py): a multivector compared by MaxSim, so a query's
+# similarity to it is its best passage's cosine. Only long memories hold one, so it has no HNSW
+# graph: searched exhaustively over the points that hold it. Folded into the content signal
+# (DENSE's column) by the engines, it is not a fifth signal.
+PASSAGES = "passages"
+PASSAGES_DATATYPE = "float16"
 # The contextual vector is only rescored over candidates, where float16 (about 1e-4 from the
 # float32 cosine) ranks as float32 does and halves its storage: 15 MiB per 10,000 memories.
 CONTEXT_DATATYPE = "float16"
@@ -60,6 +66,8 @@ def search_vectors(m: Memory) -> dict[str, Vector | Sparse]:
         out[CONTEXT_DENSE] = m.index.context_dense
     out[KEYWORDS] = m.index.keywords
     out[CONTEXT_KEYWORDS] = m.index.context_keywords
+    if m.index.passages is not None:
+        out[PASSAGES] = m.index.passages
     return out
 
 # Payload indexes: field -> kind. The tenant index is an is_tenant keyword index. Only what is

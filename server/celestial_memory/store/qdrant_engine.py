@@ -17,20 +17,16 @@ from celestial_memory.errors import StoreUnavailable
 from celestial_memory.store import engine as en
 from celestial_memory.store.breaker import CircuitBreaker, Guarded
 from celestial_memory.store.payload import (
-    CONTEXT_DATATYPE,
-    CONTEXT_DENSE,
-    CONTEXT_KEYWORDS,
-    DENSE,
     INDEXES,
-    KEYWORDS,
     LEDGER_INDEXES,
+    PASSAGES,
     QUANTIZED_OVERSAMPLING,
     SIGNALS,
     Condition,
 )
 from celestial_memory.store.proxy import MethodProxy
 from celestial_memory.store.retry import Retrying, store_fault, unavailable
-from celestial_memory.store.schema import check_schema
+from celestial_memory.store.schema import check_schema, sparse_vectors_config, vectors_config
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
@@ -171,37 +167,20 @@ class QdrantEngine:
         so every replica runs it on start. A mismatch is refused, never patched over."""
         memories, ledger = self._names["memories"], self._names["ledger"]
         existing: dict[str, Any] = {}  # payload indexes already there
+        self._keeps_passages = True
         if self._client.collection_exists(memories):
             info = self._client.get_collection(memories)
-            check_schema(info, memories, self.dimension)
+            self._keeps_passages = check_schema(info, memories, self.dimension)
             existing = dict(info.payload_schema or {})
+            if not self._keeps_passages:
+                log.warning("collection %r was made before long memories' passages: a long "
+                            "memory is found by its first ~1,000 characters only; export it "
+                            "and import it into a new collection to index them", memories)
         else:
             self._client.create_collection(
                 memories,
-                vectors_config={
-                    # int8 copies for the HNSW search, rescored (edge_engine.py _QUANTIZED).
-                    DENSE: models.VectorParams(
-                        size=self.dimension, distance=models.Distance.COSINE,
-                        quantization_config=models.ScalarQuantization(
-                            scalar=models.ScalarQuantizationConfig(
-                                type=models.ScalarType.INT8, always_ram=True)),
-                        on_disk=self._vectors_on_disk,
-                    ),
-                    # Only rescored over candidates, so no HNSW graph (m = 0); float16
-                    # (payload.CONTEXT_DATATYPE).
-                    CONTEXT_DENSE: models.VectorParams(
-                        size=self.dimension, distance=models.Distance.COSINE,
-                        hnsw_config=models.HnswConfigDiff(m=0),
-                        datatype=models.Datatype(CONTEXT_DATATYPE),
-                        on_disk=self._vectors_on_disk,
-                    ),
-                },
-                sparse_vectors_config={
-                    name: models.SparseVectorParams(
-                        modifier=models.Modifier.IDF,
-                        index=models.SparseIndexParams(on_disk=self._vectors_on_disk))
-                    for name in (KEYWORDS, CONTEXT_KEYWORDS)
-                },
+                vectors_config=vectors_config(self.dimension, self._vectors_on_disk),
+                sparse_vectors_config=sparse_vectors_config(self._vectors_on_disk),
                 on_disk_payload=self._payload_on_disk,
                 **self._layout(),
             )
@@ -227,8 +206,9 @@ class QdrantEngine:
                only_if: en.Where = ()) -> None:
         if not points:
             return
-        pts = [models.PointStruct(id=p.id, vector={k: _vector(v) for k, v in p.vectors.items()},
-                                  payload=p.payload) for p in points]
+        pts = [models.PointStruct(id=p.id, payload=p.payload, vector={
+            k: _vector(v) for k, v in p.vectors.items() if k != PASSAGES or self._keeps_passages})
+            for p in points]
         self._client.upsert(
             self._names[part], points=pts, wait=True, update_filter=_filter(only_if),
             update_mode=models.UpdateMode.INSERT_ONLY if insert_only else None,
@@ -287,6 +267,10 @@ class QdrantEngine:
                                   limit=limit, exact=True)
         return [(hit.value, int(hit.count)) for hit in resp.hits]
 
+    @property
+    def passages(self) -> bool:
+        return self._keeps_passages
+
     def fused_search(self, query: HybridQuery, filters: Sequence[en.Where],
                      limit: int) -> list[list[en.Hit]]:
         # Candidates come from the content vector and both keyword vectors (edge_engine.py).
@@ -310,8 +294,17 @@ class QdrantEngine:
                                             query=models.FusionQuery(fusion=models.Fusion.RRF),
                                             filter=_filter(f), limit=limit, with_payload=False)
                         for f in filters]
+        # Another replica may have written long memories: the passages are always searched.
+        if self._keeps_passages:
+            requests += [models.QueryRequest(
+                query=[query.dense.tolist()], using=PASSAGES, filter=_filter(f),
+                limit=min(limit, en.PASSAGE_CANDIDATES), with_payload=False) for f in filters]
         responses = self._client.query_batch_points(self._names["memories"], requests=requests)
-        return [[(str(p.id), p.score) for p in r.points] for r in responses]
+        hits: list[list[en.Hit]] = [[(str(p.id), p.score) for p in r.points] for r in responses]
+        if not self._keeps_passages:
+            return hits
+        return en.with_passage_hits(hits[:len(filters)], hits[len(filters):],
+                                    query.keywords.is_empty(), limit)
 
     def nearest(self, vectors: Sequence[Vector], where: en.Where, limit: int) -> list[list[en.Hit]]:
         if not len(vectors):
@@ -334,6 +327,7 @@ class QdrantEngine:
         # A condition's matches: the content query again, filtered by it, ids only (every
         # memory has a content vector; not every one has the other signals).
         col0, q0 = 0, every[0]
+        fold = self._keeps_passages and 0 in queries
         responses = self._client.query_batch_points(self._names["memories"], requests=[
             *(models.QueryRequest(query=q, using=SIGNALS[c], filter=f, limit=len(keys),
                                   with_payload=False, params=self._exact)
@@ -341,13 +335,17 @@ class QdrantEngine:
             *(models.QueryRequest(query=q0, using=SIGNALS[col0], limit=len(keys),
                                   with_payload=False, filter=_filter([*where, cond], keys))
               for cond in matching),
+            *([models.QueryRequest(query=[query.dense.tolist()], using=PASSAGES, filter=f,
+                                   limit=len(keys), with_payload=False)] if fold else []),
         ])
-        row = {str(k): i for i, k in enumerate(keys)}
+        row: dict[Hashable, int] = {str(k): i for i, k in enumerate(keys)}
         for col, r in zip(queries, responses[:len(queries)], strict=True):
             for p in r.points:
                 scores[row[str(p.id)], col] = p.score
+        if fold:
+            en.fold_passages(scores, row, [(str(p.id), p.score) for p in responses[-1].points])
         return en.Scored(scores, [{str(p.id) for p in r.points}
-                                  for r in responses[len(queries):]])
+                                  for r in responses[len(queries):len(queries) + len(matching)]])
 
     def keys(self, ids: en.Names) -> list[Hashable]:
         return list(ids)
