@@ -4,9 +4,10 @@ reinforcement answers, grouped by zone, and reinforces nothing; a card shows the
 entities, its relations as a graph (a neighbour opens its own card) and its ledger history; a
 vote lands in the service; API keys go in the fragment, and a missing one shows the error; a turn
 the turn policy saved or skipped (Observe) says so on its card, with why, and a skipped one's
-history shows the skip. With a write key the card shows every field of the memory, edits it,
-pins, unpins and deletes it, and the list follows each change and each vote; with a read key
-the page shows no control to vote or change anything.
+history shows the skip; such a kept-out turn takes a vote (it stays archived), and any other
+archived memory's vote buttons stay disabled, with a line saying why. With a write key the card
+shows every field of the memory, edits it, pins, unpins and deletes it, and the list follows
+each change and each vote; with a read key the page shows no control to vote or change anything.
 Skipped where no browser is installed. With ``CELESTIAL_EXPLORER_SCREENSHOT=path`` the run saves
 a screenshot there (docs/explorer.png), 1400 px wide, one 420 px wide beside it
 (docs/explorer-narrow.png), and one of the overview and a six-relation graph
@@ -823,6 +824,98 @@ async def test_a_card_says_what_the_turn_policy_did_and_why(
             await asyncio.to_thread(wait_for, driver, "cards", 1)
             card = shown_card(driver)
             assert card["id"] == plain.id and "policy" not in card["facts"]
+            console = [e["message"] for e in driver.get_log("browser")]
+            assert not [m for m in console if "Content Security Policy" in m], console
+
+
+def voting(driver: Browser) -> dict[str, Any]:
+    """Whether the card's vote buttons take a click, and the line under them (its kind and text)."""
+    return dict(driver.execute_script("""
+        const on = id => !document.getElementById(id).disabled;
+        const note = document.getElementById('vote-note');
+        return {helpful: on('helpful'), notHelpful: on('not-helpful'),
+                kind: note.dataset.votes || '', note: note.hidden ? '' : note.textContent}"""))
+
+
+DAY = 86_400.0
+
+
+@needs_browser
+async def test_a_turn_the_policy_kept_out_takes_a_vote_and_other_archived_memories_do_not(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder, clock: ManualClock
+) -> None:
+    """The server takes a vote on an archived memory only when the turn policy kept it out of
+    the zones (archived as it was written, never restored): the page enables the buttons for
+    such a turn and shows what the vote did, and keeps them disabled, saying why, on any other
+    archived memory (one the rebalance forgot; the same turn once restored and forgotten)."""
+    async with running_server(tmp_path, embedder, clock, http_address="127.0.0.1:0",
+                              policy_exploration=0.0) as srv:
+
+        def observe() -> Any:
+            with CelestialClient(f"127.0.0.1:{srv.port}", tenant=T) as client:
+                return client.observe("Hi there!", session_id="s1")
+
+        hi = await asyncio.to_thread(observe)
+        assert hi.action == "SKIP" and hi.memory is not None and hi.memory.archived
+        turn = hi.memory.id
+        async with (grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch,
+                    open_browser() as driver):
+            stub = pb_grpc.MemoryServiceStub(ch)
+            base = f"http://127.0.0.1:{srv.http_port}/explorer/?tenant={T}"
+            await asyncio.to_thread(driver.get, base + f"&id={turn}")
+            await asyncio.to_thread(wait_for, driver, "cards", 1)
+            await asyncio.to_thread(wait_for, driver, "probes", 1)
+            assert tools(driver)["vote"]
+            got = voting(driver)
+            assert (got["helpful"], got["notHelpful"], got["kind"]) == (True, True, "kept-out")
+            assert "Kept out of the zones by the turn policy" in got["note"], got
+
+            # A vote lands: its importance moves, it stays archived, and the card says so.
+            before = (await stub.Get(pb.GetRequest(tenant=T, id=turn))).memory
+            clock.advance(60)  # the ledger reads events of one time in id order: after the skip
+            await asyncio.to_thread(after, driver, "votes", lambda: click(driver, "helpful"))
+            voted = (await stub.Get(pb.GetRequest(tenant=T, id=turn))).memory
+            assert voted.archived and voted.importance > before.importance
+            status = driver.find_element("id", "feedback-status")
+            assert status.text.startswith("Recorded: helpful. Importance "), status.text
+            assert "still in the archive" in status.text, status.text
+            assert float(status.get_attribute("data-importance")) == pytest.approx(
+                voted.importance, abs=1e-12)
+            assert float(status.get_attribute("data-importance-before")) == pytest.approx(
+                before.importance, abs=1e-12)
+            card = shown_card(driver)
+            assert card["facts"]["importance"] == f"{voted.importance:.3f}"
+            assert card["history"] == ["skipped", "feedback_helpful"]
+            assert "1 helpful · 0 not helpful" in card["votes"]
+            assert voting(driver)["helpful"] and voting(driver)["kind"] == "kept-out"
+            assert error_text(driver) == ""
+
+            # Other archived memories: a plain one the rebalance forgot, and the same turn once
+            # restored (it is no longer what the policy kept out) and forgotten again.
+            plain = (await stub.Store(pb.StoreRequest(tenant=T, content=NOTES[6][0],
+                                                      importance=0.0))).memory.id
+            await stub.Restore(pb.RestoreRequest(tenant=T, id=turn))
+            await stub.Update(pb.UpdateRequest(tenant=T, id=turn, importance=0.0))
+            clock.advance(91 * DAY)
+            await stub.Rebalance(pb.RebalanceRequest(tenant=T))
+            for mid in (plain, turn):
+                m = (await stub.Get(pb.GetRequest(tenant=T, id=mid))).memory
+                assert m.archived and m.archived_at != m.created_at
+                await asyncio.to_thread(driver.get, base + f"&id={mid}")
+                await asyncio.to_thread(wait_for, driver, "cards", 1)
+                await asyncio.to_thread(wait_for, driver, "probes", 1)
+                assert tools(driver)["vote"] and shown_card(driver)["id"] == mid
+                got = voting(driver)
+                assert (got["helpful"], got["notHelpful"], got["kind"]) == (False, False,
+                                                                            "refused")
+                assert got["note"].startswith("Archived: restore it"), got
+            assert "policy" in card_fields(driver)["metadata"]  # the turn, with its decision
+            # The server agrees: such a memory is refused a vote.
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await stub.Feedback(pb.FeedbackRequest(tenant=T, id=turn,
+                                                       verdict=pb.VERDICT_HELPFUL))
+            assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+            assert error_text(driver) == ""
             console = [e["message"] for e in driver.get_log("browser")]
             assert not [m for m in console if "Content Security Policy" in m], console
 

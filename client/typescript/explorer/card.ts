@@ -27,6 +27,16 @@ function policyFact(m: Memory): HTMLElement[] {
                      data: { field: "policy", action, why, decision } })];
 }
 
+// Whether the turn policy wrote the memory straight into the archive (a SKIP, or a RETRIEVE that
+// did not keep its turn) and it has stayed there since: archived when it was written, never
+// restored. The server's rule (policy/decision.py, kept_out), which is why such a memory takes a
+// vote (the policy learns from it) while any other archived one must be restored first.
+export function keptOut(m: Memory): boolean {
+  const a = m.archivedAt, c = m.createdAt;
+  return m.archived && Object.hasOwn(m.metadata, "policy") && a !== undefined && c !== undefined
+    && a.seconds === c.seconds && a.nanos === c.nanos;
+}
+
 // Where the rebalance takes it next, or why nothing is scheduled.
 export function nextMoveText(m: Memory): string {
   const next = m.nextMove;

@@ -26,7 +26,7 @@ import {
   type ZoneEvent,
 } from "../src/gen/celestial/v1/memory_pb.js";
 import { bump, byId, el } from "./dom.js";
-import { breakdownList, explainScore, renderFacts, renderRelations } from "./card.js";
+import { breakdownList, explainScore, keptOut, renderFacts, renderRelations } from "./card.js";
 import { renderGraph } from "./graph.js";
 import { renderOverview } from "./overview.js";
 import {
@@ -289,7 +289,7 @@ async function openCard(id: string, push = true): Promise<void> {
     const status = byId("feedback-status");
     status.textContent = "";
     delete status.dataset.verdict;
-    for (const b of voteButtons()) b.disabled = memory.archived;
+    setVoting(memory);
     shown.id = memory.id;
     if (push) keepInAddress();
     markSelected();
@@ -316,6 +316,21 @@ function voteButtons(): HTMLButtonElement[] {
   return [byId<HTMLButtonElement>("helpful"), byId<HTMLButtonElement>("not-helpful")];
 }
 
+// Whether the card's memory takes a vote, as the server decides it: a live memory does, and so
+// does a turn the turn policy kept out of the zones (keptOut: the vote is what the policy learns
+// from); any other archived memory is refused ("restore it first"), so its buttons stay
+// disabled and a line says why. No memory (the card closed): disabled.
+function setVoting(m: Memory | null): void {
+  const may = m !== null && (!m.archived || keptOut(m));
+  for (const b of voteButtons()) b.disabled = !may;
+  const note = byId("vote-note");
+  note.textContent = !m || (may && !m.archived) ? ""
+    : may ? "Kept out of the zones by the turn policy: a vote moves its importance and the " +
+            "policy learns from it; it stays in the archive."
+    : "Archived: restore it (celestial restore ID) before voting on it.";
+  note.dataset.votes = !m ? "" : !may ? "refused" : m.archived ? "kept-out" : "live";
+}
+
 async function vote(helpful: boolean): Promise<void> {
   const id = byId("card").dataset.id;
   if (!id) return;
@@ -323,13 +338,11 @@ async function vote(helpful: boolean): Promise<void> {
   const status = byId("feedback-status");
   for (const b of voteButtons()) b.disabled = true;
   status.textContent = "sending…";
-  let archived = false;
   try {
     const res = await client.feedback({
       tenant, id, verdict: helpful ? Verdict.HELPFUL : Verdict.NOT_HELPFUL });
     const m = res.memory;
     if (!m) throw new ConnectError("the answer held no memory", Code.Internal);
-    archived = m.archived;
     const [rest, failed] = await aroundAfterWrite(m);
     if (seq !== cardSeq) {  // another card was opened meanwhile; the vote landed all the same
       status.textContent = "";
@@ -338,9 +351,11 @@ async function vote(helpful: boolean): Promise<void> {
     clearError();
     showMemory(m);
     if (rest) renderAround(m, rest);
+    // A turn the turn policy kept out stays in the archive: only its importance moved.
+    const where = m.archived ? "still in the archive (the turn policy kept it out of the zones)"
+      : `now ${zoneName(m.zone)}, resting score ${fixed(m.score)}`;
     status.textContent = `Recorded: ${helpful ? "helpful" : "not helpful"}. Importance ` +
-      `${fixed(res.importanceBefore)} → ${fixed(m.importance)}; now ${zoneName(m.zone)}, ` +
-      `resting score ${fixed(m.score)}.`;
+      `${fixed(res.importanceBefore)} → ${fixed(m.importance)}; ${where}.`;
     status.dataset.verdict = helpful ? "helpful" : "not_helpful";
     status.dataset.importanceBefore = String(res.importanceBefore);
     status.dataset.importance = String(m.importance);
@@ -353,8 +368,8 @@ async function vote(helpful: boolean): Promise<void> {
     refused(e);
     showError("Feedback", e);
   } finally {
-    // (An archived memory is refused a vote; a card opened meanwhile set its own buttons.)
-    for (const b of voteButtons()) b.disabled = archived && seq === cardSeq;
+    // As the memory the card shows now allows: the one voted on, or one opened meanwhile.
+    setVoting(current);
   }
 }
 
@@ -385,6 +400,7 @@ function setAccess(access: "write" | "read" | "none"): void {
   const may = access === "write";
   byId("write-tools").hidden = !may;
   byId("vote-tools").hidden = !may;
+  byId("vote-note").hidden = !may;
   byId("read-only").hidden = access !== "read";
   document.body.dataset.access = access;
   byId("key-state").textContent = (apiKey ? "with an API key" : "no API key") +
