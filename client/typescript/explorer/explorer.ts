@@ -325,8 +325,8 @@ function setVoting(m: Memory | null): void {
   for (const b of voteButtons()) b.disabled = !may;
   const note = byId("vote-note");
   note.textContent = !m || (may && !m.archived) ? ""
-    : may ? "Kept out of the zones by the turn policy: a vote moves its importance and the " +
-            "policy learns from it; it stays in the archive."
+    : may ? "Kept out of the zones by the turn policy: a vote rewards that decision (not " +
+            "helpful: keeping it out was right) and moves its importance; it stays archived."
     : "Archived: restore it (celestial restore ID) before voting on it.";
   note.dataset.votes = !m ? "" : !may ? "refused" : m.archived ? "kept-out" : "live";
 }
