@@ -1,6 +1,7 @@
 """The TypeScript client package's own tests (client/typescript, node --test) against a real
-server without a model, and one with a scripted model that stalls on any request about Dave
-until the test ends (the operations' tests cancel those)."""
+server without a model, one with a scripted model that stalls on any request about Dave until
+the test ends (the operations' tests cancel those), and one with API keys (an admin key for
+every tenant, a write key for one, and a secret setting) for the admin calls."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from celestial_memory.access.keys import create_key
 from celestial_memory.api.grpc.server import MemoryServer
 from celestial_memory.clock import ManualClock
 from celestial_memory.encoding.embedding import SentenceTransformerEmbedder
@@ -23,6 +25,7 @@ from tests.processes import finished
 from tests.scripted_model import ScriptedModel
 
 PACKAGE = Path(__file__).resolve().parents[2] / "client" / "typescript"
+SECRET = "qk-ts-5f1e0c9a-never-shown"
 
 pytestmark = pytest.mark.skipif(
     shutil.which("node") is None or shutil.which("npm") is None, reason="node is not installed"
@@ -65,13 +68,21 @@ async def test_typescript_client_suite(
             stall.wait(30)  # until the test cancels it (the server gives up after 5 s)
         return scripted(body)
 
+    keys = tmp_path / "keys.json"
+    admin = create_key(keys, "ts-admin", "admin", ["*"])[1]
+    write = create_key(keys, "ts-write", "write", ["ts-keyed"])[1]
     model = ScriptedModel(answer)
     try:
-        async with running_server(tmp_path / "model", embedder, clock, llm_base_url=model.url,
-                                  llm_model="scripted", llm_timeout_s=5.0) as with_model:
+        async with (running_server(tmp_path / "model", embedder, clock, llm_base_url=model.url,
+                                   llm_model="scripted", llm_timeout_s=5.0) as with_model,
+                    running_server(tmp_path / "keyed", embedder, clock, api_keys_file=keys,
+                                   qdrant_api_key=SECRET) as keyed):
             code, out = await run("npm", "test", cwd=PACKAGE, timeout=180, env={
                 "CELESTIAL_TEST_ADDRESS": f"127.0.0.1:{server.port}",
-                "CELESTIAL_TEST_MODEL_ADDRESS": f"127.0.0.1:{with_model.port}"})
+                "CELESTIAL_TEST_MODEL_ADDRESS": f"127.0.0.1:{with_model.port}",
+                "CELESTIAL_TEST_KEYED_ADDRESS": f"127.0.0.1:{keyed.port}",
+                "CELESTIAL_TEST_ADMIN_KEY": admin, "CELESTIAL_TEST_WRITE_KEY": write,
+                "CELESTIAL_TEST_SECRET": SECRET})
     finally:
         stall.set()
         model.close()

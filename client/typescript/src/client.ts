@@ -31,6 +31,7 @@ import type {
   RelatedMemory,
   RelatedOptions,
   RelateResult,
+  ServerSetting,
   Stats,
   StoreBatchResult,
   StoreItem,
@@ -410,6 +411,18 @@ export class CelestialClient {
       noForget: options.forget === false,
     });
     return cv.rebalance(await this.unary(this.stub.rebalance.bind(this.stub), req, false));
+  }
+
+  /**
+   * Admin, with a key for every tenant (`*`): the running server's settings (GetConfig) by name,
+   * in the order docs/configuration.md lists them, each with its value, where that came from
+   * when the server started and the environment variable that sets it. A secret's value never
+   * leaves the server: `secret` is true and `value` "set" or "".
+   */
+  async serverConfig(): Promise<Record<string, ServerSetting>> {
+    const resp = await this.unary(this.stub.getConfig.bind(this.stub),
+      create(pb.GetConfigRequestSchema, {}), true);
+    return cv.serverConfig(resp);
   }
 
   /**

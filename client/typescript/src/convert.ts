@@ -4,6 +4,7 @@ import { type Duration, type Timestamp, timestampDate, timestampFromDate } from 
 import * as pb from "./gen/celestial/v1/memory_pb.js";
 import {
   type AdminEvent,
+  type ConfigSource,
   type Entity,
   type EntityProfile,
   type LedgerPage,
@@ -23,6 +24,7 @@ import {
   type RelatedMemory,
   type Relation,
   type ScoreBreakdown,
+  type ServerSetting,
   type Stats,
   type StorageBackend,
   type StoreItem,
@@ -274,6 +276,28 @@ export function rebalance(r: pb.RebalanceResponse): RebalanceReport {
     evicted: n(r.evicted), forgotten: n(r.forgotten), dryRun: r.dryRun, full: r.full,
     skippedBy: r.skippedBy, durationMs: millis(r.duration) ?? r.durationMs, purged: n(r.purged),
   };
+}
+
+const CONFIG_SOURCES: Record<number, ConfigSource> = {
+  [pb.ConfigSource.FLAG]: "flag",
+  [pb.ConfigSource.ENV]: "env",
+  [pb.ConfigSource.DEFAULT]: "default",
+};
+
+/** The settings by name, in the server's order; a value as JSON reads it (a secret's as sent). */
+export function serverConfig(r: pb.GetConfigResponse): Record<string, ServerSetting> {
+  return Object.fromEntries(r.settings.map((s): [string, ServerSetting] => [s.name, {
+    name: s.name, value: s.secret ? s.value : jsonValue(s.value),
+    source: CONFIG_SOURCES[s.source] ?? "", env: s.env, secret: s.secret,
+  }]));
+}
+
+function jsonValue(text: string): unknown {
+  try {
+    return JSON.parse(text || "null");
+  } catch {
+    return text; // not JSON, as the contract says it is: the text as it came
+  }
 }
 
 const EVENT_KINDS: Record<number, ZoneEventKind> = {

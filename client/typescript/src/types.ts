@@ -404,6 +404,26 @@ export interface RebalanceReport {
   purged: number;
 }
 
+/** Where a setting's value came from when the server started: a flag of `celestial serve` (for a
+ * server built in code, an argument of its settings), its environment variable, or the default. */
+export type ConfigSource = "flag" | "env" | "default";
+
+/** One setting of the running server (serverConfig()). */
+export interface ServerSetting {
+  /** As docs/configuration.md lists it (e.g. "zone_capacities"). */
+  name: string;
+  /**
+   * Its value as JSON reads it: text, a number, a boolean, an array; null when it is unset. A
+   * secret's (an API key, a private key's file) is never sent: "set" when it is set, "" when not.
+   */
+  value: unknown;
+  /** "" only from a newer server, with a source this client does not know. */
+  source: ConfigSource | "";
+  /** The environment variable that sets it (e.g. "CELESTIAL_ZONE_CAPACITIES"). */
+  env: string;
+  secret: boolean;
+}
+
 export type ZoneEventKind =
   "capacity" | "forgotten" | "restored" | "purged" | "deleted" | "merged" | "helpful"
   | "not_helpful" | "skipped";

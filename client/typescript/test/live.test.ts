@@ -1,5 +1,8 @@
 // Against a live server at CELESTIAL_TEST_ADDRESS (host:port, plaintext, no API keys); skipped
 // without one. Each test writes to a tenant of its own, so that a shared server is fine.
+// CELESTIAL_TEST_KEYED_ADDRESS is one with API keys: CELESTIAL_TEST_ADMIN_KEY (admin, every
+// tenant), CELESTIAL_TEST_WRITE_KEY (write, one tenant), and CELESTIAL_TEST_SECRET the value of a
+// secret setting it was started with (qdrant_api_key, a flag); skipped without one.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
@@ -348,6 +351,14 @@ describe("a live server", { skip: ADDRESS ? false : "CELESTIAL_TEST_ADDRESS is n
     }
   });
 
+  test("serverConfig: a server without keys answers any caller", async () => {
+    const config = await c.serverConfig();
+    assert.ok(Object.keys(config).length > 10);
+    assert.deepEqual(config.api_keys_file, { name: "api_keys_file", value: null, source: "default",
+      env: "CELESTIAL_API_KEYS_FILE", secret: false });
+    assert.ok(Array.isArray(config.zone_capacities.value));
+  });
+
   test("ledger answers a page", async () => {
     const page = await c.ledger({ pageSize: 10 });
     assert.ok(Array.isArray(page.events) && Array.isArray(page.adminEvents));
@@ -373,4 +384,46 @@ describe("a live server", { skip: ADDRESS ? false : "CELESTIAL_TEST_ADDRESS is n
     }
   });
 
+});
+
+const KEYED = process.env.CELESTIAL_TEST_KEYED_ADDRESS;
+
+describe("a live server with API keys", {
+  skip: KEYED ? false : "CELESTIAL_TEST_KEYED_ADDRESS is not set",
+}, () => {
+  const keyed = (apiKey?: string) => new CelestialClient({ address: KEYED!, apiKey, timeoutMs: 20_000 });
+
+  test("serverConfig: an admin key for every tenant reads the settings; no other key may", async () => {
+    const admin = keyed(process.env.CELESTIAL_TEST_ADMIN_KEY);
+    const writer = keyed(process.env.CELESTIAL_TEST_WRITE_KEY);
+    const anonymous = keyed();
+    try {
+      const config = await admin.serverConfig();
+      assert.ok(Object.keys(config).length > 10);
+      for (const [name, s] of Object.entries(config)) {
+        assert.equal(s.name, name);
+        assert.ok(["flag", "env", "default"].includes(s.source), `${name}: ${s.source}`);
+        assert.match(s.env, /^CELESTIAL_[A-Z0-9_]+$/, name);
+      }
+      // The server's own flags (its settings built in code), their values as JSON reads them.
+      assert.deepEqual([config.rebalance_interval_s.value, config.rebalance_interval_s.source], [0, "flag"]);
+      assert.equal(config.api_keys_file.source, "flag");
+      assert.equal(typeof config.api_keys_file.value, "string");
+      assert.ok(Array.isArray(config.zone_capacities.value));
+      // A secret: "set", never its value.
+      const secret = process.env.CELESTIAL_TEST_SECRET;
+      assert.ok(secret);
+      assert.deepEqual(config.qdrant_api_key, { name: "qdrant_api_key", value: "set", source: "flag",
+        env: "CELESTIAL_QDRANT_API_KEY", secret: true });
+      assert.ok(!JSON.stringify(config).includes(secret));
+      await assert.rejects(writer.serverConfig(), (err: unknown) =>
+        err instanceof CelestialError && err.code === "PERMISSION_DENIED");
+      await assert.rejects(anonymous.serverConfig(), (err: unknown) =>
+        err instanceof CelestialError && err.code === "UNAUTHENTICATED");
+    } finally {
+      admin.close();
+      writer.close();
+      anonymous.close();
+    }
+  });
 });

@@ -758,3 +758,55 @@ describe("the turn policy against a fake server", () => {
     assert.equal(page.events[0].toZone, undefined);
   });
 });
+
+describe("serverConfig against a fake server", () => {
+  let server: FakeServer;
+  let address = "";
+  let calls = 0;
+
+  before(async () => {
+    server = await fakeServer({
+      getConfig: () => {
+        if (++calls === 1) {
+          throw unavailable(10); // a read: retried
+        }
+        return create(proto.GetConfigResponseSchema, { settings: [
+          { name: "zone_capacities", value: "[20,100,1000,0,0]", source: proto.ConfigSource.DEFAULT,
+            env: "CELESTIAL_ZONE_CAPACITIES" },
+          { name: "max_tags", value: "32", source: proto.ConfigSource.ENV, env: "CELESTIAL_MAX_TAGS" },
+          { name: "backend", value: "\"edge\"", source: proto.ConfigSource.FLAG, env: "CELESTIAL_BACKEND" },
+          { name: "reinforce_flush_ms", value: "null", source: proto.ConfigSource.DEFAULT,
+            env: "CELESTIAL_REINFORCE_FLUSH_MS" },
+          { name: "llm_api_key", value: "set", source: proto.ConfigSource.ENV,
+            env: "CELESTIAL_LLM_API_KEY", secret: true },
+          { name: "qdrant_api_key", value: "", source: proto.ConfigSource.DEFAULT,
+            env: "CELESTIAL_QDRANT_API_KEY", secret: true },
+          { name: "newer", value: "not json", source: 9 as proto.ConfigSource, env: "CELESTIAL_NEWER" },
+        ] });
+      },
+    });
+    address = server.address;
+  });
+  after(() => server.close());
+
+  test("the settings by name in the server's order, values as JSON reads them, secrets as sent", async () => {
+    const c = new CelestialClient({ address, retries: { maxRetries: 2, initialBackoffMs: 1 } });
+    try {
+      const config = await c.serverConfig();
+      assert.equal(calls, 2, "retried once");
+      assert.deepEqual(Object.keys(config), ["zone_capacities", "max_tags", "backend",
+        "reinforce_flush_ms", "llm_api_key", "qdrant_api_key", "newer"]);
+      assert.deepEqual(config.zone_capacities, { name: "zone_capacities", value: [20, 100, 1000, 0, 0],
+        source: "default", env: "CELESTIAL_ZONE_CAPACITIES", secret: false });
+      assert.deepEqual([config.max_tags.value, config.max_tags.source], [32, "env"]);
+      assert.deepEqual([config.backend.value, config.backend.source], ["edge", "flag"]);
+      assert.equal(config.reinforce_flush_ms.value, null);
+      assert.deepEqual([config.llm_api_key.value, config.llm_api_key.secret], ["set", true]);
+      assert.deepEqual([config.qdrant_api_key.value, config.qdrant_api_key.secret], ["", true]);
+      // A value that is not JSON, and a source this client does not know: as they came, and "".
+      assert.deepEqual([config.newer.value, config.newer.source], ["not json", ""]);
+    } finally {
+      c.close();
+    }
+  });
+});
