@@ -81,3 +81,23 @@ async def test_without_passages_the_same_fact_is_not_recalled_first(
         vector = embedder.embed(["where is the spare cabin key hidden?"])[0].tolist()
         results = await c.recall(query_vector=vector, limit=3, reinforce=False)
         assert long.id not in [r.id for r in results[:1]]
+
+
+async def test_an_edit_and_an_import_give_a_long_memory_its_passages(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder,
+) -> None:
+    vector = embedder.embed(["where is the spare cabin key hidden?"])[0].tolist()
+    async with running_server(tmp_path / "a", embedder, ManualClock(T0)) as a, \
+            running_server(tmp_path / "b", embedder, ManualClock(T0)) as b, \
+            AsyncCelestialClient(f"127.0.0.1:{a.port}", tenant="it") as c, \
+            AsyncCelestialClient(f"127.0.0.1:{b.port}", tenant="it") as copy:
+        edited = await c.store("A short note about the weekly meeting")
+        await c.store_batch(SHARING_WORDS)
+        await c.update(edited.id, content=_minutes(20_000) + "\n" + FACT)  # embedded anew
+        results = await c.recall(query_vector=vector, limit=3, reinforce=False)
+        assert results[0].id == edited.id, [r.memory.content[:40] for r in results]
+        # An export carries the content vector, not the passages: the import rebuilds them.
+        result = await copy.import_memories([m async for m in c.export()])
+        assert result.imported == len(SHARING_WORDS) + 1
+        results = await copy.recall(query_vector=vector, limit=3, reinforce=False)
+        assert results[0].id == edited.id, [r.memory.content[:40] for r in results]
