@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import pairwise
 
+import numpy as np
+import pytest
+from celestial_memory.config import Settings
 from celestial_memory.recall.keywords import KeywordEncoder
-from celestial_memory.recall.passages import passages
+from celestial_memory.recall.passages import passages, width
+from celestial_memory.recall.retrieval import Retrieval
 
 
 def _text(n: int) -> str:
@@ -57,3 +62,54 @@ def test_a_long_texts_keywords_weigh_each_term_as_its_best_passage_does() -> Non
     assert weight > 10 * dict(zip(whole.indices, whole.values, strict=True))[term]
     assert weight == max(dict(zip(d.indices, d.values, strict=True)).get(term, 0.0)
                          for d in map(enc.document, parts))
+
+
+def test_wide_characters_count_as_the_tokens_they_are() -> None:
+    chinese = "我们今天去公园散步然后吃饭" * 200  # no spaces, no sentence ends
+    parts = passages(chinese, 300)
+    assert all(width(p) <= 300 for p in parts) and max(len(p) for p in parts) <= 75
+    assert "".join(parts) == chinese
+    sentences = passages("今天天气很好。我们去公园吧！" * 40, 300)
+    assert all(p.endswith(("。", "！")) for p in sentences)
+
+
+def test_any_whitespace_separates_words_and_a_decimal_point_ends_no_sentence() -> None:
+    tabbed = "\t".join(["alpha", "kilo", "lima", "mike"] * 100)
+    for p in passages(tabbed, 300):
+        assert set(p.split()) <= {"alpha", "kilo", "lima", "mike"}
+    assert any("3.14 is pi" in p for p in passages("Pi: 3.14 is pi. " * 100, 300))
+
+
+class _Counting:
+    dimension = 4
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(len(texts))
+        return np.ones((len(texts), self.dimension), dtype=np.float32)
+
+
+def test_passages_are_embedded_a_chunk_at_a_time_and_a_cancellation_stops_them() -> None:
+    enc = _Counting()
+    retrieval = Retrieval(Settings(embed_max_batch=8), enc)
+    text = _text(200)
+    (ix,) = retrieval.index_vectors([text], [""], [np.ones(4, np.float32)], [True])
+    assert ix.passages is not None and len(ix.passages) == len(passages(text, 300))
+    assert max(enc.calls) == 8 and sum(enc.calls) == len(ix.passages)
+
+    def cancelled() -> None:
+        raise TimeoutError("the store")
+
+    with pytest.raises(TimeoutError):
+        retrieval.index_vectors([text], [""], [np.ones(4, np.float32)], [True], between=cancelled)
+
+
+def test_a_store_that_cannot_keep_passages_gets_none_and_plain_keywords() -> None:
+    enc = _Counting()
+    retrieval = Retrieval(Settings(), enc, keeps_passages=False)
+    text = _text(200)
+    (ix,) = retrieval.index_vectors([text], [""], [np.ones(4, np.float32)], [True])
+    assert ix.passages is None and enc.calls == []
+    assert ix.keywords == retrieval.keywords.document(text)

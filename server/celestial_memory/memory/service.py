@@ -76,7 +76,8 @@ class MemoryService:
                 f"store dimension {store.dimension} != model dimension {embedder.dimension}"
             )
         self.settings, self.store, self.embedder = settings, store, embedder
-        self.retrieval = Retrieval(settings, embedder)
+        self.retrieval = Retrieval(settings, embedder,
+                                   keeps_passages=getattr(store.engine, "passages", True))
         self.tuning = tuning.Tuning(settings, store)  # the votes' layer over the learned ranker
         self._candidates = RecallCandidates(settings, store, self.retrieval,
                                             learned.load(settings.ranker, settings.ranker_model,

@@ -97,7 +97,7 @@ class Storing:
             fresh = [i for i in range(len(checked)) if i not in held]
             self._embed_missing(checked, fresh, vectors, cancel)  # deleted since the first read
             memories = self._new_memories(tenant, checked, ids, fresh, vectors,
-                                          self._rate(tenant, checked, fresh, rated))
+                                          self._rate(tenant, checked, fresh, rated), cancel)
             merged: dict[int, Memory] = {}
             if memories:
                 cancel.check("the store")
@@ -236,7 +236,7 @@ class Storing:
 
     def _new_memories(
         self, tenant: str, items: Sequence[NewMemory], ids: Sequence[str], fresh: Sequence[int],
-        vectors: dict[int, Vector], importance: dict[int, float],
+        vectors: dict[int, Vector], importance: dict[int, float], cancel: Cancellation = NEVER,
     ) -> dict[int, Memory]:
         """The memories to write for the items at ``fresh``, placed in their zones."""
         new = [items[i] for i in fresh]
@@ -246,7 +246,7 @@ class Storing:
         ]
         index = self._retrieval.index_vectors(
             [it.content for it in new], [it.context for it in new], dense,
-            [it.vector is None for it in new],
+            [it.vector is None for it in new], between=lambda: cancel.check("the store"),
         )
         now = self._clock.now()
         memories: dict[int, Memory] = {}

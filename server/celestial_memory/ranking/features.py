@@ -117,8 +117,9 @@ def _words(contents: Sequence[str], query_words: set[str], out: FloatArray) -> N
     tokens = [_tokens(c) for c in contents]
     out[:, _AT["query_words_in_content"]] = [len(query_words.intersection(t)) for t in tokens]
     out[:, _AT["query_words_in_content"]] /= max(len(query_words), 1)
-    # Each time word as often as it comes; most contents have none, found by one intersection.
-    out[:, _AT["time_words"]] = [sum(map(t.count, TIME_WORDS.intersection(t))) for t in tokens]
+    # Each time word as often as it comes, in one pass (a count per word found took 0.6 ms
+    # over a 20,000-character memory's tokens, against 0.1).
+    out[:, _AT["time_words"]] = [sum(map(TIME_WORDS.__contains__, t)) for t in tokens]
 
 
 def _tokens(text: str) -> list[str]:

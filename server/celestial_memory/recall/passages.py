@@ -19,42 +19,76 @@ import re
 # 0.75, 0.751 at 0.5; at 0.5 a fact at the end of a 20,000-character memory lost first place
 # to a short memory sharing two of the question's words; docs/benchmarks.md, "Long memories").
 KEYWORD_SCALE = 0.75
-# Where a sentence or line ends: a window is cut there where it can be.
-_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
+# A character outside ASCII counts this many times toward a passage's length: a Chinese or
+# Japanese character is about one token where an English one is about a quarter of one, and a
+# 300-character window of Chinese (~300 tokens) ran past the 256 the encoder reads.
+WIDE = 4
+# Where a sentence or line ends (in English and CJK punctuation): a window is cut there where
+# it can be; a sentence longer than a window is cut at whitespace.
+_BREAK = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+")
+_SPACE = re.compile(r"\s+")
+
+
+def width(text: str) -> int:
+    """``text``'s length as a passage counts it (``WIDE``)."""
+    return len(text) if text.isascii() else sum(1 if c.isascii() else WIDE for c in text)
 
 
 def passages(text: str, size: int) -> list[str]:
-    """``text`` in windows of whole sentences (lines, or words for a sentence longer than
-    ``size``) of at most ``size`` characters; each window after the first begins with the last
-    sentence of the one before when that is under half of ``size``, so a fact that spans two
-    sentences is whole in one window. A text of at most ``size`` characters is itself."""
+    """``text`` in windows of whole sentences (lines, or words for a sentence wider than
+    ``size``) at most ``size`` wide (``width``); each window after the first begins with the
+    last sentence of the one before when that is under half of ``size``, so a fact that spans
+    two sentences is whole in one window. A text at most ``size`` wide is itself."""
     text = text.strip()
-    if size <= 0 or len(text) <= size:
+    if size <= 0 or width(text) <= size:
         return [text] if text else []
-    units = [u for s in _BREAK.split(text) for u in _words(s.strip(), size) if u]
+    units = [(u, width(u)) for s in _BREAK.split(text) for u in _words(s.strip(), size) if u]
     out: list[str] = []
-    window: list[str] = []
-    for u in units:
-        if window and len(" ".join([*window, u])) > size:
-            out.append(" ".join(window))
-            window = [window[-1]] if len(window) > 1 and len(window[-1]) < size // 2 else []
-            if window and len(" ".join([*window, u])) > size:
-                window = []
-        window.append(u)
+    window: list[tuple[str, int]] = []
+    wide = 0  # the window's width, a space between units
+    for u, w in units:
+        if window and wide + 1 + w > size:
+            out.append(" ".join(x for x, _ in window))
+            last = window[-1]
+            keep = len(window) > 1 and last[1] < size // 2 and last[1] + 1 + w <= size
+            window, wide = ([last], last[1]) if keep else ([], 0)
+        wide += w + (1 if window else 0)
+        window.append((u, w))
     if window:
-        out.append(" ".join(window))
+        out.append(" ".join(x for x, _ in window))
     return out
 
 
 def _words(sentence: str, size: int) -> list[str]:
-    """A sentence longer than ``size`` cut at spaces (a word longer than that, at ``size``)."""
-    if len(sentence) <= size:
+    """A sentence wider than ``size`` cut at whitespace (a word wider than that, where it
+    reaches ``size``)."""
+    if width(sentence) <= size:
         return [sentence]
     out: list[str] = []
-    rest = sentence
-    while len(rest) > size:
-        cut = rest.rfind(" ", 0, size + 1)
-        cut = cut if cut > 0 else size
-        out.append(rest[:cut].strip())
-        rest = rest[cut:].strip()
-    return [*out, rest]
+    piece: list[str] = []
+    wide = 0
+    for word in _SPACE.split(sentence):
+        for part in _cut(word, size):
+            w = width(part)
+            if piece and wide + 1 + w > size:
+                out.append(" ".join(piece))
+                piece, wide = [], 0
+            wide += w + (1 if piece else 0)
+            piece.append(part)
+    if piece:
+        out.append(" ".join(piece))
+    return out
+
+
+def _cut(word: str, size: int) -> list[str]:
+    """A word in pieces at most ``size`` wide."""
+    if width(word) <= size:
+        return [word]
+    out, start, wide = [], 0, 0
+    for i, c in enumerate(word):
+        w = 1 if c.isascii() else WIDE
+        if wide + w > size:
+            out.append(word[start:i])
+            start, wide = i, 0
+        wide += w
+    return [*out, word[start:]]

@@ -32,7 +32,7 @@ match from an outer zone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,9 +56,11 @@ class Ranked:
 
 
 class Retrieval:
-    def __init__(self, settings: Settings, embedder: Embedder) -> None:
+    def __init__(self, settings: Settings, embedder: Embedder, keeps_passages: bool = True) -> None:
         self.settings = settings
         self.embedder = embedder
+        # False over a store made before passages, which could not keep them (store/engine.py).
+        self.keeps_passages = keeps_passages
         self.keywords = KeywordEncoder(
             settings.keyword_k1, settings.keyword_b,
             settings.keyword_avg_len, settings.context_keyword_avg_len,
@@ -69,14 +71,16 @@ class Retrieval:
     def index_vectors(
         self, contents: Sequence[str], contexts: Sequence[str], dense: Sequence[Vector],
         embedded_here: Sequence[bool], given_context_dense: Sequence[Vector | None] = (),
-        passages_here: Sequence[bool] | None = None,
+        passages_here: Sequence[bool] | None = None, between: Callable[[], None] = lambda: None,
     ) -> list[IndexVectors]:
         """The non-content vectors of new memories. The contextual text is embedded only where
         there is context and the server embedded the content (a caller's own vectors may come
         from another model); ``given_context_dense`` (an import's) is used where not None.
         A long content's passages are embedded where ``passages_here`` (by default where the
         server embedded the content): an import or a rewrite embeds them from the text, as
-        it rebuilds the keywords."""
+        it rebuilds the keywords. Passages are embedded a chunk at a time, ``between`` called
+        before each (a caller's cancellation check), so that one write's passages neither
+        hold the encoder for long at once nor outlive the caller's deadline."""
         joined = [f"{c}\n{t}" if c else t for c, t in zip(contexts, contents, strict=True)]
         todo = [i for i, c in enumerate(contexts) if c and embedded_here[i]]
         ctx_dense: dict[int, Vector] = {
@@ -85,10 +89,10 @@ class Retrieval:
         if todo:
             ctx_dense.update(zip(todo, self.embedder.embed([joined[i] for i in todo]), strict=True))
         wanted = embedded_here if passages_here is None else passages_here
-        over = self.settings.passages_over_chars
+        over = self.settings.passages_over_chars if self.keeps_passages else 0
         cut = {i: passages(t, self.settings.passage_chars) for i, t in enumerate(contents)
                if wanted[i] and over and len(t) > over}
-        embedded = self._embedded(cut)
+        embedded = self._embedded(cut, between)
         return [
             IndexVectors(
                 context_dense=np.asarray(ctx_dense.get(i, dense[i]), dtype=np.float32),
@@ -105,11 +109,18 @@ class Retrieval:
             for i in range(len(contents))
         ]
 
-    def _embedded(self, cut: dict[int, list[str]]) -> dict[int, Vector]:
-        """Each long content's passages embedded, all in one call."""
+    def _embedded(self, cut: dict[int, list[str]],
+                  between: Callable[[], None]) -> dict[int, Vector]:
+        """Each long content's passages embedded, in chunks of what the encoder runs at once."""
         if not cut:
             return {}
-        rows = self.embedder.embed([p for parts in cut.values() for p in parts])
+        texts = [p for parts in cut.values() for p in parts]
+        step = max(1, self.settings.embed_max_batch) * getattr(self.embedder, "lanes", 1)
+        chunks = []
+        for start in range(0, len(texts), step):
+            between()
+            chunks.append(self.embedder.embed(texts[start:start + step]))
+        rows = np.concatenate(chunks)
         out: dict[int, Vector] = {}
         at = 0
         for i, parts in cut.items():

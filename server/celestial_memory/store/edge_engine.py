@@ -135,6 +135,10 @@ class EdgeEngine:
             hnsw_config=qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000),
             datatype=_DATATYPES[pl.PASSAGES_DATATYPE], memory=originals,
         )} if self._keeps_passages else {}
+        if not self._keeps_passages:
+            log.warning("the embedded store at %s was made before long memories' passages: a "
+                        "long memory is found by its first ~1,000 characters only; export it "
+                        "and import it into a new data folder to index them", path)
         config = qe.EdgeConfig(
             vectors={
                 pl.DENSE: qe.EdgeVectorParams(
