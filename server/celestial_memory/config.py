@@ -197,7 +197,8 @@ class Settings(ServingSettings):
     # longer memory is also embedded in short passages (recall/passages.py).
     passages_over_chars: int = Field(
         1000, ge=0, description="a memory longer than this is also embedded in passages; 0 = never")
-    passage_chars: int = Field(300, ge=40, le=1000, description="longest passage")
+    passage_chars: int = Field(
+        300, ge=40, le=1000, description="widest passage (characters; one outside ASCII counts 4)")
     default_recall_limit: int = Field(10, gt=0, description="results of a recall that sets no limit")
     max_recall_limit: int = Field(100, gt=0, description="largest recall limit")
     max_prompt_tokens: int = Field(32_768, gt=0, description="the largest Context block asked for")
