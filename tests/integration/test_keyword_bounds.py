@@ -33,6 +33,10 @@ async def test_a_memory_keeps_a_bounded_number_of_keyword_terms(
     engine_server: tuple[MemoryService, pb_grpc.MemoryServiceStub],
 ) -> None:
     service, stub = engine_server
+    # Keywords and the importance cues only: each text would also be embedded in up to
+    # MAX_PASSAGES passages (recall/passages.py; bounded there, test_passages.py), which for
+    # 150 texts of 32,768 characters is minutes of encoding, not what this measures.
+    service.retrieval.keeps_passages = False
     rng = random.Random(5)
     n = 150
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from itertools import pairwise
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 from celestial_memory.config import Settings
 from celestial_memory.recall.keywords import KeywordEncoder
-from celestial_memory.recall.passages import passages, width
+from celestial_memory.recall.passages import MAX_PASSAGES, passages, width
 from celestial_memory.recall.retrieval import Retrieval
 
 
@@ -113,3 +114,16 @@ def test_a_store_that_cannot_keep_passages_gets_none_and_plain_keywords() -> Non
     (ix,) = retrieval.index_vectors([text], [""], [np.ones(4, np.float32)], [True])
     assert ix.passages is None and enc.calls == []
     assert ix.keywords == retrieval.keywords.document(text)
+
+
+def test_no_text_within_the_length_limit_gets_many_more_than_max_passages() -> None:
+    rng = random.Random(5)
+    texts = [
+        " ".join("".join(chr(rng.randrange(97, 123)) for _ in range(6)) for _ in range(4600)),
+        "".join(chr(rng.randrange(0xAC00, 0xD7A4)) for _ in range(32_768)),
+        "1" * 32_768, "1," * 16_384, "Hello there friend. " * 1638,
+    ]
+    for text in texts:
+        parts = passages(text[:32_768], 300)
+        assert MAX_PASSAGES // 2 < len(parts) <= MAX_PASSAGES + 2, (text[:20], len(parts))
+    assert len(passages(_text(200), 300)) > 20  # a shorter text keeps its narrow windows

@@ -23,6 +23,11 @@ KEYWORD_SCALE = 0.75
 # Japanese character is about one token where an English one is about a quarter of one, and a
 # 300-character window of Chinese (~300 tokens) ran past the 256 the encoder reads.
 WIDE = 4
+# The most passages one memory gets (about): a wider text gets wider windows, so what a memory
+# may cost stays bounded by its length limit whatever the text (32,768 characters of Korean at
+# the narrow windows above made 440 passages). 20,000 characters of English keep their 300-wide
+# windows (about 95); at 64 windows of about 390 a fact in its last line lost first place.
+MAX_PASSAGES = 128
 # Where a sentence or line ends (in English and CJK punctuation): a window is cut there where
 # it can be; a sentence longer than a window is cut at whitespace.
 _BREAK = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+")
@@ -36,12 +41,16 @@ def width(text: str) -> int:
 
 def passages(text: str, size: int) -> list[str]:
     """``text`` in windows of whole sentences (lines, or words for a sentence wider than
-    ``size``) at most ``size`` wide (``width``); each window after the first begins with the
+    ``size``) at most ``size`` wide (``width``; wider where MAX_PASSAGES would be passed: the
+    count is kept near it, not exactly); each window after the first begins with the
     last sentence of the one before when that is under half of ``size``, so a fact that spans
     two sentences is whole in one window. A text at most ``size`` wide is itself."""
     text = text.strip()
-    if size <= 0 or width(text) <= size:
+    wide_text = width(text)
+    if size <= 0 or wide_text <= size:
         return [text] if text else []
+    # Widened so that the windows (overlapping by about a sentence) stay within MAX_PASSAGES.
+    size = max(size, -(-wide_text * 5 // 4 // MAX_PASSAGES))
     units = [(u, width(u)) for s in _BREAK.split(text) for u in _words(s.strip(), size) if u]
     out: list[str] = []
     window: list[tuple[str, int]] = []
