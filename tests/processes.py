@@ -33,10 +33,19 @@ _servers: dict[subprocess.Popen[bytes], IO[bytes]] = {}  # started, with their o
 _commands: set[asyncio.subprocess.Process] = set()  # in ``finished`` or ``running``, not ended
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port nothing listens on, never one handed out before in this run: tests take several
+    in a row before binding any, and the system may offer the same free port twice."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def start(data_dir: Path, port: int, **env_vars: str) -> subprocess.Popen[bytes]:
