@@ -28,6 +28,7 @@ from celestial_memory.config import Settings
 from celestial_memory.domain.requests import NewMemory, RecallQuery
 from celestial_memory.encoding.choice import open_encoder
 from celestial_memory.encoding.embedding import Embedder
+from celestial_memory.memory.service import MemoryService
 from celestial_memory.store import open_edge
 
 
@@ -41,17 +42,22 @@ class Result:
     recall_ms: list[float] = field(default_factory=list)
 
 
+def _service(folder: Path, size: int, embedder: Embedder,
+             start: float) -> tuple[MemoryService, ManualClock]:
+    """A service on an embedded store in ``folder``, passages ``size`` wide (0: none)."""
+    settings = Settings(data_dir=folder, rebalance_interval_s=0,
+                        passages_over_chars=1000 if size else 0, passage_chars=size or 300)
+    clock = ManualClock(start)
+    return build_service(settings, embedder=embedder, clock=clock,
+                         store=open_edge(folder / "edge", embedder.dimension)), clock
+
+
 def run(folder: Path, conversations: list[str], size: int, embedder: Embedder) -> Result:
     out = Result()
     for name in conversations:
         conv = load(folder / f"{name}.json")
         with tempfile.TemporaryDirectory() as tmp:
-            settings = Settings(data_dir=Path(tmp), rebalance_interval_s=0,
-                                passages_over_chars=1000 if size else 0,
-                                passage_chars=size or 300)
-            clock = ManualClock(conv.sessions[0][0])
-            svc = build_service(settings, embedder=embedder, clock=clock,
-                                store=open_edge(Path(tmp) / "edge", embedder.dimension))
+            svc, clock = _service(Path(tmp), size, embedder, conv.sessions[0][0])
             try:
                 for n, (start, items) in enumerate(conv.sessions, 1):
                     text = "\n".join(i.content for i in items)
@@ -88,12 +94,7 @@ def mixed(folder: Path, pairs: list[tuple[str, str]], size: int,
     for short_name, long_name in pairs:
         conv, other = load(folder / f"{short_name}.json"), load(folder / f"{long_name}.json")
         with tempfile.TemporaryDirectory() as tmp:
-            settings = Settings(data_dir=Path(tmp), rebalance_interval_s=0,
-                                passages_over_chars=1000 if size else 0,
-                                passage_chars=size or 300)
-            clock = ManualClock(conv.sessions[0][0])
-            svc = build_service(settings, embedder=embedder, clock=clock,
-                                store=open_edge(Path(tmp) / "edge", embedder.dimension))
+            svc, clock = _service(Path(tmp), size, embedder, conv.sessions[0][0])
             try:
                 svc.store_many("t", [NewMemory(
                     content="\n".join(i.content for i in items), created_at=start,
