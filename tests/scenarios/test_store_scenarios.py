@@ -198,6 +198,35 @@ def test_a_contextual_vector_is_kept_only_where_it_differs(store: MemoryReposito
     assert np.allclose(exported[apart.id].index.context_dense, other, atol=1e-3)
 
 
+def test_contextual_vectors_written_later_or_reopened_are_rescored(tmp_path: Path) -> None:
+    """The embedded store skips rescoring by the contextual vector while no point holds one: a
+    memory given one later, or found in a reopened store, is rescored by it all the same."""
+    q, other = unit_vectors(2, DIM, seed=24)
+    store = open_edge(tmp_path / "shard", DIM)
+    reopened: MemoryRepository | None = None
+    try:
+        plain = mem(vector=q, content="plain")
+        store.upsert([plain])
+        got = store.candidates("a", hq(q), [Zone.OUTER], MemoryFilter(), 5)
+        assert got.signals[0, 1] == pytest.approx(got.signals[0, 0])
+        apart = mem(vector=q, content="apart", context="before")
+        apart.index = IndexVectors(other, apart.index.keywords, apart.index.context_keywords)
+        store.upsert([apart])
+
+        def check(s: MemoryRepository) -> None:
+            got = s.candidates("a", hq(q), [Zone.OUTER], MemoryFilter(), 5)
+            row = {i: n for n, i in enumerate(got.ids)}
+            assert got.signals[row[apart.id], 1] == pytest.approx(float(q @ other), abs=1e-3)
+            assert got.signals[row[plain.id], 1] == pytest.approx(got.signals[row[plain.id], 0])
+
+        check(store)
+        store.close()
+        reopened = open_edge(tmp_path / "shard", DIM)
+        check(reopened)
+    finally:
+        (reopened or store).close()
+
+
 def test_entity_matches_count_a_memory_without_a_contextual_vector(
         store: MemoryRepository) -> None:
     # A query without keywords rescores only the contextual vector; which candidates mention an

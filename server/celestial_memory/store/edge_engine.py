@@ -176,10 +176,16 @@ class EdgeEngine:
         self._memories = self._shards[en.MEMORIES]
         # Whether any point holds passages: until one does, a recall does not search them (an
         # exhaustive search over nothing still costs ~0.1 ms a zone).
-        self._holds_passages = self._keeps_passages and self._memories.count(qe.CountRequest(
-            filter=qe.Filter(must=[qe.HasVectorCondition(pl.PASSAGES)]), exact=True)) > 0
+        self._holds_passages = self._keeps_passages and self._holds(pl.PASSAGES)
+        # Likewise a contextual vector (payload.search_vectors writes one only where a context
+        # made it differ): until one is held, rescoring by it is a round trip that scores nothing.
+        self._holds_context = self._holds(pl.CONTEXT_DENSE)
         # Points upserted since the last index build (optimize); a reopened store builds once.
         self._unindexed = 1_000_000
+
+    def _holds(self, vector: str) -> bool:
+        return bool(self._memories.count(qe.CountRequest(
+            filter=qe.Filter(must=[qe.HasVectorCondition(vector)]), exact=True)) > 0)
 
     def _update(self, part: en.Part, op: Any) -> None:
         try:
@@ -194,8 +200,11 @@ class EdgeEngine:
         pts = [qe.Point(p.id, {k: _vector(v) for k, v in p.vectors.items()
                                if k != pl.PASSAGES or self._keeps_passages}, p.payload)
                for p in points]
-        if part == en.MEMORIES and self._keeps_passages and not self._holds_passages:
-            self._holds_passages = any(pl.PASSAGES in p.vectors for p in points)
+        if part == en.MEMORIES:
+            if self._keeps_passages and not self._holds_passages:
+                self._holds_passages = any(pl.PASSAGES in p.vectors for p in points)
+            if not self._holds_context:
+                self._holds_context = any(pl.CONTEXT_DENSE in p.vectors for p in points)
         mode = qe.UpdateMode.InsertOnly if insert_only else None
         self._update(part, qe.UpdateOperation.upsert_points(
             pts, condition=_filter(only_if), update_mode=mode))
@@ -306,7 +315,9 @@ class EdgeEngine:
                       columns: Sequence[int] | None = None,
                       matching: Sequence[pl.Condition] = ()) -> en.Scored:
         scores = np.full((len(keys), len(pl.SIGNALS)), np.nan)
-        if not keys:
+        if not keys or (columns is not None and set(columns) == {1} and not matching
+                        and not self._holds_context):
+            # No point holds a contextual vector: every score would come back unscored (NaN).
             return en.Scored(scores, [set() for _ in matching])
         # The id condition is made once and shared by every request of the batch: converting
         # the ids is the costly part of a filter (150 ids: 140 µs, against 5 µs to reuse it),
