@@ -359,3 +359,28 @@ async def test_a_lease_renewed_as_its_operation_is_cancelled_leaves_the_end_its_
         assert payload["holder"] == ENDED
         assert payload["expires_at"] == payload["operation"]["ended_at"] + KEEP_S
         model.release()
+
+
+async def test_a_watch_reports_a_change_made_just_after_its_first_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A watch counts changes from the state its first answer was read at: a stage reached
+    between that read and the watch's next look is still sent (on a loaded machine a watch
+    otherwise went from reading to done and never showed asking_model)."""
+    from types import SimpleNamespace
+
+    from celestial_memory.api.grpc import reflect_rpcs
+    from celestial_memory.api.grpc.servicer import MemoryServicer
+    from celestial_memory.domain.operations import Operation, ReflectionAsked, Stage
+
+    def at(stage: Stage) -> Operation:
+        return Operation("operations/x", "t", ReflectionAsked(), 0.0, 0.0, stage=stage)
+
+    # Read by the watch's first answer at change 1; already asking the model (2) at its next
+    # look, then done (3).
+    looks = iter([(at(Stage.ASKING_MODEL), 2), (at(Stage.DONE), 3)])
+    ops = SimpleNamespace(peek=lambda tenant, name: next(looks))
+    servicer = MemoryServicer.__new__(MemoryServicer)
+    servicer._service = SimpleNamespace(reflection=ops)  # type: ignore[assignment]
+    monkeypatch.setattr(reflect_rpcs, "WATCH_POLL_S", 0)
+    sent = [op.stage async for op in servicer._changes(None, "t", at(Stage.READING), 1)]
+    assert sent == [Stage.ASKING_MODEL, Stage.DONE]

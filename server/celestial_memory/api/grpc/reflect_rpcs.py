@@ -26,11 +26,12 @@ class ReflectRpcs(ServicerParts):
         return await self._run(context, self._service.reflection.start, self._tenant(r.tenant),
                                r.dry_run, r.window, list(r.entities), request_id)
 
-    async def _changes(self, context: Context, tenant: str,
-                       op: Operation) -> AsyncIterator[Operation]:
-        """The operation each time it changes until it is done, without its first state."""
+    async def _changes(self, context: Context, tenant: str, op: Operation,
+                       seen: int | None) -> AsyncIterator[Operation]:
+        """The operation each time it changes until it is done, after ``op`` as read at change
+        counter ``seen`` (None: any state read here is news). Counting from that read, not from
+        a second one, so that a change between the two is still reported."""
         ops = self._service.reflection
-        _, seen = ops.peek(tenant, op.name) or (op, None)
         while not op.done:
             await asyncio.sleep(WATCH_POLL_S)
             now = ops.peek(tenant, op.name)
@@ -47,7 +48,7 @@ class ReflectRpcs(ServicerParts):
         tenant = self._tenant(request.tenant)
         started = ended = await self._start(context, request, "")
         try:
-            async for later in self._changes(context, tenant, started):
+            async for later in self._changes(context, tenant, started, None):
                 ended = later
         except asyncio.CancelledError:  # the caller went away: its reflection is not wanted
             await asyncio.to_thread(self._service.reflection.cancel, tenant, started.name)
@@ -74,12 +75,12 @@ class ReflectRpcs(ServicerParts):
     async def WatchOperation(self, request: pb.WatchOperationRequest,
                              context: Context) -> AsyncIterator[pb.WatchOperationResponse]:
         tenant = self._tenant(request.tenant)
-        first, _ = await self._run(context, self._service.reflection.get, tenant, request.name)
+        first, seen = await self._run(context, self._service.reflection.get, tenant, request.name)
         yield pb.WatchOperationResponse(operation=operation_to_pb(first))
         # Bounded like every stream: one left open would hold its slot; the caller watches again.
         try:
             async with asyncio.timeout(self._service.settings.max_stream_s):
-                async for op in self._changes(context, tenant, first):
+                async for op in self._changes(context, tenant, first, seen):
                     yield pb.WatchOperationResponse(operation=operation_to_pb(op))
         except TimeoutError:
             return
