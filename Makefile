@@ -36,8 +36,9 @@ run: install
 	@echo "→ starting the server"
 	@CELESTIAL_HTTP_ADDRESS=$${CELESTIAL_HTTP_ADDRESS-localhost:8080} $(VENV)/bin/celestial serve
 
+# The 25 slowest tests follow the summary: where the suite's time goes, run by run.
 test: install
-	$(PY) -m pytest -q -rs
+	$(PY) -m pytest -q -rs --durations=25
 
 lint: install
 	$(VENV)/bin/ruff check proto server client tests benchmarks
