@@ -28,7 +28,8 @@ from celestial_memory.encoding.embedding import resolve_model
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-PEERS = ("celestial", "celestial-int8", "chroma", "langchain-qdrant", "mem0")
+PEERS = ("celestial", "celestial-int8", "chroma", "chroma-server", "chroma-server-default-ef",
+         "langchain-qdrant", "mem0")
 # Run with this interpreter; the rest in the peers' venv.
 SERVICE_SIDE = ("floor", "floor-onnx", "celestial", "celestial-int8")
 FLOORS = ("floor", "floor-onnx")
@@ -262,6 +263,15 @@ def notes(results: dict[str, dict[str, Any]], config: dict[str, Any]) -> str:
                 times = "time" if b["count"] == 1 else "times"
                 out.append(f"{n}: its server built the HNSW index {b['count']} {times} in the "
                            f"background ({b['seconds']:.1f} s in all, during ingest and R@k loads).")
+            if "embedding_check" in r:
+                c = r["embedding_check"]
+                out.append(f"{n}: Chroma's DefaultEmbeddingFunction on the ONNX export of the bundled "
+                           f"model, cosine to sentence-transformers at least "
+                           f"{c['min_cosine_to_sentence_transformers']:.5f}; one query encoded in "
+                           f"{c['default_ef_one_query']['p50_ms']:.1f} ms (p50) as it runs (a new "
+                           f"ONNX Runtime session per call), "
+                           f"{c['onnx_ef_kept_one_query']['p50_ms']:.1f} ms with one "
+                           f"ONNXMiniLM_L6_V2 kept.")
             out.append(f"{n}: " + ", ".join(f"{k} {v}" for k, v in r["versions"].items())
                        + f"; whole run {r['wall_s']:.0f} s, other processes used "
                        f"{r['other_cores']:.2f} cores meanwhile"

@@ -21,6 +21,8 @@ SYSTEMS = {
     "celestial": ("systems_service", "Celestial"),
     "celestial-int8": ("systems_service", "CelestialInt8"),
     "chroma": ("systems_peers", "Chroma"),
+    "chroma-server": ("systems_peers", "ChromaServer"),
+    "chroma-server-default-ef": ("systems_peers", "ChromaServerDefaultEf"),
     "langchain-qdrant": ("systems_peers", "LangchainQdrant"),
     "mem0": ("systems_peers", "Mem0"),
 }
