@@ -315,9 +315,10 @@ class EdgeEngine:
                       columns: Sequence[int] | None = None,
                       matching: Sequence[pl.Condition] = ()) -> en.Scored:
         scores = np.full((len(keys), len(pl.SIGNALS)), np.nan)
-        if not keys or (columns is not None and set(columns) == {1} and not matching
-                        and not self._holds_context):
-            # No point holds a contextual vector: every score would come back unscored (NaN).
+        asked = (0, 1, 2, 3) if columns is None else tuple(columns)
+        if not self._holds_context:  # no contextual vector held: rescoring by it scores nothing
+            asked = tuple(c for c in asked if c != 1)
+        if not keys or not (asked or matching):
             return en.Scored(scores, [set() for _ in matching])
         # The id condition is made once and shared by every request of the batch: converting
         # the ids is the costly part of a filter (150 ids: 140 µs, against 5 µs to reuse it),
@@ -325,7 +326,6 @@ class EdgeEngine:
         has_ids = _FILTERS.has_id(list(keys))
         common = [_FILTERS.condition(c) for c in where]
         f = qe.Filter(must=[*common, has_ids])
-        asked = (0, 1, 2, 3) if columns is None else tuple(columns)
         every = _signal_queries(query, (*asked, 0) if matching else asked)
         queries = {c: q for c, q in every.items() if c in asked}
         # A condition's matches: the content query again (cheap over these few points),
