@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import socket
 import statistics
 import sys
 import time
@@ -152,6 +153,13 @@ class System:
 def chunks(xs: Sequence[T], n: int) -> Iterator[Sequence[T]]:
     for i in range(0, len(xs), n):
         yield xs[i:i + n]
+
+
+def free_port() -> int:
+    """A loopback port free now, for a server a system starts."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def log(msg: str) -> None:

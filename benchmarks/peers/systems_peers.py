@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from harness import Dataset, System, Turn, log, summary, timed
+from harness import Dataset, System, Turn, free_port, log, summary, timed
 
 
 def _versions(*names: str) -> dict[str, str]:
@@ -37,12 +36,6 @@ def _set_threads(n: int) -> None:
 
     if n > 0:
         torch.set_num_threads(n)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Chroma(System):
@@ -147,7 +140,7 @@ class ChromaServer(Chroma):
 
         self._dir = root / "chroma-server-data"
         self._dir.mkdir(parents=True)
-        port = _free_port()
+        port = free_port()
         self._log_path = root / "chroma-server.log"
         chroma = Path(sys.executable).parent / "chroma"
         with self._log_path.open("w") as out:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -15,17 +14,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar
 
-from harness import Conversation, Dataset, System, Turn, summary, timed
+from harness import Conversation, Dataset, System, Turn, free_port, summary, timed
 
 
 def _versions(*names: str) -> dict[str, str]:
     return {n: metadata.version(n) for n in names}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Celestial(System):
@@ -43,7 +36,7 @@ class Celestial(System):
 
         self._dir = root / "celestial-data"
         bin_dir = Path(sys.executable).parent
-        port = _free_port()
+        port = free_port()
         self.target = f"127.0.0.1:{port}"
         env = {
             **os.environ,
